@@ -1,0 +1,139 @@
+"""Admission decisions as plain data: what the webhook answers and what ``cosctl validate`` prints.
+
+The HTTP layer (``webhook/``) only translates the AdmissionReview wire format to a ``Request`` and a
+``Decision`` back; the offline validator builds ``Request`` objects from files. Both therefore give the same
+answer for the same input. The response builders mirror controller-runtime's ``Allowed``/``Denied``/
+``Patched`` helpers.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import jsonpatch
+
+from common import api
+from common.fielderrors import FieldError, invalid_status
+
+Obj = dict[str, Any]
+Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Settings an admin chooses at install time."""
+
+    system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """The parts of an AdmissionReview request the decision depends on."""
+
+    kind: str  # "ClusterObjectSet" or "Secret"
+    operation: Operation
+    object: Obj | None
+    old_object: Obj | None = None
+    name: str = ""
+    namespace: str = ""
+    dry_run: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """An admission answer: allowed or denied (with a Kubernetes Status), plus warnings and a JSONPatch."""
+
+    allowed: bool
+    status: Obj | None = None
+    warnings: tuple[str, ...] = ()
+    patch: tuple[Obj, ...] = ()
+    errors: tuple[FieldError, ...] = field(default=(), compare=False)
+
+    @property
+    def message(self) -> str:
+        return str((self.status or {}).get("message", ""))
+
+
+def allowed(warnings: list[str] | tuple[str, ...] = ()) -> Decision:
+    return Decision(True, warnings=tuple(warnings))
+
+
+def patched(patch: list[Obj], warnings: list[str] | tuple[str, ...] = ()) -> Decision:
+    return Decision(True, warnings=tuple(warnings), patch=tuple(patch))
+
+
+def denied(kind: str, name: str, errors: list[FieldError], warnings: list[str] | tuple[str, ...] = ()) -> Decision:
+    """A 422 Invalid denial listing every violation, shaped exactly like the API server's own."""
+    group = api.GROUP if kind == api.KIND else ""
+    return Decision(False, status=invalid_status(kind, group, name, errors), warnings=tuple(warnings),
+                    errors=tuple(errors))
+
+
+def bad_request(message: str) -> Decision:
+    """A denial for a request that cannot be judged at all (e.g. an UPDATE without oldObject)."""
+    return Decision(False, status={"code": 400, "reason": "BadRequest", "message": message,
+                                   "status": "Failure", "metadata": {}})
+
+
+def _name_of(req: Request, obj: Obj | None) -> str:
+    if req.name:
+        return req.name
+    meta = (obj or {}).get("metadata")
+    if isinstance(meta, dict):
+        return str(meta.get("name") or meta.get("generateName") or "")
+    return ""
+
+
+def mutate(req: Request, config: Config = Config()) -> Decision:
+    """The mutating webhook: defaults as a JSONPatch (idempotent), with warnings saying what was defaulted."""
+    from common import mutation
+
+    if req.operation != "CREATE" or not isinstance(req.object, dict):
+        return allowed()
+    if req.kind == api.KIND:
+        ops, warnings = mutation.cos_defaults(req.object, config.system_namespace)
+    elif req.kind == "Secret":
+        ops, warnings = mutation.secret_defaults(req.object)
+    else:
+        return allowed()
+    return patched(ops, warnings) if ops else allowed(warnings)
+
+
+def validate(req: Request, config: Config = Config()) -> Decision:
+    """The validating webhook: every CRD rule plus the checks the CRD cannot express, all at once."""
+    from common import validation
+
+    if req.operation not in ("CREATE", "UPDATE"):
+        return allowed()
+    if not isinstance(req.object, dict):
+        return bad_request("request.object must be a JSON object")
+    if req.operation == "UPDATE" and not isinstance(req.old_object, dict):
+        return bad_request("UPDATE request without request.oldObject")
+    old = req.old_object if req.operation == "UPDATE" else None
+    name = _name_of(req, req.object)
+    if req.kind == api.KIND:
+        errors, warnings = validation.validate_cos(req.object, old)
+    elif req.kind == "Secret":
+        errors, warnings = validation.validate_secret(req.object, old)
+    else:
+        return allowed()
+    if errors:
+        return denied(req.kind, name, errors, warnings)
+    return allowed(warnings)
+
+
+def review(req: Request, config: Config = Config()) -> Decision:
+    """Mutation then validation of the mutated object, as the API server runs them: the offline validator.
+
+    Warnings of both stages are kept; the patch is the mutating stage's.
+    """
+    mutated = mutate(req, config)
+    obj = req.object
+    if mutated.patch and isinstance(obj, dict):
+        obj = jsonpatch.apply_patch(copy.deepcopy(obj), list(mutated.patch))
+    checked = validate(Request(req.kind, req.operation, obj, req.old_object, req.name, req.namespace,
+                               req.dry_run), config)
+    warnings = mutated.warnings + tuple(w for w in checked.warnings if w not in mutated.warnings)
+    return Decision(checked.allowed, checked.status, warnings, mutated.patch, checked.errors)

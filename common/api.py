@@ -1,0 +1,55 @@
+"""Names of the ClusterObjectSet API and the identity it stamps on objects.
+
+Every string here is a compatibility promise with the OLM v1 implementation of the same API
+(``shared/spec``): change none of them.
+"""
+
+from __future__ import annotations
+
+GROUP = "olm.operatorframework.io"
+VERSION = "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "ClusterObjectSet"
+LIST_KIND = "ClusterObjectSetList"
+PLURAL = "clusterobjectsets"
+SINGULAR = "clusterobjectset"
+CRD_NAME = f"{PLURAL}.{GROUP}"
+
+DEFAULT_SYSTEM_NAMESPACE = "olmv1-system"
+
+# Object-data Secrets.
+SECRET_TYPE = "olm.operatorframework.io/object-data"
+LABEL_REVISION_NAME = "olm.operatorframework.io/revision-name"
+MAX_DECOMPRESSED_BYTES = 10 * 1024 * 1024  # 10485760
+
+# Identity on managed objects and on COSs.
+FIELD_MANAGER = "olm.operatorframework.io"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "olm.operatorframework.io"
+LABEL_OWNER_NAME = "olm.operatorframework.io/owner-name"
+LABEL_OWNER_KIND = "olm.operatorframework.io/owner-kind"
+ANNOTATION_REVISION = "olm.operatorframework.io/revision"
+ANNOTATION_BUNDLE_VERSION = "olm.operatorframework.io/bundle-version"
+FINALIZER_TEARDOWN = "olm.operatorframework.io/teardown"
+
+# spec enums.
+LIFECYCLE_ACTIVE = "Active"
+LIFECYCLE_ARCHIVED = "Archived"
+LIFECYCLE_STATES = (LIFECYCLE_ACTIVE, LIFECYCLE_ARCHIVED)
+COLLISION_PREVENT = "Prevent"
+COLLISION_IF_NO_CONTROLLER = "IfNoController"
+COLLISION_NONE = "None"
+COLLISION_PROTECTIONS = (COLLISION_PREVENT, COLLISION_IF_NO_CONTROLLER, COLLISION_NONE)
+
+
+def owner_reference(cos: dict) -> dict:
+    """The controller ownerReference a ClusterObjectSet puts on what it owns."""
+    meta = cos.get("metadata") or {}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }

@@ -1,0 +1,212 @@
+"""The cluster-access interface shared by the reconciler engine and the producer.
+
+The engine and the publish logic are plain functions over this small interface, so they can be tested
+against an in-memory API server (``common.memcluster``) and run against a real one
+(``common.kube``) unchanged. Errors are modelled on the Kubernetes ``Status`` object (like lightkube's
+``ApiError``): every failure carries the server's reason, code and message, and code branches on the
+exception class, never on message text.
+
+Objects are plain ``dict`` manifests, exactly as the API server serves them. Implementations never return
+objects that alias their own storage: callers may mutate what they get.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+Obj = dict[str, Any]
+
+
+class ApiError(Exception):
+    """A request the API server refused; carries the Kubernetes ``Status`` it answered with."""
+
+    code: ClassVar[int] = 500
+    reason: ClassVar[str] = "InternalError"
+
+    def __init__(self, message: str, *, status: Obj | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status: Obj = status if status is not None else {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "message": message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class BadRequest(ApiError):
+    code, reason = 400, "BadRequest"
+
+
+class Unauthorized(ApiError):
+    code, reason = 401, "Unauthorized"
+
+
+class Forbidden(ApiError):
+    code, reason = 403, "Forbidden"
+
+
+class NotFound(ApiError):
+    code, reason = 404, "NotFound"
+
+
+class MethodNotAllowed(ApiError):
+    code, reason = 405, "MethodNotAllowed"
+
+
+class AlreadyExists(ApiError):
+    code, reason = 409, "AlreadyExists"
+
+
+class Conflict(ApiError):
+    """Optimistic-concurrency failure (stale resourceVersion / precondition) or an apply field conflict."""
+
+    code, reason = 409, "Conflict"
+
+
+class Gone(ApiError):
+    """A watch or list resourceVersion too old to resume from (HTTP 410): re-list."""
+
+    code, reason = 410, "Expired"
+
+
+class Invalid(ApiError):
+    code, reason = 422, "Invalid"
+
+
+class TooManyRequests(ApiError):
+    code, reason = 429, "TooManyRequests"
+
+
+class InternalError(ApiError):
+    code, reason = 500, "InternalError"
+
+
+class ServiceUnavailable(ApiError):
+    code, reason = 503, "ServiceUnavailable"
+
+
+class Timeout(ApiError):
+    code, reason = 504, "Timeout"
+
+
+class UnknownKind(NotFound):
+    """The API server does not serve this apiVersion/kind (yet): e.g. a CR whose CRD is in an earlier phase."""
+
+    reason = "NotFound"
+
+
+_BY_REASON: dict[str, type[ApiError]] = {
+    cls.reason: cls
+    for cls in (BadRequest, Unauthorized, Forbidden, NotFound, MethodNotAllowed, AlreadyExists, Conflict,
+                Gone, Invalid, TooManyRequests, InternalError, ServiceUnavailable, Timeout)
+}
+_BY_CODE: dict[int, type[ApiError]] = {
+    400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 405: MethodNotAllowed,
+    409: Conflict, 410: Gone, 422: Invalid, 429: TooManyRequests, 500: InternalError,
+    503: ServiceUnavailable, 504: Timeout,
+}
+
+
+def error_from_status(code: int, status: Obj | None, *, retry_after: float | None = None) -> ApiError:
+    """Build the specific ``ApiError`` subclass for an HTTP error answer, keeping the server's message."""
+    status = status if isinstance(status, dict) else {}
+    reason = str(status.get("reason") or "")
+    cls = _BY_REASON.get(reason) or _BY_CODE.get(code) or (InternalError if code >= 500 else BadRequest)
+    if reason == "Gone":
+        cls = Gone
+    message = str(status.get("message") or f"HTTP {code}")
+    return cls(message, status=status or None, retry_after=retry_after)
+
+
+@dataclass(frozen=True, slots=True)
+class GVK:
+    """Group, version and kind of an object; ``group`` is ``""`` for the core group."""
+
+    group: str
+    version: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @classmethod
+    def of(cls, obj: Obj) -> "GVK":
+        return cls.parse(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+
+    @classmethod
+    def parse(cls, api_version: str, kind: str) -> "GVK":
+        group, _, version = api_version.rpartition("/")
+        return cls(group, version, kind)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """Identity of one object: what collides across phases and revisions (group, kind, namespace, name)."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, obj: Obj) -> "ObjectRef":
+        gvk = GVK.of(obj)
+        meta = obj.get("metadata") or {}
+        return cls(gvk.group, gvk.kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+    def __str__(self) -> str:
+        gk = f"{self.kind}.{self.group}" if self.group else self.kind
+        return f"{gk} {self.namespace}/{self.name}" if self.namespace else f"{gk} {self.name}"
+
+
+@runtime_checkable
+class Cluster(Protocol):
+    """What the engine and the producer may ask of a Kubernetes API server.
+
+    ``namespace`` is ``None`` or ``""`` for cluster-scoped objects. Every method raises an ``ApiError``
+    subclass on failure; ``UnknownKind`` when the apiVersion/kind is not served.
+    """
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
+        """Read one object (``NotFound`` when absent)."""
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None,
+             label_selector: str | None = None) -> list[Obj]:
+        """List objects of a kind, in one namespace or all (``None``), filtered by a label selector string
+        in Kubernetes syntax (``a=b,c!=d,e in (f,g),!h``)."""
+
+    def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
+        """POST the object (``AlreadyExists`` when it exists); returns it as stored."""
+
+    def apply(self, obj: Obj, *, field_manager: str, force: bool = True, dry_run: bool = False) -> Obj:
+        """Server-side apply (``application/apply-patch+yaml``): ``obj`` is the full intent of
+        ``field_manager``; fields it stops declaring are released, fields other managers own survive."""
+
+    def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
+                    resource_version: str | None = None) -> Obj:
+        """JSON merge patch (RFC 7386). With ``resource_version`` the patch carries
+        ``metadata.resourceVersion`` and fails with ``Conflict`` when the object changed meanwhile."""
+
+    def update(self, obj: Obj) -> Obj:
+        """PUT the whole object; ``metadata.resourceVersion`` must be current (``Conflict`` otherwise)."""
+
+    def update_status(self, obj: Obj) -> Obj:
+        """PUT the ``status`` subresource; ``metadata.resourceVersion`` must be current."""
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+               uid: str | None = None, resource_version: str | None = None,
+               propagation_policy: str | None = None) -> None:
+        """DELETE with optional uid/resourceVersion preconditions (``Conflict`` when they do not hold).
+        An object with finalizers is only marked (``metadata.deletionTimestamp``) until they are removed."""
+
+    def is_namespaced(self, api_version: str, kind: str) -> bool:
+        """Whether the kind is namespaced, from discovery (``UnknownKind`` when not served)."""
