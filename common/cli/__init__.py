@@ -1,0 +1,41 @@
+"""``cosctl``: the command line for manifest authors and release pipelines.
+
+Each subcommand lives in its own module exposing ``register(subparsers)``, which adds its parser and sets
+``func`` to a callable taking the parsed arguments and returning the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Module names under common.cli, in the order `cosctl --help` lists them.
+COMMANDS = ("validate",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cosctl",
+        description="Validate, pack, publish and inspect ClusterObjectSets.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"common.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("cosctl: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
