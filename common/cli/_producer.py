@@ -1,0 +1,82 @@
+"""What the producer subcommands (pack, publish, status, history, gc) share: arguments, bundle loading,
+YAML rendering, cluster connection and error reporting. Not a subcommand itself (not in ``COMMANDS``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Callable, Iterable
+
+import yaml
+
+from common import api
+from common.cluster import ApiError, Cluster, Obj
+from common.manifests import ManifestError, load
+from common.packing import PackingError
+from common.phasing import Phase, PhasingError, sort_into_phases
+
+# Exit codes shared by the producer subcommands.
+EXIT_OK = 0
+EXIT_FAILED = 1  # bad input (manifests, names, sizes) or the cluster refused
+EXIT_USAGE = 2  # argparse's own code for usage errors
+
+Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
+    """Inputs and the COS fields a producer chooses."""
+    parser.add_argument("paths", nargs="+", metavar="DIR|FILE",
+                        help="manifest files (YAML multi-document or JSON), directories (recursive), - for stdin")
+    add_namespace_argument(parser)
+    parser.add_argument("--owner-kind", default=None,
+                        help="value of the owner-kind label when --owner is given (default ClusterExtension)")
+    parser.add_argument("--collision-protection", default=api.COLLISION_PREVENT,
+                        choices=api.COLLISION_PROTECTIONS, help="spec.collisionProtection (default Prevent)")
+    parser.add_argument("--progress-deadline-minutes", type=int, default=None, metavar="MIN",
+                        help="spec.progressDeadlineMinutes (10..720)")
+    parser.add_argument("--bundle-version", default=None,
+                        help=f"annotation {api.ANNOTATION_BUNDLE_VERSION} (shown in rollout messages)")
+
+
+def add_namespace_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--system-namespace", default=api.DEFAULT_SYSTEM_NAMESPACE, metavar="NS",
+                        help=f"namespace of the object-data Secrets (default {api.DEFAULT_SYSTEM_NAMESPACE})")
+
+
+def load_phases(paths: Iterable[str]) -> list[Phase]:
+    """Load, clean and phase the bundle (raises ManifestError / PhasingError, reported by ``run``)."""
+    return sort_into_phases(m.obj for m in load(list(paths)))
+
+
+def to_yaml(documents: Iterable[Obj]) -> str:
+    """Multi-document YAML in the order given, keys in insertion order (apiVersion, kind, metadata first)."""
+    return yaml.dump_all(list(documents), Dumper=Dumper, sort_keys=False, explicit_start=True,
+                         default_flow_style=False, allow_unicode=True)
+
+
+def connect() -> Cluster:
+    """The cluster named by ``KUBECONFIG`` (or in-cluster config), through the project's client adapter."""
+    from common import kube  # imported late: pack and the tests need no Kubernetes client
+
+    for factory in ("from_kubeconfig", "connect", "load", "cluster_from_env"):
+        if hasattr(kube, factory):
+            return getattr(kube, factory)()
+    raise RuntimeError("common.kube exposes no cluster factory")
+
+
+def run(command: str, body: Callable[[], int]) -> int:
+    """Run a subcommand body, turning every expected failure into a clear message and exit code 1."""
+    try:
+        return body()
+    except ManifestError as exc:
+        for problem in exc.problems:
+            print(f"cosctl {command}: {problem}", file=sys.stderr)
+        print(f"cosctl {command}: {len(exc.problems)} problem(s) in the manifests; nothing was done",
+              file=sys.stderr)
+    except (PhasingError, PackingError) as exc:
+        print(f"cosctl {command}: {exc}", file=sys.stderr)
+    except ApiError as exc:
+        print(f"cosctl {command}: the cluster refused: {exc.reason}: {exc.message}", file=sys.stderr)
+    except OSError as exc:
+        print(f"cosctl {command}: {exc}", file=sys.stderr)
+    return EXIT_FAILED

@@ -1,0 +1,227 @@
+"""The packing format: golden output, hashing, naming, the 900 KiB limits, gzip determinism."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+from common import objectdata
+from common.packing import (MAX_SECRET_BYTES, MAX_VALUE_BYTES, ObjectTooLarge, PackingError, content_key,
+                            gzip_deterministic, pack, stored_bytes, to_json)
+from common.phasing import Phase, clean, sort_into_phases
+from tests.producer.helpers import cosctl
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def cm(name: str, payload: str = "", namespace: str = "n") -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+            "data": {"x": payload}}
+
+
+def sized_cm(name: str, size: int) -> dict:
+    """A ConfigMap whose compact JSON is exactly ``size`` bytes."""
+    base = len(to_json(cm(name)))
+    obj = cm(name, "a" * (size - base))
+    assert len(to_json(obj)) == size
+    return obj
+
+
+def decoded(secret: dict) -> dict[str, bytes]:
+    return {k: base64.b64decode(v) for k, v in secret["data"].items()}
+
+
+def test_golden_small_bundle_packed(tmp_path):
+    code, out, err = cosctl("pack", str(GOLDEN / "small"), "--owner", "shop", "--revision", "3")
+    assert (code, err) == (0, "")
+    assert out == (GOLDEN / "small-packed.yaml").read_text()
+
+
+def test_golden_small_bundle_inline():
+    code, out, err = cosctl("pack", str(GOLDEN / "small"), "--name", "shop-inline", "--inline")
+    assert (code, err) == (0, "")
+    assert out == (GOLDEN / "small-inline.yaml").read_text()
+
+
+def test_golden_output_follows_the_spec_independently_of_the_packer():
+    """Recompute keys, Secret name and contents from the golden file with nothing but hashlib."""
+    docs = list(yaml.safe_load_all((GOLDEN / "small-packed.yaml").read_text()))
+    (secret,), cos = docs[:-1], docs[-1]
+    data = decoded(secret)
+    for key, value in data.items():
+        assert key == base64.urlsafe_b64encode(hashlib.sha256(value).digest()).decode().rstrip("=")
+        assert len(key) == 43
+    h = hashlib.sha256()
+    for key in sorted(data):
+        h.update(key.encode() + data[key])
+    assert secret["metadata"] == {
+        "name": f"shop-3-{h.hexdigest()[:16]}",
+        "namespace": "olmv1-system",
+        "labels": {"olm.operatorframework.io/revision-name": "shop-3",
+                   "olm.operatorframework.io/owner-name": "shop"}}
+    assert "ownerReferences" not in secret["metadata"]
+    assert secret["type"] == "olm.operatorframework.io/object-data"
+    assert secret["immutable"] is True
+    assert cos["metadata"] == {"name": "shop-3", "labels": {
+        "olm.operatorframework.io/owner-kind": "ClusterExtension", "olm.operatorframework.io/owner-name": "shop"}}
+    assert {k: v for k, v in cos["spec"].items() if k != "phases"} == {
+        "revision": 3, "lifecycleState": "Active", "collisionProtection": "Prevent"}
+    assert [p["name"] for p in cos["spec"]["phases"]] == [
+        "namespaces", "identity", "configuration", "crds", "infrastructure", "deploy", "admission"]
+    # every stored value is the compact sorted JSON of the cleaned manifest
+    refs = [o["ref"] for p in cos["spec"]["phases"] for o in p["objects"]]
+    assert all(r["name"] == secret["metadata"]["name"] and r["namespace"] == "olmv1-system" for r in refs)
+    objs = [json.loads(data[r["key"]]) for r in refs]
+    assert objs[0] == {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {"team": "web"}}}
+    deployment = next(o for o in objs if o["kind"] == "Deployment")
+    assert deployment["metadata"] == {"name": "frontend", "namespace": "shop", "annotations": {"owner": "web-team"}}
+    assert data[refs[0]["key"]] == json.dumps(objs[0], separators=(",", ":"), sort_keys=True).encode()
+    configmap = next(o for o in objs if o["kind"] == "ConfigMap")
+    assert configmap["data"] == {"greeting": "héllo wörld", "released": "2024-05-01"}
+
+
+def test_same_input_same_output_byte_for_byte_and_on_disk(tmp_path):
+    first = cosctl("pack", str(GOLDEN / "small"), "--owner", "shop")[1]
+    assert cosctl("pack", str(GOLDEN / "small"), "--owner", "shop")[1] == first
+    code, out, err = cosctl("pack", str(GOLDEN / "small"), "--owner", "shop", "-o", str(tmp_path / "out"))
+    assert (code, out) == (0, "")
+    assert err == f"wrote 2 file(s) to {tmp_path / 'out'}\n"
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    secret_name = yaml.safe_load(first.split("---")[1])["metadata"]["name"]
+    assert files == ["clusterobjectset-shop-1.yaml", f"secret-{secret_name}.yaml"]
+    rendered = "".join((tmp_path / "out" / f).read_text() for f in reversed(files))
+    assert rendered == first
+
+
+def test_object_exactly_900_kib_is_stored_as_json_one_byte_more_is_gzipped():
+    at = sized_cm("at", MAX_VALUE_BYTES)
+    assert stored_bytes(at) == to_json(at)
+    over = sized_cm("over", MAX_VALUE_BYTES + 1)
+    stored = stored_bytes(over)
+    assert stored[:2] == b"\x1f\x8b" and len(stored) < 10_000
+    assert objectdata.decode(stored) == to_json(over)
+    assert gzip.decompress(stored) == to_json(over)
+
+
+def test_gzip_is_deterministic_with_zero_mtime_and_no_name():
+    data = to_json(sized_cm("big", MAX_VALUE_BYTES + 100))
+    a, b = gzip_deterministic(data), gzip_deterministic(data)
+    assert a == b
+    assert a[:10] == b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # deflate, no FNAME flag, mtime 0
+    assert gzip.decompress(a) == data
+    phases = [Phase("configuration", [sized_cm("big", MAX_VALUE_BYTES + 100)])]
+    assert pack(phases, name="x").secrets == pack(phases, name="x").secrets
+
+
+def test_object_too_large_even_compressed_names_phase_index_and_both_sizes():
+    noise = base64.b64encode(random.Random(7).randbytes(1_000_000)).decode()  # barely compressible
+    big = cm("huge", noise)
+    phases = [Phase("configuration", [cm("small"), big])]
+    with pytest.raises(ObjectTooLarge) as e:
+        pack(phases, name="x")
+    raw, packed = len(to_json(big)), len(gzip_deterministic(to_json(big)))
+    assert packed > MAX_VALUE_BYTES
+    assert str(e.value) == (
+        f"phase 'configuration' object 1 (ConfigMap n/huge) is too large for a Secret: {raw} bytes as JSON, "
+        f"{packed} bytes gzip-compressed, more than the 921600 bytes a value may hold")
+    assert noise[:40] not in str(e.value)
+
+
+def test_secrets_are_filled_exactly_up_to_900_kib():
+    half = MAX_SECRET_BYTES // 2
+    exact = [Phase("configuration", [sized_cm("a", half), sized_cm("b", half)])]
+    assert [len(s["data"]) for s in pack(exact, name="x").secrets] == [2]
+    over = [Phase("configuration", [sized_cm("a", half), sized_cm("b", half + 1)])]
+    secrets = pack(over, name="x").secrets
+    assert [len(s["data"]) for s in secrets] == [1, 1]
+    assert [sum(len(v) for v in decoded(s).values()) for s in secrets] == [half, half + 1]
+
+
+def test_split_keeps_object_order_and_refs_point_at_the_secret_holding_the_key():
+    objs = [sized_cm(f"c{i}", 300_000) for i in range(7)]
+    packed = pack([Phase("configuration", objs[:4]), Phase("deploy", objs[4:])], name="x", owner="o")
+    assert [len(s["data"]) for s in packed.secrets] == [3, 3, 1]
+    holder = {k: s["metadata"]["name"] for s in packed.secrets for k in s["data"]}
+    refs = [o["ref"] for p in packed.cos["spec"]["phases"] for o in p["objects"]]
+    assert [holder[r["key"]] == r["name"] for r in refs] == [True] * 7
+    # the second Secret holds objects of both phases
+    second = packed.secrets[1]["metadata"]["name"]
+    assert [r["name"] == second for r in refs] == [False, False, False, True, True, True, False]
+    assert [json.loads(decoded(next(s for s in packed.secrets if s["metadata"]["name"] == r["name"]))[r["key"]])
+            for r in refs] == objs
+
+
+def test_objects_of_different_phases_share_a_secret_and_identical_values_share_a_key():
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}
+    phases = sort_into_phases([ns, cm("a"), {"apiVersion": "apps/v1", "kind": "Deployment",
+                                             "metadata": {"name": "d", "namespace": "n"}}])
+    packed = pack(phases, name="x")
+    assert len(packed.secrets) == 1
+    assert {o["ref"]["name"] for p in packed.cos["spec"]["phases"] for o in p["objects"]} == \
+        {packed.secrets[0]["metadata"]["name"]}
+    same = [Phase("a", [cm("same")]), Phase("b", [cm("same")])]
+    packed = pack(same, name="x")
+    assert len(packed.secrets[0]["data"]) == 1
+    assert packed.cos["spec"]["phases"][0]["objects"] == packed.cos["spec"]["phases"][1]["objects"]
+
+
+def test_content_key_is_always_43_characters():
+    for n in range(20):
+        key = content_key(bytes(range(n)))
+        assert len(key) == 43 and "=" not in key and "+" not in key and "/" not in key
+
+
+def test_no_owner_means_no_owner_labels_and_explicit_namespace_everywhere():
+    packed = pack([Phase("configuration", [cm("a")])], name="plain", system_namespace="ops")
+    assert packed.cos["metadata"] == {"name": "plain"}
+    assert packed.secrets[0]["metadata"]["labels"] == {"olm.operatorframework.io/revision-name": "plain"}
+    assert packed.secrets[0]["metadata"]["namespace"] == "ops"
+    assert packed.cos["spec"]["phases"][0]["objects"][0]["ref"]["namespace"] == "ops"
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"name": "Bad_Name"}, "invalid ClusterObjectSet name 'Bad_Name': must be a lowercase RFC 1123 subdomain "
+     "(a-z, 0-9, '-' and '.', starting and ending alphanumeric, at most 253 characters)"),
+    ({"name": "a" * 64}, f"invalid ClusterObjectSet name '{'a' * 64}': at most 63 characters when objects go "
+     "to Secrets (it is the value of label olm.operatorframework.io/revision-name)"),
+    ({"name": "x", "owner": "-bad"}, "invalid owner '-bad': must be a label value (at most 63 characters: "
+     "alphanumerics, '-', '_' and '.', starting and ending alphanumeric)"),
+    ({"name": "x", "revision": 0}, "invalid revision 0: must be at least 1"),
+    ({"name": "x", "progress_deadline_minutes": 5}, "invalid progress deadline 5: must be 10..720 minutes"),
+])
+def test_bad_names_and_fields_are_refused(kwargs, message):
+    with pytest.raises(PackingError) as e:
+        pack([Phase("configuration", [cm("a")])], **kwargs)
+    assert str(e.value) == message
+
+
+def test_long_name_is_fine_inline():
+    assert pack([Phase("c", [cm("a")])], name="a" * 100, inline=True).secrets == ()
+
+
+def test_pack_cli_reports_bad_manifests_and_creates_nothing(tmp_path):
+    (tmp_path / "a.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\nkind: X\n")
+    out_dir = tmp_path / "out"
+    code, out, err = cosctl("pack", str(tmp_path / "a.yaml"), "--name", "x", "-o", str(out_dir))
+    assert (code, out) == (1, "")
+    assert err == (f"cosctl pack: {tmp_path / 'a.yaml'}:1 X: missing apiVersion\n"
+                   f"cosctl pack: {tmp_path / 'a.yaml'}:1 X: missing metadata.name\n"
+                   "cosctl pack: 2 problem(s) in the manifests; nothing was done\n")
+    assert not out_dir.exists()
+
+
+def test_pack_cli_needs_a_name_or_an_owner():
+    code, out, err = cosctl("pack", str(GOLDEN / "small"))
+    assert (code, out, err) == (1, "", "cosctl pack: --name is required when no --owner is given\n")
+
+
+def test_cleaned_objects_round_trip_through_stored_bytes():
+    raw = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "uid": "u"}, "status": {}}
+    assert json.loads(objectdata.decode(stored_bytes(clean(raw)))) == clean(raw)
