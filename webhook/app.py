@@ -1,0 +1,157 @@
+"""The webhook's HTTP face: a Flask app that adapts AdmissionReview requests to ``common.admission``.
+
+All judgement lives in ``common.admission`` (shared with ``cosctl validate``); this module only reads a
+bounded body, parses it (``webhook.review``), calls the decision function of the route, writes the
+response, counts it and logs one line about it. Whatever goes wrong, the answer is never a 500 and never
+contains a traceback or any part of the object under review.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from flask import Flask, Response, request
+
+from common import admission
+from common.admission import Config, Decision, Request
+from webhook import logs, metrics
+from webhook.review import (COS, DEFAULT_MAX_BODY_BYTES, SECRET, BodyTooLarge, Expected, MalformedReview,
+                            encode, parse)
+
+log = logging.getLogger("cos_webhook.admission")
+
+Judge = Callable[[Request, Config], Decision]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    path: str
+    stage: str  # "validate" or "mutate"
+    expected: Expected
+    judge: Judge
+
+
+def _noop(req: Request, config: Config) -> Decision:
+    """The bench baseline: same parsing and encoding, no judgement."""
+    return admission.allowed()
+
+
+def routes(noop: bool = False) -> list[Route]:
+    validate: Judge = _noop if noop else admission.validate
+    mutate: Judge = _noop if noop else admission.mutate
+    return [
+        Route("/validate/clusterobjectsets", "validate", COS, validate),
+        Route("/mutate/clusterobjectsets", "mutate", COS, mutate),
+        Route("/validate/secrets", "validate", SECRET, validate),
+        Route("/mutate/secrets", "mutate", SECRET, mutate),
+    ]
+
+
+def internal_error(uid: str) -> Decision:
+    """A denial for a bug in the webhook: says so without detail; the log has the exception site."""
+    return admission.Decision(False, status={
+        "metadata": {}, "status": "Failure", "reason": "InternalError", "code": 500,
+        "message": f"internal error in the ClusterObjectSet admission webhook (request uid {uid})"})
+
+
+def _warm_up(config: Config) -> bool:
+    """Run one review of each kind so rule tables compile at start, not on the first real request."""
+    samples = [
+        Request(COS.kind, "CREATE", {"apiVersion": "olm.operatorframework.io/v1", "kind": COS.kind,
+                                     "metadata": {"name": "warm-up"},
+                                     "spec": {"revision": 1, "lifecycleState": "Active",
+                                              "collisionProtection": "Prevent", "phases": []}}),
+        Request(SECRET.kind, "CREATE", {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                                        "metadata": {"name": "warm-up", "namespace": "default"}}),
+    ]
+    try:
+        for sample in samples:
+            admission.review(sample, config)
+    except Exception as exc:  # noqa: BLE001 - reported through /readyz and the log
+        log.error("admission logic failed its warm-up", extra={"fields": {
+            "event": "warm_up", "exception": logs.exception_site(exc)}})
+        return False
+    return True
+
+
+def create_app(config: Config = Config(), *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+               noop: bool = False) -> Flask:
+    """The webhook application. ``noop`` answers every review "allowed" unjudged: for the bench only."""
+    logs.setup()
+    app = Flask("cos_webhook")
+    app.config["MAX_CONTENT_LENGTH"] = None  # the limit is enforced below, with a 400 as the spec asks
+    ready = noop or _warm_up(config)
+
+    def handle(route: Route) -> Response:
+        started = time.perf_counter()
+        fields: dict[str, object] = {"event": "admission", "route": route.path}
+        result = "malformed"
+        try:
+            body = _read_body(max_body_bytes)
+            review = parse(body, route.expected, max_body_bytes)
+        except MalformedReview as exc:
+            fields.update(status=400, reason=str(exc))
+            metrics.REQUESTS.labels(route.stage, route.expected.kind, "", result).inc()
+            resp = Response(str(exc) + "\n", status=400, mimetype="text/plain")
+            if isinstance(exc, BodyTooLarge):
+                resp.headers["Connection"] = "close"  # do not drain the rest of an oversized body
+            log.warning("malformed admission review", extra={"fields": _done(fields, started)})
+            metrics.DURATION.labels(route.stage).observe(time.perf_counter() - started)
+            return resp
+        req = review.request
+        fields.update(uid=review.uid, kind=req.kind, operation=req.operation, name=req.name,
+                      namespace=req.namespace, dry_run=req.dry_run)
+        try:
+            decision = route.judge(req, config)
+            result = "allowed" if decision.allowed else "denied"
+        except Exception as exc:  # noqa: BLE001 - a bug must not become a 500 with a traceback
+            decision = internal_error(review.uid)
+            result = "error"
+            fields["exception"] = logs.exception_site(exc)
+        fields.update(allowed=decision.allowed, code=(decision.status or {}).get("code", 200),
+                      warnings=len(decision.warnings), patch_ops=len(decision.patch))
+        out = encode(review.uid, decision)
+        metrics.REQUESTS.labels(route.stage, req.kind, req.operation, result).inc()
+        metrics.DURATION.labels(route.stage).observe(time.perf_counter() - started)
+        (log.error if result == "error" else log.info)("admission review", extra={"fields": _done(fields, started)})
+        return Response(out, status=200, mimetype="application/json")
+
+    for route in routes(noop):
+        app.add_url_rule(route.path, endpoint=route.path, view_func=lambda route=route: handle(route),
+                         methods=["POST"])
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return Response("ok\n", mimetype="text/plain")
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        if ready:
+            return Response("ok\n", mimetype="text/plain")
+        return Response("admission logic failed to initialise (see log)\n", status=503, mimetype="text/plain")
+
+    @app.get("/metrics")
+    def metrics_view() -> Response:
+        body, content_type = metrics.exposition()
+        return Response(body, content_type=content_type)
+
+    return app
+
+
+def _read_body(limit: int) -> bytes:
+    """The request body, reading at most ``limit + 1`` bytes whatever Content-Length claims."""
+    length = request.content_length
+    if length is not None and length > limit:
+        raise BodyTooLarge(f"request body exceeds {limit} bytes")
+    body = request.stream.read(limit + 1)
+    if len(body) > limit:
+        raise BodyTooLarge(f"request body exceeds {limit} bytes")
+    return body
+
+
+def _done(fields: dict[str, object], started: float) -> dict[str, object]:
+    fields["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+    return fields

@@ -1,0 +1,55 @@
+"""Structured logging: one JSON object per line, built only from the fields a call names explicitly.
+
+Log records carry their data in ``extra={"fields": {...}}``. The formatter prints the message and those
+fields and nothing else: no request bodies, no exception messages (which could quote a value), so Secret
+data cannot reach the log through this path. Exceptions are reduced to their type and where they were raised.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+import traceback
+from typing import Any
+
+
+class JSONFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": str(record.msg),  # never interpolate args: they could carry values
+        }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            out.update(fields)
+        if record.exc_info and record.exc_info[0] is not None:
+            out["exception"] = exception_site(record.exc_info[1])
+        return json.dumps(out, separators=(",", ":"), default=str)
+
+
+def exception_site(exc: BaseException | None) -> str:
+    """``TypeName at file:line in function`` of the innermost frame: enough to find the bug, no values."""
+    if exc is None:
+        return ""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return type(exc).__name__
+    last = frames[-1]
+    return f"{type(exc).__name__} at {last.filename}:{last.lineno} in {last.name}"
+
+
+def setup(level: int = logging.INFO) -> None:
+    """Send the ``cos_webhook`` loggers to stderr as JSON lines (once per process)."""
+    root = logging.getLogger("cos_webhook")
+    if any(getattr(h, "_cos_webhook", False) for h in root.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JSONFormatter())
+    handler._cos_webhook = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
+    root.propagate = False

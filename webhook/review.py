@@ -1,0 +1,174 @@
+"""The AdmissionReview v1 wire format: bytes in, ``common.admission.Request`` out, ``Decision`` back to bytes.
+
+Everything the API server can get wrong (or an attacker can send) is caught here, before any admission
+logic runs, and raised as ``MalformedReview`` with a short reason that the HTTP layer answers with a plain
+400. A malformed review is never judged, never crashes the worker and never echoes the body back: the
+reasons name fields and limits, never values, because a Secret review carries Secret data.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from common import api
+from common.admission import Decision, Request
+
+API_VERSION = "admission.k8s.io/v1"
+KIND = "AdmissionReview"
+OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+
+# Object + oldObject can each approach etcd's 1.5 MiB limit; JSON escaping and the review envelope add more.
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+# Deeper than any real manifest (a deeply nested CRD schema inside a COS stays well below), shallow enough
+# that no recursive walk in the validators can exhaust Python's stack.
+MAX_DEPTH = 128
+# The API server rejects warnings of 256 characters or more; keep each strictly below in bytes as well.
+MAX_WARNING_BYTES = 255
+
+
+class MalformedReview(ValueError):
+    """The body is not an AdmissionReview v1 request we can judge. ``str()`` is the short 400 reason."""
+
+
+class BodyTooLarge(MalformedReview):
+    """The body is over the configured limit; it was not read past the limit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """A parsed AdmissionReview request: the uid to echo and what the decision depends on."""
+
+    uid: str
+    request: Request
+    group: str
+    resource: str
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """What a route accepts: the kind (and its API group) the webhook configuration sends to it."""
+
+    kind: str
+    group: str
+
+
+COS = Expected(api.KIND, api.GROUP)
+SECRET = Expected("Secret", "")
+
+
+def _reject_constant(name: str) -> Any:
+    raise MalformedReview(f"request body is not valid JSON: {name} is not a JSON value")
+
+
+def decode_json(body: bytes) -> Any:
+    """Strict JSON decoding: UTF-8 only (no BOM sniffing of other encodings), no NaN/Infinity."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MalformedReview("request body is not valid UTF-8") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except MalformedReview:
+        raise
+    except RecursionError:
+        raise MalformedReview(f"request body nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        # JSONDecodeError carries line/column only; int conversion limits carry no value either.
+        where = f" (line {exc.lineno} column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise MalformedReview(f"request body is not valid JSON{where}") from None
+
+
+def check_depth(doc: Any, limit: int = MAX_DEPTH) -> None:
+    """Refuse documents nested deeper than ``limit`` (iteratively: the check itself cannot overflow)."""
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth = pop()
+        if depth > limit:
+            raise MalformedReview(f"request body nests deeper than {limit} levels")
+        children = node.values() if isinstance(node, dict) else node
+        for child in children:
+            if isinstance(child, (dict, list)) and child:
+                push((child, depth + 1))
+
+
+def _field(obj: dict[str, Any], key: str, path: str, types: type | tuple[type, ...], required: bool = False,
+           type_name: str = "") -> Any:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise MalformedReview(f"{path} is required")
+        return None
+    if not isinstance(value, types):
+        raise MalformedReview(f"{path} must be {type_name}")
+    return value
+
+
+def parse(body: bytes, expected: Expected, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Review:
+    """Turn a request body into a ``Review``, or raise ``MalformedReview`` saying what is wrong."""
+    if len(body) > max_body_bytes:
+        raise BodyTooLarge(f"request body exceeds {max_body_bytes} bytes")
+    if not body.strip():
+        raise MalformedReview("request body is empty")
+    doc = decode_json(body)
+    if not isinstance(doc, dict):
+        raise MalformedReview("request body must be a JSON object (an AdmissionReview)")
+    check_depth(doc)
+    if doc.get("apiVersion") != API_VERSION or doc.get("kind") != KIND:
+        raise MalformedReview(f"expected apiVersion {API_VERSION} and kind {KIND}")
+    req = _field(doc, "request", "request", dict, required=True, type_name="an object")
+    uid = _field(req, "uid", "request.uid", str, required=True, type_name="a string")
+    if not uid:
+        raise MalformedReview("request.uid must not be empty")
+    operation = _field(req, "operation", "request.operation", str, required=True, type_name="a string")
+    if operation not in OPERATIONS:
+        raise MalformedReview("request.operation must be one of " + ", ".join(OPERATIONS))
+    gvk = _field(req, "kind", "request.kind", dict, type_name="an object")
+    if gvk is not None:
+        kind = _field(gvk, "kind", "request.kind.kind", str, type_name="a string")
+        group = _field(gvk, "group", "request.kind.group", str, type_name="a string") or ""
+        if kind != expected.kind or group != expected.group:
+            wanted = f"{expected.group}/{expected.kind}" if expected.group else expected.kind
+            raise MalformedReview(f"request.kind must be {wanted} on this route")
+    resource = _field(req, "resource", "request.resource", dict, type_name="an object") or {}
+    resource_name = _field(resource, "resource", "request.resource.resource", str, type_name="a string") or ""
+    obj = _field(req, "object", "request.object", dict, type_name="an object")
+    old = _field(req, "oldObject", "request.oldObject", dict, type_name="an object")
+    name = _field(req, "name", "request.name", str, type_name="a string") or ""
+    namespace = _field(req, "namespace", "request.namespace", str, type_name="a string") or ""
+    dry_run = _field(req, "dryRun", "request.dryRun", bool, type_name="a boolean") or False
+    if operation in ("CREATE", "UPDATE") and obj is None:
+        raise MalformedReview(f"request.object is required for {operation}")
+    return Review(uid, Request(expected.kind, operation, obj, old, name, namespace, dry_run),
+                  expected.group, resource_name)
+
+
+def clean_warning(text: str) -> str:
+    """A warning the API server accepts: printable, one line, under 256 bytes (cut at a character)."""
+    flat = "".join(ch if ch.isprintable() else " " for ch in text).strip()
+    raw = flat.encode("utf-8")
+    if len(raw) <= MAX_WARNING_BYTES:
+        return flat
+    cut = raw[:MAX_WARNING_BYTES - 3].decode("utf-8", errors="ignore")
+    return cut + "..."
+
+
+def response(uid: str, decision: Decision) -> dict[str, Any]:
+    """The AdmissionReview v1 response object for ``decision``."""
+    resp: dict[str, Any] = {"uid": uid, "allowed": decision.allowed}
+    if decision.status is not None:
+        resp["status"] = decision.status
+    if decision.warnings:
+        resp["warnings"] = [clean_warning(w) for w in decision.warnings]
+    if decision.patch:
+        patch = json.dumps(list(decision.patch), separators=(",", ":")).encode("utf-8")
+        resp["patchType"] = "JSONPatch"
+        resp["patch"] = base64.b64encode(patch).decode("ascii")
+    return {"apiVersion": API_VERSION, "kind": KIND, "response": resp}
+
+
+def encode(uid: str, decision: Decision) -> bytes:
+    return json.dumps(response(uid, decision), separators=(",", ":")).encode("utf-8")

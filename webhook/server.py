@@ -1,0 +1,166 @@
+"""Running the webhook: gunicorn (pre-forked workers, TLS) hosting the Flask app, configured in code.
+
+Three things here are about running several worker processes correctly:
+- TLS: gunicorn asks the ``ssl_context`` hook for a context on every new connection; the hook hands out the
+  worker's ``ReloadingContext``, so rotated certificate files are served from the next connection on, with
+  no restart and without touching connections already open.
+- Metrics: ``PROMETHEUS_MULTIPROC_DIR`` is set before any worker (or prometheus-client) starts, and a dead
+  worker's files are folded by the ``child_exit`` hook, so ``/metrics`` on any worker reports all of them.
+- Temporary files (self-signed certificates, the metrics directory) are removed by the master only: forked
+  workers unwind through the same code when they exit and must not delete what the others still use.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from common import api
+from webhook.review import DEFAULT_MAX_BODY_BYTES
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+@dataclass
+class Options:
+    cert_file: str
+    key_file: str
+    bind: str = "0.0.0.0:9443"
+    workers: int = 2
+    threads: int = 2
+    system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    log_level: str = "info"
+    noop: bool = False  # bench baseline only
+    cleanup: list[Path] = field(default_factory=list)
+
+
+class ServerError(RuntimeError):
+    """The server cannot start as configured (message says which flag or file)."""
+
+
+def split_bind(bind: str) -> tuple[str, int]:
+    host, sep, port = bind.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ServerError(f"--bind must be HOST:PORT, got {bind!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+class WebhookServer(BaseApplication):  # type: ignore[misc]
+    """gunicorn configured from ``Options`` instead of a config file or gunicorn's own command line."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        from webhook import metrics
+        from webhook.tls import ReloadingContext
+
+        def on_reload(ok: bool) -> None:
+            metrics.TLS_RELOADS.labels("ok" if ok else "error").inc()
+
+        # Loaded in the master so a bad pair fails at start-up; each forked worker inherits its own copy.
+        self.tls = ReloadingContext(options.cert_file, options.key_file, on_reload=on_reload)
+        super().__init__(usage=None, prog="cos-webhook")
+
+    def load_config(self) -> None:
+        opts = self.options
+        tls = self.tls
+
+        def ssl_context(conf: Any, default_factory: Any) -> Any:
+            return tls.load()
+
+        def child_exit(server: Any, worker: Any) -> None:
+            from webhook import metrics
+            metrics.worker_exited(worker.pid)
+
+        settings: dict[str, Any] = {
+            "bind": [opts.bind],
+            "workers": opts.workers,
+            "worker_class": "gthread",
+            "threads": opts.threads,
+            "certfile": opts.cert_file,
+            "keyfile": opts.key_file,
+            "ssl_context": ssl_context,
+            "child_exit": child_exit,
+            "timeout": 30,
+            "graceful_timeout": 20,
+            "keepalive": 30,
+            "accesslog": None,
+            "errorlog": "-",
+            "loglevel": opts.log_level,
+            "proc_name": "cos-webhook",
+            "preload_app": False,
+            # No shared control socket in $HOME: several webhooks (tests, the bench) run side by side.
+            "control_socket_disable": True,
+        }
+        for key, value in settings.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        from common.admission import Config
+        from webhook.app import create_app
+
+        logging.getLogger("cos_webhook").setLevel(self.options.log_level.upper())
+        return create_app(Config(self.options.system_namespace), max_body_bytes=self.options.max_body_bytes,
+                          noop=self.options.noop)
+
+
+def prepare_metrics_dir(cleanup: list[Path]) -> Path:
+    """Point prometheus-client at a per-run directory (before it is imported), emptied of stale files."""
+    current = os.environ.get(MULTIPROC_ENV)
+    if current:
+        path = Path(current)
+        path.mkdir(parents=True, exist_ok=True)
+        for stale in path.glob("*.db"):
+            stale.unlink()
+        return path
+    path = Path(tempfile.mkdtemp(prefix="cos-webhook-metrics-"))
+    os.environ[MULTIPROC_ENV] = str(path)
+    cleanup.append(path)
+    return path
+
+
+def self_signed(bind: str, cleanup: list[Path]) -> tuple[str, str, Path]:
+    """Generate a CA and serving certificate for loopback (and the bind host) into a temporary directory."""
+    from webhook.tls import write_self_signed
+
+    host, _ = split_bind(bind)
+    hosts = ["localhost", "127.0.0.1", "::1"]
+    if host not in hosts and host not in ("0.0.0.0", "::"):
+        hosts.insert(0, host)
+    directory = Path(tempfile.mkdtemp(prefix="cos-webhook-tls-"))
+    cleanup.append(directory)
+    out = write_self_signed(directory, hosts)
+    return str(out.cert_file), str(out.key_file), out.ca_file
+
+
+def run(options: Options) -> int:
+    """Serve until SIGTERM/SIGINT; returns the exit code."""
+    master = os.getpid()
+    try:
+        split_bind(options.bind)
+        prepare_metrics_dir(options.cleanup)
+        from webhook.tls import CertificateError
+        try:
+            server = WebhookServer(options)
+        except CertificateError as exc:
+            print(f"cos-webhook: {exc}", file=sys.stderr)
+            return 2
+        server.run()
+        return 0
+    except ServerError as exc:
+        print(f"cos-webhook: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    finally:
+        if os.getpid() == master:
+            for path in options.cleanup:
+                shutil.rmtree(path, ignore_errors=True)
