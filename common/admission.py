@@ -114,7 +114,7 @@ def validate(req: Request, config: Config = Config()) -> Decision:
     old = req.old_object if req.operation == "UPDATE" else None
     name = _name_of(req, req.object)
     if req.kind == api.KIND:
-        errors, warnings = validation.validate_cos(req.object, old)
+        errors, warnings = validation.validate_cos(req.object, old, system_namespace=config.system_namespace)
     elif req.kind == "Secret":
         errors, warnings = validation.validate_secret(req.object, old)
     else:

@@ -129,8 +129,8 @@ def forbidden(path: str, detail: str) -> FieldError:
     return FieldError(ErrorType.FORBIDDEN, path, OMIT, detail)
 
 
-def duplicate(path: str, value: Any) -> FieldError:
-    return FieldError(ErrorType.DUPLICATE, path, value)
+def duplicate(path: str, value: Any, detail: str = "") -> FieldError:
+    return FieldError(ErrorType.DUPLICATE, path, value, detail)
 
 
 def not_supported(path: str, value: Any, supported: list[str] | tuple[str, ...]) -> FieldError:
