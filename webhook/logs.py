@@ -21,6 +21,7 @@ class JSONFormatter(logging.Formatter):
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
+            "pid": record.process,
             "msg": str(record.msg),  # never interpolate args: they could carry values
         }
         fields = getattr(record, "fields", None)
