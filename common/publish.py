@@ -1,0 +1,311 @@
+"""Publishing revisions to a cluster, crash-safely, and cleaning up after crashes (``producer.md`` section 3).
+
+The sequence is ordered so that a crash at any point leaves something recovery can finish or undo, and never
+a COS pointing at missing data:
+
+1. create every Secret (names are content addresses, so ``AlreadyExists`` with the same content is success);
+2. create the COS (its refs now all resolve);
+3. patch the COS as controller ownerReference onto each Secret, so deleting the COS garbage-collects them.
+
+Recovery, run first by every publish and on its own by ``cosctl gc``: Secrets whose COS does not exist
+(a crash after step 1) are deleted; Secrets of an existing COS without its ownerReference (a crash after step
+2) get it. Retention then deletes Archived revisions of the owner beyond the newest five.
+
+Deciding whether a new revision is needed compares *content*, not names: ref keys are SHA-256 content
+addresses, so the latest revision's refs (or inline objects, hashed the same way) are compared key by key with
+what would be packed now. Equal content only updates the mutable fields in place.
+
+Everything here talks to the ``common.cluster.Cluster`` protocol; every write is recorded as an
+:class:`Action`, and ``dry_run`` records the same actions without writing.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from common import api
+from common.cluster import AlreadyExists, Cluster, Conflict, NotFound, Obj
+from common.packing import DEFAULT_OWNER_KIND, Packed, content_key, pack, stored_bytes
+from common.phasing import Phase
+
+RETAIN_ARCHIVED = 5
+_SECRET = ("v1", "Secret")
+_COS = (api.API_VERSION, api.KIND)
+_MUTABLE_SPEC = ("progressDeadlineMinutes", "progressionProbes")
+_MUTABLE_ANNOTATIONS = (api.ANNOTATION_BUNDLE_VERSION,)
+
+
+class PublishError(Exception):
+    """Publishing cannot proceed safely; nothing further was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One write publish performed (or, in a dry run, would perform)."""
+
+    verb: str  # create | patch | delete
+    kind: str
+    name: str
+    namespace: str | None = None
+    detail: str = ""
+
+    def __str__(self) -> str:
+        target = f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+        return f"{self.verb} {target}" + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass(slots=True)
+class Result:
+    """What publish decided (``created`` / ``unchanged`` / ``updated``) and every write it made."""
+
+    outcome: str
+    name: str
+    revision: int
+    actions: list[Action] = field(default_factory=list)
+    dry_run: bool = False
+
+    def summary(self) -> str:
+        would = "would be " if self.dry_run else ""
+        if self.outcome == "created":
+            return f"ClusterObjectSet {self.name} (revision {self.revision}) {would}created"
+        if self.outcome == "updated":
+            return (f"unchanged content: ClusterObjectSet {self.name} (revision {self.revision}) "
+                    f"{would}updated in place (mutable fields only)")
+        return f"unchanged: ClusterObjectSet {self.name} (revision {self.revision}) already has this content"
+
+
+# ------------------------------------------------------------------------------------------------ reading
+
+def revision_of(cos: Obj) -> int:
+    value = (cos.get("spec") or {}).get("revision")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def owner_revisions(cluster: Cluster, owner: str) -> list[Obj]:
+    """The owner's COSs (by the owner-name label), oldest revision first."""
+    items = cluster.list(*_COS, label_selector=f"{api.LABEL_OWNER_NAME}={owner}")
+    return sorted(items, key=lambda c: (revision_of(c), c["metadata"]["name"]))
+
+
+def _entry_key(entry: Obj) -> tuple[str, Any]:
+    """The content address of one ``phases[].objects[]`` entry, the same for a ref and an inline object."""
+    ref = entry.get("ref")
+    if isinstance(ref, dict):
+        return "key", ref.get("key")
+    if isinstance(entry.get("object"), dict):
+        try:
+            return "key", content_key(stored_bytes(entry["object"]))
+        except ValueError:  # not representable / too large: can only equal itself
+            return "object", repr(entry["object"])
+    return "invalid", repr(entry)
+
+
+def content_of(spec: Obj) -> tuple[Any, ...]:
+    """What makes two revisions the same: phases (names, collision protection, objects by content address)
+    and the COS-level collision protection. Names of Secrets differ across revisions and do not count."""
+    phases = tuple(
+        (p.get("name"), p.get("collisionProtection"),
+         tuple((_entry_key(o), o.get("collisionProtection")) for o in (p.get("objects") or [])))
+        for p in (spec.get("phases") or [])
+    )
+    return spec.get("collisionProtection") or api.COLLISION_PREVENT, phases
+
+
+def _mutable_patch(live: Obj, desired: Obj) -> Obj:
+    """The merge patch that makes the live COS's mutable fields what ``desired`` declares (empty: none)."""
+    patch: Obj = {}
+    live_spec, want_spec = live.get("spec") or {}, desired.get("spec") or {}
+    for key in _MUTABLE_SPEC:
+        if live_spec.get(key) != want_spec.get(key):
+            patch.setdefault("spec", {})[key] = want_spec.get(key)
+    live_ann = (live.get("metadata") or {}).get("annotations") or {}
+    want_ann = (desired.get("metadata") or {}).get("annotations") or {}
+    for key in _MUTABLE_ANNOTATIONS:
+        if live_ann.get(key) != want_ann.get(key):
+            patch.setdefault("metadata", {}).setdefault("annotations", {})[key] = want_ann.get(key)
+    return patch
+
+
+# ---------------------------------------------------------------------------------------------- recovery
+
+def _has_owner(secret: Obj, cos: Obj) -> bool:
+    uid = cos["metadata"].get("uid")
+    return any(r.get("kind") == api.KIND and r.get("apiVersion", "").split("/")[0] == api.GROUP
+               and r.get("name") == cos["metadata"]["name"] and r.get("uid") == uid
+               for r in (secret.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def _own(cluster: Cluster, secret: Obj, cos: Obj, actions: list[Action], dry_run: bool) -> None:
+    """Make ``cos`` the controller owner of ``secret`` (step 3), replacing a reference to an earlier COS of
+    the same name (a stale uid would make garbage collection delete the Secret)."""
+    if _has_owner(secret, cos):
+        return
+    meta = secret["metadata"]
+    kept = [r for r in meta.get("ownerReferences") or []
+            if not (r.get("kind") == api.KIND and r.get("name") == cos["metadata"]["name"])]
+    actions.append(Action("patch", "Secret", meta["name"], meta.get("namespace"),
+                          f"ownerReference to ClusterObjectSet {cos['metadata']['name']}"))
+    if not dry_run:
+        cluster.merge_patch(*_SECRET, meta["name"], meta.get("namespace"),
+                            {"metadata": {"ownerReferences": [*kept, api.owner_reference(cos)]}},
+                            resource_version=meta.get("resourceVersion"))
+
+
+def recover(cluster: Cluster, *, namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, owner: str | None = None,
+            dry_run: bool = False) -> list[Action]:
+    """Finish or undo interrupted publishes: delete object-data Secrets whose COS does not exist, add the
+    missing ownerReference to Secrets of an existing COS. With ``owner``, only that owner's Secrets."""
+    selector = api.LABEL_REVISION_NAME + (f",{api.LABEL_OWNER_NAME}={owner}" if owner else "")
+    secrets = [s for s in cluster.list(*_SECRET, namespace=namespace, label_selector=selector)
+               if s.get("type") == api.SECRET_TYPE]
+    if not secrets:
+        return []
+    by_name = {c["metadata"]["name"]: c for c in cluster.list(*_COS)}
+    actions: list[Action] = []
+    for secret in sorted(secrets, key=lambda s: s["metadata"]["name"]):
+        meta = secret["metadata"]
+        cos = by_name.get((meta.get("labels") or {}).get(api.LABEL_REVISION_NAME, ""))
+        if cos is None:
+            actions.append(Action("delete", "Secret", meta["name"], meta.get("namespace"),
+                                  "orphaned: its ClusterObjectSet does not exist"))
+            if not dry_run:
+                try:
+                    cluster.delete(*_SECRET, meta["name"], meta.get("namespace"), uid=meta.get("uid"),
+                                   resource_version=meta.get("resourceVersion"))
+                except NotFound:
+                    pass
+        else:
+            _own(cluster, secret, cos, actions, dry_run)
+    return actions
+
+
+def retain(cluster: Cluster, owner: str, *, keep: int = RETAIN_ARCHIVED, dry_run: bool = False,
+           revisions: Sequence[Obj] | None = None) -> list[Action]:
+    """Delete the owner's Archived revisions beyond the newest ``keep``; Active ones are never touched.
+    Their Secrets follow through garbage collection (they are owned by the COS)."""
+    revisions = owner_revisions(cluster, owner) if revisions is None else revisions
+    archived = [c for c in revisions if (c.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ARCHIVED]
+    archived.sort(key=revision_of, reverse=True)
+    actions: list[Action] = []
+    for cos in archived[keep:]:
+        meta = cos["metadata"]
+        if meta.get("deletionTimestamp"):
+            continue
+        actions.append(Action("delete", api.KIND, meta["name"], None,
+                              f"archived revision {revision_of(cos)} beyond the newest {keep}"))
+        if not dry_run:
+            try:
+                cluster.delete(*_COS, meta["name"], uid=meta.get("uid"), propagation_policy="Background")
+            except NotFound:
+                pass
+    return actions
+
+
+# ------------------------------------------------------------------------------------------------ writing
+
+def _same_secret(live: Obj, want: Obj) -> bool:
+    return (live.get("type") == want["type"] and live.get("data") == want["data"]
+            and (live.get("metadata") or {}).get("labels", {}).get(api.LABEL_REVISION_NAME)
+            == want["metadata"]["labels"][api.LABEL_REVISION_NAME])
+
+
+def create_revision(cluster: Cluster, packed: Packed, *, dry_run: bool = False) -> list[Action]:
+    """Steps 1-3 of the crash-safe sequence, each idempotent so a rerun after a crash completes it."""
+    actions: list[Action] = []
+    created: list[Obj] = []
+    for secret in packed.secrets:
+        meta = secret["metadata"]
+        size = sum(len(base64.b64decode(v)) for v in secret["data"].values())
+        actions.append(Action("create", "Secret", meta["name"], meta["namespace"],
+                              f"{len(secret['data'])} object(s), {size} bytes"))
+        if dry_run:
+            continue
+        try:
+            created.append(cluster.create(secret))
+        except AlreadyExists:
+            live = cluster.get(*_SECRET, meta["name"], meta["namespace"])
+            if not _same_secret(live, secret):
+                raise PublishError(
+                    f"Secret {meta['namespace']}/{meta['name']} already exists with different content or labels; "
+                    "its name is a content address, so refusing to use it (delete it, or run cosctl gc)") from None
+            created.append(live)
+    cos = packed.cos
+    name = cos["metadata"]["name"]
+    phases = cos["spec"]["phases"]
+    actions.append(Action("create", api.KIND, name, None,
+                          f"revision {cos['spec']['revision']}, {len(phases)} phase(s), "
+                          f"{sum(len(p['objects']) for p in phases)} object(s)"))
+    if dry_run:
+        for secret in packed.secrets:
+            meta = secret["metadata"]
+            actions.append(Action("patch", "Secret", meta["name"], meta["namespace"],
+                                  f"ownerReference to ClusterObjectSet {name}"))
+        return actions
+    try:
+        live_cos = cluster.create(cos)
+    except AlreadyExists:
+        live_cos = cluster.get(*_COS, name)
+        if content_of(live_cos.get("spec") or {}) != content_of(cos["spec"]):
+            raise PublishError(f"ClusterObjectSet {name} already exists with different content") from None
+    for secret in created:
+        _own_fresh(cluster, secret, live_cos, actions)
+    return actions
+
+
+def _own_fresh(cluster: Cluster, secret: Obj, cos: Obj, actions: list[Action]) -> None:
+    """Step 3 for one Secret, retrying once from a fresh read when it changed since we saw it."""
+    try:
+        _own(cluster, secret, cos, actions, False)
+    except Conflict:
+        meta = secret["metadata"]
+        _own(cluster, cluster.get(*_SECRET, meta["name"], meta.get("namespace")), cos, actions, False)
+
+
+def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind: str | None = None,
+            system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE,
+            collision_protection: str = api.COLLISION_PREVENT, progress_deadline_minutes: int | None = None,
+            bundle_version: str | None = None, dry_run: bool = False) -> Result:
+    """Make the owner's latest Active revision carry ``phases``: in place when only mutable fields differ,
+    otherwise as revision N+1 named ``<owner>-<N+1>``. Recovery runs first, retention before creating."""
+    actions = recover(cluster, namespace=system_namespace, owner=owner, dry_run=dry_run)
+    revisions = owner_revisions(cluster, owner)
+    latest = revisions[-1] if revisions else None
+    number = revision_of(latest) + 1 if latest else 1
+
+    def render(name: str, revision: int) -> Packed:
+        return pack(phases, name=name, revision=revision, system_namespace=system_namespace, owner=owner,
+                    owner_kind=owner_kind or DEFAULT_OWNER_KIND, collision_protection=collision_protection,
+                    progress_deadline_minutes=progress_deadline_minutes, bundle_version=bundle_version)
+
+    packed = render(f"{owner}-{number}", number)  # validates names and sizes before any decision
+    if (latest is not None and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
+            and not (latest.get("metadata") or {}).get("deletionTimestamp")
+            and content_of(latest.get("spec") or {}) == content_of(packed.cos["spec"])):
+        name = latest["metadata"]["name"]
+        patch = _mutable_patch(latest, packed.cos)
+        if not patch:
+            return Result("unchanged", name, revision_of(latest), actions, dry_run)
+        actions.append(Action("patch", api.KIND, name, None,
+                              "mutable fields " + ", ".join(_paths(patch))))
+        if not dry_run:
+            cluster.merge_patch(*_COS, name, None, patch,
+                                resource_version=latest["metadata"].get("resourceVersion"))
+        return Result("updated", name, revision_of(latest), actions, dry_run)
+    actions += retain(cluster, owner, dry_run=dry_run, revisions=revisions)
+    actions += create_revision(cluster, packed, dry_run=dry_run)
+    return Result("created", packed.cos["metadata"]["name"], number, actions, dry_run)
+
+
+def _paths(patch: Obj) -> list[str]:
+    """The fields a mutable-field patch touches, for the action log."""
+    return ([f"spec.{k}" for k in patch.get("spec", {})]
+            + [f"metadata.annotations[{k}]" for k in patch.get("metadata", {}).get("annotations", {})])
+
+
+def gc(cluster: Cluster, *, owner: str, namespace: str = api.DEFAULT_SYSTEM_NAMESPACE,
+       dry_run: bool = False) -> list[Action]:
+    """Recovery and retention on their own (``cosctl gc``)."""
+    return recover(cluster, namespace=namespace, owner=owner, dry_run=dry_run) + retain(
+        cluster, owner, dry_run=dry_run)

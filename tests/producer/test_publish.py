@@ -1,0 +1,289 @@
+"""Publishing against the in-memory API server: the crash-safe sequence, recovery, revisions, retention."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from common import api
+from common.cluster import Obj
+from common.memcluster import MemCluster
+from common.packing import MAX_SECRET_BYTES
+from common.phasing import Phase, sort_into_phases
+from common.publish import PublishError, gc, publish, recover, retain
+
+NS = api.DEFAULT_SYSTEM_NAMESPACE
+COS = (api.API_VERSION, api.KIND)
+
+
+class Crash(BaseException):
+    """The publishing process dies (not an ApiError: nothing in publish may catch it)."""
+
+
+class CrashAfter:
+    """A Cluster that lets ``writes`` write requests through and dies on the next one."""
+
+    WRITES = ("create", "apply", "merge_patch", "update", "update_status", "delete")
+
+    def __init__(self, inner: MemCluster, writes: int) -> None:
+        self.inner, self.left = inner, writes
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name not in self.WRITES:
+            return attr
+
+        def write(*args: Any, **kwargs: Any) -> Any:
+            if self.left == 0:
+                raise Crash(name)
+            self.left -= 1
+            return attr(*args, **kwargs)
+        return write
+
+
+def cm(name: str, payload: str = "v") -> Obj:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "app"},
+            "data": {"x": payload}}
+
+
+def bundle(version: str = "1", big: bool = True) -> list[Phase]:
+    """Three Secrets' worth of objects across phases (so a crash can fall between Secrets)."""
+    objs: list[Obj] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}]
+    objs += [cm(f"c{i}", ("x" * 400_000 if big else "") + version) for i in range(5)]
+    objs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "app"},
+                 "spec": {"replicas": 1, "template": {"metadata": {"annotations": {"v": version}}}}})
+    return sort_into_phases(objs)
+
+
+def secrets(mc: MemCluster) -> list[Obj]:
+    return [s for s in mc.objects("v1", "Secret") if s.get("type") == api.SECRET_TYPE]
+
+
+def assert_consistent(mc: MemCluster) -> None:
+    """Every object-data Secret belongs to an existing COS and is owned by it; every ref resolves."""
+    coses = {c["metadata"]["name"]: c for c in mc.objects(*COS)}
+    names = set()
+    for s in secrets(mc):
+        owner = coses[s["metadata"]["labels"][api.LABEL_REVISION_NAME]]
+        assert s["metadata"]["ownerReferences"] == [api.owner_reference(owner)]
+        names.add((s["metadata"]["name"], owner["metadata"]["name"]))
+    for cos in coses.values():
+        for phase in cos["spec"]["phases"]:
+            for o in phase["objects"]:
+                secret = mc.peek("v1", "Secret", o["ref"]["name"], o["ref"]["namespace"])
+                assert secret is not None and o["ref"]["key"] in secret["data"]
+                assert (o["ref"]["name"], cos["metadata"]["name"]) in names
+
+
+def full_publish_writes() -> int:
+    mc = MemCluster()
+    publish(mc, bundle(), owner="shop")
+    return mc.writes
+
+
+def test_publish_creates_secrets_then_the_cos_then_owner_references():
+    mc = MemCluster()
+    result = publish(mc, bundle(), owner="shop")
+    assert (result.outcome, result.name, result.revision) == ("created", "shop-1", 1)
+    order = [a.name for a in result.actions if a.kind == "Secret" and a.verb == "create"]
+    assert sorted(order) == sorted(x["metadata"]["name"] for x in secrets(mc)) and len(order) == 3
+    assert [(r.verb, r.kind, r.name) for r in mc.write_log()] == (
+        [("create", "Secret", n) for n in order] + [("create", api.KIND, "shop-1")]
+        + [("patch", "Secret", n) for n in order])
+    assert [str(a) for a in result.actions][3] == "create ClusterObjectSet shop-1: revision 1, 3 phase(s), 7 object(s)"
+    cos = mc.peek(*COS, "shop-1")
+    assert cos["metadata"]["labels"] == {api.LABEL_OWNER_KIND: "ClusterExtension", api.LABEL_OWNER_NAME: "shop"}
+    assert cos["spec"]["lifecycleState"] == "Active" and cos["spec"]["revision"] == 1
+    assert_consistent(mc)
+    for s in secrets(mc):
+        assert s["immutable"] is True
+        assert sum(len(base64.b64decode(v)) for v in s["data"].values()) <= MAX_SECRET_BYTES
+
+
+@pytest.mark.parametrize("crash_after", range(full_publish_writes()))
+def test_crash_after_each_write_then_recovery_leaves_no_orphan_and_republish_completes(crash_after):
+    mc = MemCluster()
+    with pytest.raises(Crash):
+        publish(CrashAfter(mc, crash_after), bundle(), owner="shop")
+    recover(mc, owner="shop")
+    assert_consistent(mc)
+    cos_left = [c["metadata"]["name"] for c in mc.objects(*COS)]
+    assert cos_left == ([] if crash_after <= 3 else ["shop-1"])  # before step 2 nothing survives recovery
+    if not cos_left:
+        assert secrets(mc) == []
+    result = publish(mc, bundle(), owner="shop")
+    assert result.name == "shop-1"
+    assert [c["metadata"]["name"] for c in mc.objects(*COS)] == ["shop-1"]
+    assert len(secrets(mc)) == 3
+    assert_consistent(mc)
+
+
+@pytest.mark.parametrize("crash_after", range(full_publish_writes()))
+def test_crash_then_plain_republish_recovers_too(crash_after):
+    mc = MemCluster()
+    with pytest.raises(Crash):
+        publish(CrashAfter(mc, crash_after), bundle(), owner="shop")
+    publish(mc, bundle(), owner="shop")
+    assert [c["metadata"]["name"] for c in mc.objects(*COS)] == ["shop-1"]
+    assert len(secrets(mc)) == 3
+    assert_consistent(mc)
+
+
+def test_crash_while_publishing_revision_2_keeps_revision_1_intact():
+    mc = MemCluster()
+    publish(mc, bundle("1"), owner="shop")
+    before = {s["metadata"]["name"] for s in secrets(mc)}
+    with pytest.raises(Crash):
+        publish(CrashAfter(mc, 2), bundle("2"), owner="shop")
+    actions = recover(mc, owner="shop")
+    assert [a.verb for a in actions] == ["delete", "delete"]
+    assert all(a.detail == "orphaned: its ClusterObjectSet does not exist" for a in actions)
+    assert {s["metadata"]["name"] for s in secrets(mc)} == before
+    assert_consistent(mc)
+
+
+def test_second_publish_of_the_same_content_writes_nothing():
+    mc = MemCluster()
+    publish(mc, bundle(), owner="shop")
+    mc.reset_requests()
+    result = publish(mc, bundle(), owner="shop")
+    assert (result.outcome, result.name, result.actions) == ("unchanged", "shop-1", [])
+    assert mc.writes == 0
+    assert result.summary() == "unchanged: ClusterObjectSet shop-1 (revision 1) already has this content"
+
+
+def test_same_content_with_new_mutable_fields_is_patched_in_place():
+    mc = MemCluster()
+    publish(mc, bundle(), owner="shop")
+    mc.reset_requests()
+    result = publish(mc, bundle(), owner="shop", progress_deadline_minutes=15, bundle_version="1.2.3")
+    assert result.outcome == "updated"
+    assert [str(a) for a in result.actions] == [
+        "patch ClusterObjectSet shop-1: mutable fields spec.progressDeadlineMinutes, "
+        f"metadata.annotations[{api.ANNOTATION_BUNDLE_VERSION}]"]
+    assert [(r.verb, r.name) for r in mc.write_log()] == [("patch", "shop-1")]
+    cos = mc.peek(*COS, "shop-1")
+    assert cos["spec"]["progressDeadlineMinutes"] == 15
+    assert cos["metadata"]["annotations"] == {api.ANNOTATION_BUNDLE_VERSION: "1.2.3"}
+    # and back: unset fields are removed
+    assert publish(mc, bundle(), owner="shop").outcome == "updated"
+    cos = mc.peek(*COS, "shop-1")
+    assert "progressDeadlineMinutes" not in cos["spec"]
+    assert not cos["metadata"].get("annotations")
+
+
+def test_changed_bundle_creates_revision_n_plus_1_and_leaves_n_alone():
+    mc = MemCluster()
+    publish(mc, bundle("1", big=False), owner="shop")
+    rev1 = mc.peek(*COS, "shop-1")
+    result = publish(mc, bundle("2", big=False), owner="shop")
+    assert (result.outcome, result.name, result.revision) == ("created", "shop-2", 2)
+    assert mc.peek(*COS, "shop-1") == rev1
+    assert mc.peek(*COS, "shop-2")["spec"]["revision"] == 2
+    assert_consistent(mc)
+    # a different collision protection is a content change too
+    assert publish(mc, bundle("2", big=False), owner="shop", collision_protection="None").name == "shop-3"
+
+
+def test_same_content_as_an_archived_latest_needs_a_new_revision():
+    mc = MemCluster()
+    publish(mc, bundle(big=False), owner="shop")
+    mc.edit(*COS, "shop-1", None, lambda o: o["spec"].__setitem__("lifecycleState", "Archived"))
+    assert publish(mc, bundle(big=False), owner="shop").name == "shop-2"
+
+
+def test_inline_revision_with_the_same_content_counts_as_unchanged():
+    from common.packing import pack
+    mc = MemCluster()
+    inline = pack(bundle(big=False), name="shop-1", owner="shop", inline=True)
+    mc.create(inline.cos)
+    assert publish(mc, bundle(big=False), owner="shop").outcome == "unchanged"
+
+
+def archive(mc: MemCluster, name: str) -> None:
+    mc.edit(*COS, name, None, lambda o: o["spec"].__setitem__("lifecycleState", "Archived"))
+
+
+def test_retention_keeps_the_newest_5_archived_and_never_touches_active():
+    mc = MemCluster()
+    for i in range(1, 9):
+        publish(mc, bundle(str(i), big=False), owner="shop")
+    for i in range(1, 8):
+        archive(mc, f"shop-{i}")
+    other = mc.peek(*COS, "shop-1")
+    mc.put({**other, "metadata": {"name": "other-1", "labels": {api.LABEL_OWNER_NAME: "other"}},
+            "spec": {**other["spec"], "phases": []}})
+    archive(mc, "other-1")
+    result = publish(mc, bundle("9", big=False), owner="shop")
+    assert [str(a) for a in result.actions][:2] == [
+        "delete ClusterObjectSet shop-2: archived revision 2 beyond the newest 5",
+        "delete ClusterObjectSet shop-1: archived revision 1 beyond the newest 5"]
+    assert sorted(c["metadata"]["name"] for c in mc.objects(*COS)) == sorted(
+        ["other-1"] + [f"shop-{i}" for i in range(3, 10)])
+    assert_consistent(mc)  # the deleted revisions' Secrets went with them (garbage collection)
+    assert not any(s["metadata"]["labels"][api.LABEL_REVISION_NAME] in ("shop-1", "shop-2") for s in secrets(mc))
+
+
+def test_retention_skips_active_revisions_whatever_their_number():
+    mc = MemCluster()
+    for i in range(1, 11):
+        publish(mc, bundle(str(i), big=False), owner="shop")
+    for i in (1, 3, 4, 5, 6, 7, 8, 9):
+        archive(mc, f"shop-{i}")
+    actions = retain(mc, "shop")
+    assert [a.name for a in actions] == ["shop-4", "shop-3", "shop-1"]
+    assert sorted(c["metadata"]["name"] for c in mc.objects(*COS)) == sorted(
+        ["shop-2", "shop-10"] + [f"shop-{i}" for i in range(5, 10)])
+
+
+def test_recovery_adds_missing_owner_reference_and_replaces_a_stale_one():
+    mc = MemCluster()
+    publish(mc, bundle(big=False), owner="shop")
+    (secret,) = secrets(mc)
+    name = secret["metadata"]["name"]
+    stale = {**api.owner_reference(mc.peek(*COS, "shop-1")), "uid": "old-uid"}
+    mc.edit("v1", "Secret", name, NS, lambda o: o["metadata"].__setitem__("ownerReferences", [stale]))
+    actions = gc(mc, owner="shop")
+    assert [str(a) for a in actions] == [f"patch Secret {NS}/{name}: ownerReference to ClusterObjectSet shop-1"]
+    assert_consistent(mc)
+    assert gc(mc, owner="shop") == []
+
+
+def test_dry_run_plans_without_writing():
+    mc = MemCluster()
+    result = publish(mc, bundle(), owner="shop", dry_run=True)
+    assert mc.writes == 0
+    assert result.summary() == "ClusterObjectSet shop-1 (revision 1) would be created"
+    assert [a.verb for a in result.actions] == ["create"] * 4 + ["patch"] * 3
+
+
+def test_a_secret_name_taken_by_other_content_is_refused():
+    mc = MemCluster()
+    from common.packing import pack
+    packed = pack(bundle(big=False), name="shop-1", owner="shop")
+    # not of the object-data type, so recovery leaves it alone; publish must not adopt it either
+    forged = {**packed.secrets[0], "type": "Opaque", "data": {"k": base64.b64encode(b"{}").decode()}}
+    mc.put(forged)
+    with pytest.raises(PublishError) as e:
+        publish(mc, bundle(big=False), owner="shop")
+    assert str(e.value) == (
+        f"Secret {NS}/{packed.secrets[0]['metadata']['name']} already exists with different content or labels; "
+        "its name is a content address, so refusing to use it (delete it, or run cosctl gc)")
+    assert mc.objects(*COS) == []
+
+
+def test_recovery_only_touches_object_data_secrets_of_the_owner():
+    mc = MemCluster()
+    mine = {"apiVersion": "v1", "kind": "Secret", "type": api.SECRET_TYPE,
+            "metadata": {"name": "gone-1-aa", "namespace": NS,
+                         "labels": {api.LABEL_REVISION_NAME: "gone-1", api.LABEL_OWNER_NAME: "shop"}}}
+    theirs = {**mine, "metadata": {**mine["metadata"], "name": "gone-1-bb",
+                                   "labels": {api.LABEL_REVISION_NAME: "gone-1", api.LABEL_OWNER_NAME: "x"}}}
+    opaque = {**mine, "type": "Opaque", "metadata": {**mine["metadata"], "name": "gone-1-cc"}}
+    for s in (mine, theirs, opaque):
+        mc.put(s)
+    assert [str(a) for a in recover(mc, owner="shop")] == [
+        f"delete Secret {NS}/gone-1-aa: orphaned: its ClusterObjectSet does not exist"]
+    assert sorted(s["metadata"]["name"] for s in mc.objects("v1", "Secret")) == ["gone-1-bb", "gone-1-cc"]
