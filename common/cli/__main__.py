@@ -1,0 +1,5 @@
+import sys
+
+from common.cli import main
+
+sys.exit(main())

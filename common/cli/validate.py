@@ -1,0 +1,146 @@
+"""``cosctl validate``: the webhook's verdict on manifests, without a cluster.
+
+Authors see the exact rejection ``kubectl apply`` would show while they write manifests, and CI pipelines
+check bundles before they reach a cluster. Each document goes through the same mutation and validation as
+the admission webhook (``common.admission.review``); with ``--old`` a document whose kind, namespace and
+name match one in the old file is judged as an UPDATE of it.
+
+Exit codes: 0 every document is allowed, 1 at least one is denied, 2 input could not be read or the
+command line is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from common import api
+from common.admission import Config, Decision, Request, review
+from common.manifests import Source, documents
+
+EXIT_ALLOWED, EXIT_DENIED, EXIT_UNREADABLE = 0, 1, 2
+SKIP_REASON = f"skipped: cosctl validate checks ClusterObjectSets and Secrets of type {api.SECRET_TYPE}"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One document's result, as printed."""
+
+    source: Source
+    kind: str
+    name: str
+    decision: Decision | None  # None: skipped (not a kind the webhook judges)
+
+    def as_json(self) -> dict[str, Any]:
+        d = self.decision
+        out: dict[str, Any] = {
+            "file": self.source.path,
+            "index": self.source.index,
+            "kind": self.kind,
+            "name": self.name,
+            "allowed": None if d is None else d.allowed,
+            "code": None if d is None or d.allowed else (d.status or {}).get("code"),
+            "message": SKIP_REASON if d is None else d.message,
+            "causes": [] if d is None else list(((d.status or {}).get("details") or {}).get("causes", [])),
+            "warnings": [] if d is None else list(d.warnings),
+            "patch": [] if d is None else list(d.patch),
+        }
+        if self.source.item is not None:
+            out["item"] = self.source.item
+        return out
+
+    def as_text(self) -> list[str]:
+        head = f"{self.source} {self.kind}/{self.name}"
+        d = self.decision
+        if d is None:
+            return [f"{head}: {SKIP_REASON}"]
+        lines = [f"Warning: {w}" for w in d.warnings]
+        if d.allowed:
+            lines.append(f"{head}: allowed")
+        else:
+            lines.append(f"{head}: {d.message}")
+            causes = ((d.status or {}).get("details") or {}).get("causes", [])
+            if len(causes) > 1:
+                lines.extend(f"  - {c['field']}: {c['message']}" for c in causes)
+        return lines
+
+
+def _identity(doc: dict[str, Any]) -> tuple[str, str, str]:
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    return str(doc.get("kind") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _judged_kind(doc: dict[str, Any]) -> str | None:
+    """The admission kind of a document the webhook would see, or None for anything else."""
+    if doc.get("kind") == api.KIND and str(doc.get("apiVersion", "")).startswith(api.GROUP + "/"):
+        return api.KIND
+    if doc.get("kind") == "Secret" and doc.get("apiVersion") == "v1" and doc.get("type") == api.SECRET_TYPE:
+        return "Secret"
+    return None
+
+
+def judge(docs: list[tuple[Source, Any]], old_docs: list[tuple[Source, Any]], config: Config,
+          problems: list[str]) -> list[Verdict]:
+    """A verdict per document; documents that are not Kubernetes objects become problems."""
+    olds = {_identity(doc): doc for _, doc in old_docs if isinstance(doc, dict)}
+    verdicts = []
+    for source, doc in docs:
+        if not isinstance(doc, dict):
+            problems.append(f"{source}: not a Kubernetes object (a YAML/JSON {type(doc).__name__})")
+            continue
+        kind, namespace, name = _identity(doc)
+        judged = _judged_kind(doc)
+        if judged is None:
+            verdicts.append(Verdict(source, kind or "<no kind>", name, None))
+            continue
+        old = olds.get((kind, namespace, name))
+        request = Request(kind=judged, operation="UPDATE" if old is not None else "CREATE", object=doc,
+                          old_object=old, name=name, namespace=namespace)
+        verdicts.append(Verdict(source, kind, name, review(request, config)))
+    return verdicts
+
+
+def run(paths: list[str], *, old: str | None = None, output: str = "text",
+        system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, stdin: TextIO | None = None,
+        out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    docs, problems = documents(paths, stdin=stdin)
+    old_docs: list[tuple[Source, Any]] = []
+    if old is not None:
+        old_docs, old_problems = documents([old], stdin=stdin)
+        problems.extend(old_problems)
+    verdicts = judge(docs, old_docs, Config(system_namespace=system_namespace), problems)
+    for verdict in verdicts:
+        if output == "json":
+            print(json.dumps(verdict.as_json(), separators=(",", ":"), ensure_ascii=False), file=out)
+        else:
+            for line in verdict.as_text():
+                print(line, file=out)
+    for problem in problems:
+        print(f"cosctl validate: {problem}", file=err)
+    if problems:
+        return EXIT_UNREADABLE
+    if any(v.decision is not None and not v.decision.allowed for v in verdicts):
+        return EXIT_DENIED
+    return EXIT_ALLOWED
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="check ClusterObjectSets and object-data Secrets as the admission webhook would",
+        description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[-1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="YAML (multi-document) or JSON files, directories, or - for standard input")
+    parser.add_argument("--old", metavar="FILE",
+                        help="the objects as they are now: matching documents are checked as an UPDATE")
+    parser.add_argument("--output", "-o", choices=("text", "json"), default="text",
+                        help="text (default) or json: one JSON object per document and line")
+    parser.add_argument("--system-namespace", default=api.DEFAULT_SYSTEM_NAMESPACE,
+                        help="namespace refs without one default to (default: %(default)s)")
+    parser.set_defaults(func=lambda args: run(args.paths, old=args.old, output=args.output,
+                                              system_namespace=args.system_namespace))
