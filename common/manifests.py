@@ -240,3 +240,33 @@ def _check_duplicates(manifests: Iterable[Manifest], problems: list[str]) -> Non
         first = seen.setdefault(ref, m.source)
         if first is not m.source:
             problems.append(f"{m.source}: duplicate object {ref} (first defined at {first})")
+
+
+def documents(paths: Sequence[str | Path], *, stdin: Any = None) -> tuple[list[tuple[Source, Any]], list[str]]:
+    """Every parsed document under ``paths`` (``List`` items flattened), unchecked, with the problems that
+    kept files or documents from being read. For callers that judge each document on its own, such as
+    ``cosctl validate``; ``load`` is the all-or-nothing reader for publishing."""
+    problems: list[str] = []
+    found: list[tuple[Source, Any]] = []
+    for path in _expand(paths, problems):
+        try:
+            if path == STDIN:
+                text = (stdin if stdin is not None else sys.stdin).read()
+                if isinstance(text, bytes):
+                    text = text.decode("utf-8")
+                name = "<stdin>"
+            else:
+                text = Path(path).read_bytes().decode("utf-8")
+                name = str(path)
+        except UnicodeDecodeError:
+            problems.append(f"{path}: not UTF-8 text")
+            continue
+        except OSError as exc:
+            problems.append(f"{path}: cannot read: {exc.strerror or exc}")
+            continue
+        for doc_index, doc in _documents(name, text, problems):
+            if isinstance(doc, dict) and _is_list_kind(doc):
+                found.extend((Source(name, doc_index, i), item) for i, item in enumerate(doc["items"]))
+            else:
+                found.append((Source(name, doc_index), doc))
+    return found, problems
