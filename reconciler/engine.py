@@ -1,0 +1,379 @@
+"""One reconcile of one ClusterObjectSet: the entry point the reconciler process calls.
+
+``reconcile(cluster, name)`` reads the COS and does exactly one pass of ``shared/spec/reconciler.md``
+sections 2-5: resolve and check the content, walk the phases (create / apply / adopt / collide / probe),
+archive older siblings on success, or tear down an Archived or deleted COS in reverse phase order. It never
+sleeps or loops waiting: it returns a :class:`Result` saying when to come back. Writes happen only when
+something must change, so reconciling a complete, unchanged COS sends no write at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from common import refs
+from common.api import (
+    ANNOTATION_BUNDLE_VERSION, API_VERSION, DEFAULT_SYSTEM_NAMESPACE, FINALIZER_TEARDOWN, KIND,
+    LABEL_OWNER_NAME, LIFECYCLE_ARCHIVED,
+)
+from common.cluster import ApiError, Cluster, NotFound, Obj
+from common.memcluster import copy_json
+from reconciler import collisions, conditions, digest, probes
+from reconciler.conditions import Situation
+from reconciler.resolve import Resolution, phases_of, referenced_secrets, resolve
+from reconciler.rollout import ObjectError, Outcome, Owner, reconcile_object
+from reconciler.teardown import teardown
+
+COLLISION_REQUEUE = 10.0
+TEARDOWN_REQUEUE = 5.0
+ORPHAN_FINALIZER = "orphan"
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    system_namespace: str = DEFAULT_SYSTEM_NAMESPACE
+
+
+@dataclass
+class Event:
+    """A Kubernetes Event to record on the COS."""
+
+    type: str       # "Normal" | "Warning"
+    reason: str
+    message: str
+
+
+@dataclass
+class Result:
+    requeue_after: float | None = None
+    error: Exception | None = None
+    events: list[Event] = field(default_factory=list)
+    watched_kinds: set[tuple[str, str]] = field(default_factory=set)
+    referenced_secrets: set[tuple[str, str]] = field(default_factory=set)
+
+
+class ReconcileError(Exception):
+    """A retryable failure of one reconcile; ``str()`` is what Progressing/Retrying shows."""
+
+    def __init__(self, message: str, cause: Exception | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+def reconcile(cluster: Cluster, name: str, *, config: EngineConfig = EngineConfig(),
+              now: datetime | None = None) -> Result:
+    """Reconcile the ClusterObjectSet ``name`` once (reads it with ``cluster.get``; NotFound = nothing to do)."""
+    now = now or datetime.now(timezone.utc)
+    try:
+        cos = cluster.get(API_VERSION, KIND, name)
+    except NotFound:
+        return Result()
+    except ApiError as exc:
+        return Result(error=ReconcileError(f"getting ClusterObjectSet {name}: {exc}", exc))
+    run = _Run(cluster, cos, config, now)
+    if cos["metadata"].get("deletionTimestamp"):
+        return run.deleted()
+    if (cos.get("spec") or {}).get("lifecycleState") == LIFECYCLE_ARCHIVED:
+        return run.archived()
+    return run.active()
+
+
+class _Run:
+    """State of one reconcile of one COS."""
+
+    def __init__(self, cluster: Cluster, cos: Obj, config: EngineConfig, now: datetime) -> None:
+        self.cluster, self.cos, self.config, self.now = cluster, cos, config, now
+        self.spec: Obj = cos.get("spec") or {}
+        meta = cos["metadata"]
+        self.name: str = meta["name"]
+        self.uid: str = meta.get("uid", "")
+        self.generation = int(meta.get("generation") or 0)
+        self.old_status: Obj = copy_json(cos.get("status") or {})
+        self.conds: list[Obj] = copy_json(self.old_status.get("conditions") or [])
+        self.observed: list[Obj] | None = None      # observedPhases to record (first successful resolve)
+        self.result = Result(referenced_secrets=referenced_secrets(self.spec, config.system_namespace))
+
+    # ---- shared steps ----------------------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        try:
+            return int(self.spec.get("revision") or 0)
+        except (TypeError, ValueError):
+            return 0
+
+    @property
+    def version(self) -> str:
+        annotations = self.cos["metadata"].get("annotations") or {}
+        return str(annotations.get(ANNOTATION_BUNDLE_VERSION) or self.revision)
+
+    def event(self, etype: str, reason: str, message: str) -> None:
+        self.result.events.append(Event(etype, reason, message))
+
+    def fail(self, message: str, cause: Exception | None) -> Result:
+        """Retrying: conditions say why, the queue backs off exponentially."""
+        self.set(Situation("retrying", message=message, deadline_minutes=self.deadline_passed()))
+        self.result.error = ReconcileError(message, cause)
+        return self.write_status()
+
+    def set(self, situation: Situation) -> None:
+        conditions.apply(self.conds, situation, generation=self.generation, now=self.now)
+
+    def write_status(self) -> Result:
+        """Write status only when it changed; a failed write becomes the result's (retryable) error."""
+        status = copy_json(self.old_status)
+        status["conditions"] = self.conds
+        if self.observed is not None:
+            status["observedPhases"] = self.observed
+        if status != self.old_status:
+            body = copy_json(self.cos)
+            body["status"] = status
+            try:
+                self.cos = self.cluster.update_status(body)
+            except ApiError as exc:
+                self.result.error = self.result.error or ReconcileError(f"updating status: {exc}", exc)
+        return self.result
+
+    def patch_finalizers(self, finalizers: list[str]) -> None:
+        meta = self.cos["metadata"]
+        self.cos = self.cluster.merge_patch(API_VERSION, KIND, self.name, None,
+                                            {"metadata": {"finalizers": finalizers or None}},
+                                            resource_version=meta.get("resourceVersion"))
+
+    def resolve(self, *, lenient: bool = False) -> Resolution:
+        resolution = resolve(self.cluster, self.spec, self.config.system_namespace, lenient=lenient)
+        self.result.watched_kinds = resolution.kinds()
+        return resolution
+
+    def deadline_passed(self) -> int:
+        """Minutes of the progress deadline when it has passed and still applies, else 0."""
+        minutes = self.deadline_minutes()
+        if not minutes:
+            return 0
+        at = self.deadline_at(minutes)
+        return minutes if at is not None and self.now >= at else 0
+
+    def deadline_minutes(self) -> int:
+        try:
+            minutes = int(self.spec.get("progressDeadlineMinutes") or 0)
+        except (TypeError, ValueError):
+            return 0
+        if minutes <= 0 or conditions.is_true(self.conds, conditions.SUCCEEDED):
+            return 0
+        return minutes
+
+    def deadline_at(self, minutes: int) -> datetime | None:
+        created = self.cos["metadata"].get("creationTimestamp")
+        if not created:
+            return None
+        try:
+            start = datetime.strptime(str(created), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        except ValueError:
+            return None
+        return start + timedelta(minutes=minutes)
+
+    # ---- Active ----------------------------------------------------------------------------------------------
+
+    def active(self) -> Result:
+        # 1. resolve
+        try:
+            resolution = self.resolve()
+        except refs.RefError as exc:
+            return self.fail(str(exc), exc)
+        except ObjectError as exc:
+            return self.fail(str(exc), exc.cause)
+        # 2. immutable Secrets
+        mutable = resolution.mutable_secrets()
+        if mutable:
+            return self.blocked("the following secrets are not immutable (referenced secrets must have "
+                                "immutable set to true): " + ", ".join(mutable))
+        # 3. phase digests
+        current = digest.observed_phases([(p.name, [o.manifest for o in p.objects]) for p in resolution.phases])
+        recorded = self.old_status.get("observedPhases")
+        if recorded:
+            changed = digest.compare(recorded, current)
+            if changed:
+                return self.blocked(changed)
+        else:
+            self.observed = current
+        try:
+            progression = probes.parse_probes(self.spec.get("progressionProbes"))
+        except probes.ProbeSpecError as exc:
+            return self.fail(str(exc), exc)
+        # 4. finalizer, siblings
+        try:
+            finalizers = list(self.cos["metadata"].get("finalizers") or [])
+            if FINALIZER_TEARDOWN not in finalizers:
+                self.patch_finalizers(finalizers + [FINALIZER_TEARDOWN])
+            siblings = self.siblings()
+        except ApiError as exc:
+            return self.fail(f"{exc}", exc)
+        owner = Owner(self.name, self.uid, self.revision, self.owner_name,
+                      {uid: s["metadata"]["name"] for uid, s in siblings.items()}, self.cos)
+        # 5. phase walk
+        previous_failure = self.previous_failing_object()
+        was_succeeded = conditions.is_true(self.conds, conditions.SUCCEEDED)
+        for index, phase in enumerate(resolution.phases):
+            try:
+                outcomes = [
+                    reconcile_object(self.cluster, o.manifest, owner,
+                                     collisions.effective_protection(self.spec, o.phase, o.entry), progression)
+                    for o in phase.objects
+                ]
+            except ObjectError as exc:
+                return self.fail(str(exc), exc.cause)
+            colliding = [o for o in outcomes if o.action == collisions.COLLISION]
+            if colliding:
+                return self.collided(index, colliding)
+            incomplete = [o for o in outcomes if not o.complete]
+            if incomplete:
+                return self.rolling_out(incomplete[0])
+            if not was_succeeded and (any(o.wrote for o in outcomes) or any(
+                    collisions.describe_object(o.manifest) == previous_failure for o in outcomes)):
+                self.event("Normal", "PhaseComplete", f'Phase {index} "{phase.name}" is complete')
+        # 6. success: archive older siblings, then report
+        for uid, sibling in sorted(siblings.items(), key=lambda kv: kv[1]["metadata"]["name"]):
+            if _revision(sibling) < self.revision:
+                try:
+                    self.cluster.merge_patch(API_VERSION, KIND, sibling["metadata"]["name"], None,
+                                             {"spec": {"lifecycleState": LIFECYCLE_ARCHIVED}})
+                except NotFound:
+                    continue
+                except ApiError as exc:
+                    return self.fail(f"archiving ClusterObjectSet {sibling['metadata']['name']}: {exc}", exc)
+                self.event("Normal", "Archived", f"Archived revision {_revision(sibling)} "
+                           f"({sibling['metadata']['name']}): revision {self.revision} has rolled out")
+        if not was_succeeded:
+            self.event("Normal", "Succeeded", f"Revision {self.version} has rolled out.")
+        self.set(Situation("complete", version=self.version))
+        return self.write_status()
+
+    @property
+    def owner_name(self) -> str:
+        return str((self.cos["metadata"].get("labels") or {}).get(LABEL_OWNER_NAME) or "")
+
+    def siblings(self) -> dict[str, Obj]:
+        """Other Active, not-deleting COSs with the same non-empty owner-name label, by uid."""
+        if not self.owner_name:
+            return {}
+        found = self.cluster.list(API_VERSION, KIND, label_selector=f"{LABEL_OWNER_NAME}={self.owner_name}")
+        return {
+            s["metadata"]["uid"]: s for s in found
+            if s["metadata"].get("uid") != self.uid
+            and (s["metadata"].get("labels") or {}).get(LABEL_OWNER_NAME) == self.owner_name
+            and (s.get("spec") or {}).get("lifecycleState") != LIFECYCLE_ARCHIVED
+            and not s["metadata"].get("deletionTimestamp")
+        }
+
+    def previous_failing_object(self) -> str:
+        """The object the last reconcile's ProbeFailure named (to report its phase completing)."""
+        available = conditions.find(self.conds, conditions.AVAILABLE)
+        if not available or available.get("reason") != conditions.PROBE_FAILURE:
+            return ""
+        first = str(available.get("message") or "").split("\n", 1)[0]
+        return first[len("Object "):].split(":", 1)[0] if first.startswith("Object ") else ""
+
+    def blocked(self, message: str) -> Result:
+        old = conditions.find(self.conds, conditions.PROGRESSING)
+        if not old or old.get("reason") != conditions.BLOCKED or old.get("message") != message:
+            self.event("Warning", "Blocked", message)
+        self.set(Situation("blocked", message=message))
+        return self.write_status()
+
+    def collided(self, index: int, colliding: list[Outcome]) -> Result:
+        message = collisions.collision_message(
+            index, [collisions.collision_report(o.manifest, o.decision) for o in colliding])
+        old = conditions.find(self.conds, conditions.PROGRESSING)
+        if not old or not str(old.get("message") or "").endswith(message):
+            self.event("Warning", "Collision", message)
+        self.set(Situation("retrying", message=message, deadline_minutes=self.deadline_passed()))
+        self.result.requeue_after = COLLISION_REQUEUE
+        return self.write_status()
+
+    def rolling_out(self, first: Outcome) -> Result:
+        failure = ""
+        if first.probe.messages:
+            failure = f"Object {collisions.describe_object(first.manifest)}: " + " and ".join(first.probe.messages)
+        self.set(Situation("rolling_out", version=self.version, probe_failure=failure,
+                           deadline_minutes=self.deadline_passed()))
+        minutes = self.deadline_minutes()
+        at = self.deadline_at(minutes) if minutes else None
+        if at is not None and self.now < at:
+            self.result.requeue_after = max((at - self.now).total_seconds(), 0.001)
+        return self.write_status()
+
+    # ---- Archived and deleted ----------------------------------------------------------------------------------
+
+    def archived(self) -> Result:
+        finalizers = list(self.cos["metadata"].get("finalizers") or [])
+        progressing = conditions.find(self.conds, conditions.PROGRESSING)
+        if FINALIZER_TEARDOWN not in finalizers and progressing and progressing.get("reason") == conditions.ARCHIVED:
+            return self.result   # torn down already; an Archived COS is never rolled out again
+        try:
+            resolution = self.resolve()
+        except refs.RefError as exc:
+            return self.fail(str(exc), exc)
+        except ObjectError as exc:
+            return self.fail(str(exc), exc.cause)
+        try:
+            progress = teardown(self.cluster, [[o.manifest for o in p.objects] for p in resolution.phases],
+                                cos_name=self.name, cos_uid=self.uid)
+        except ObjectError as exc:
+            return self.fail(str(exc), exc.cause)
+        if not progress.done:
+            self.set(Situation("tearing_down"))
+            self.result.requeue_after = TEARDOWN_REQUEUE
+            return self.write_status()
+        self.set(Situation("archived"))
+        self.write_status()
+        if self.result.error is not None:
+            return self.result
+        if FINALIZER_TEARDOWN in finalizers:
+            try:
+                self.patch_finalizers([f for f in finalizers if f != FINALIZER_TEARDOWN])
+            except ApiError as exc:
+                self.result.error = ReconcileError(f"removing finalizer: {exc}", exc)
+                return self.result
+            self.event("Normal", "TeardownComplete", f"Revision {self.revision} is archived: its objects that no "
+                       "newer revision owns were removed")
+        return self.result
+
+    def deleted(self) -> Result:
+        finalizers = list(self.cos["metadata"].get("finalizers") or [])
+        if FINALIZER_TEARDOWN not in finalizers:
+            return self.result
+        if ORPHAN_FINALIZER not in finalizers:
+            resolution = self.resolve(lenient=True)
+            for exc in resolution.errors:
+                self.event("Warning", "TeardownSkipped", f"{exc}; the garbage collector removes what this "
+                           "revision still owns once it is gone")
+            try:
+                progress = teardown(self.cluster, [[o.manifest for o in p.objects] for p in resolution.phases],
+                                    cos_name=self.name, cos_uid=self.uid)
+            except ObjectError as exc:
+                self.result.error = ReconcileError(str(exc), exc.cause)
+                return self.result
+            if not progress.done:
+                self.result.requeue_after = TEARDOWN_REQUEUE
+                return self.result
+        try:
+            self.patch_finalizers([f for f in finalizers if f != FINALIZER_TEARDOWN])
+        except NotFound:
+            return self.result
+        except ApiError as exc:
+            self.result.error = ReconcileError(f"removing finalizer: {exc}", exc)
+            return self.result
+        self.event("Normal", "TeardownComplete", "objects removed in reverse phase order" if ORPHAN_FINALIZER
+                   not in finalizers else "objects orphaned (propagationPolicy Orphan)")
+        return self.result
+
+
+def _revision(cos: Obj) -> int:
+    try:
+        return int((cos.get("spec") or {}).get("revision") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+__all__ = ["EngineConfig", "Event", "Result", "ReconcileError", "reconcile", "phases_of"]

@@ -1,0 +1,168 @@
+"""Rolling one object out: read it, decide (collision table), write only when needed, probe it.
+
+"Only when needed" is what makes a steady state free: an object this COS controls is applied only when a
+field we declare differs from the live object (defaults the server adds, fields other managers own and labels
+users add are not differences). Everything we send is a fresh copy of the manifest with our identity added.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from common.api import (
+    ANNOTATION_REVISION, FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_OWNER_NAME, MANAGED_BY_VALUE, owner_reference,
+)
+from common.cluster import AlreadyExists, ApiError, Cluster, NotFound, Obj, UnknownKind
+from common.memcluster import copy_json
+from reconciler import collisions, probes
+from reconciler.collisions import ADOPT, COLLISION, CREATE, OWNED, PROGRESSED, Decision
+
+IDLE = "Idle"
+APPLY = "Apply"
+
+
+class ObjectError(Exception):
+    """A failed API call for one object; the message names the object and the operation (Retrying text)."""
+
+    def __init__(self, message: str, cause: Exception | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+@dataclass
+class Outcome:
+    manifest: Obj
+    action: str                 # Create / Idle / Apply / Adopt / Progressed / Collision
+    decision: Decision
+    live: Obj | None
+    probe: probes.ProbeResult
+
+    @property
+    def complete(self) -> bool:
+        return self.action != COLLISION and self.probe.ok
+
+    @property
+    def wrote(self) -> bool:
+        return self.action in (CREATE, APPLY, ADOPT)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The COS as the rollout needs it."""
+
+    name: str
+    uid: str
+    revision: int
+    owner_name: str
+    siblings: dict[str, str]    # uid -> name
+    cos: Obj
+
+    @property
+    def reference(self) -> Obj:
+        return owner_reference(self.cos)
+
+
+def is_subset(desired: Any, live: Any) -> bool:
+    """Whether every field of ``desired`` has the same value in ``live`` (extra live fields are fine).
+
+    Lists must have the same length, element by element (the server defaults fields inside list items,
+    e.g. a container's ``imagePullPolicy``; that is not drift).
+    """
+    if isinstance(desired, dict):
+        if not isinstance(live, dict):
+            return False
+        for k, v in desired.items():
+            if k not in live or not is_subset(v, live[k]):
+                return False
+        return True
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(desired) != len(live):
+            return False
+        return all(is_subset(d, l) for d, l in zip(desired, live))
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return desired is live
+    return desired == live
+
+
+def desired(manifest: Obj, owner: Owner, owner_refs: list[Obj]) -> Obj:
+    """The manifest with our identity (labels, revision annotation, owner references), without ``status``."""
+    obj = copy_json(manifest)
+    obj.pop("status", None)
+    meta = obj.setdefault("metadata", {})
+    meta["labels"] = {**(meta.get("labels") or {}), LABEL_MANAGED_BY: MANAGED_BY_VALUE,
+                      LABEL_OWNER_NAME: owner.owner_name}
+    meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION_REVISION: str(owner.revision)}
+    meta["ownerReferences"] = owner_refs
+    return obj
+
+
+def _refs_for(live: Obj | None, owner: Owner, *, adopt: bool) -> list[Obj]:
+    """Owner references to declare: existing ones kept (demoted to non-controller when adopting), ours last
+    as controller. Keeping the others keeps them releasable one by one when older revisions are archived."""
+    ours = owner.reference
+    if live is None:
+        return [ours]
+    refs = []
+    for ref in (live.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("uid") == owner.uid:
+            continue
+        if adopt and ref.get("controller") is True:
+            ref = {**ref, "controller": False}
+        refs.append(ref)
+    refs.append(ours)
+    return refs
+
+
+def _api(manifest: Obj) -> tuple[str, str, str, str | None]:
+    meta = manifest.get("metadata") or {}
+    return (str(manifest.get("apiVersion")), str(manifest.get("kind")), str(meta.get("name") or ""),
+            meta.get("namespace") or None)
+
+
+def read(cluster: Cluster, manifest: Obj) -> Obj | None:
+    api_version, kind, name, namespace = _api(manifest)
+    try:
+        return cluster.get(api_version, kind, name, namespace)
+    except UnknownKind as exc:   # the kind itself is not served (yet): not "absent", an error to retry
+        raise ObjectError(f"getting Object {collisions.describe_object(manifest)}: {exc}", exc) from None
+    except NotFound:
+        return None
+    except ApiError as exc:
+        raise ObjectError(f"getting Object {collisions.describe_object(manifest)}: {exc}", exc) from None
+
+
+def reconcile_object(cluster: Cluster, manifest: Obj, owner: Owner, protection: str,
+                     progression: Sequence[probes.ProgressionProbe]) -> Outcome:
+    """Decide and act for one object; API failures raise :class:`ObjectError`."""
+    live = read(cluster, manifest)
+    decision = collisions.decide(live, cos_name=owner.name, cos_uid=owner.uid, revision=owner.revision,
+                                 siblings=owner.siblings, protection=protection)
+    what = collisions.describe_object(manifest)
+    if decision.action == CREATE:
+        try:
+            live = cluster.create(desired(manifest, owner, _refs_for(None, owner, adopt=False)))
+            return Outcome(manifest, CREATE, decision, live, probes.probe(live, progression))
+        except AlreadyExists:
+            # our read was stale (a cache miss): read again and decide on what is really there
+            live = read(cluster, manifest)
+            if live is None:
+                raise ObjectError(f"creating Object {what}: it already exists but cannot be read yet") from None
+            decision = collisions.decide(live, cos_name=owner.name, cos_uid=owner.uid, revision=owner.revision,
+                                         siblings=owner.siblings, protection=protection)
+        except ApiError as exc:
+            raise ObjectError(f"creating Object {what}: {exc}", exc) from None
+    assert live is not None
+    if decision.action == COLLISION:
+        return Outcome(manifest, COLLISION, decision, live, probes.ProbeResult(probes.FALSE))
+    if decision.action == PROGRESSED:
+        return Outcome(manifest, PROGRESSED, decision, live, probes.ProbeResult(probes.TRUE))
+    adopt = decision.action == ADOPT
+    want = desired(manifest, owner, _refs_for(live, owner, adopt=adopt))
+    if not adopt and is_subset(want, live):
+        return Outcome(manifest, IDLE, decision, live, probes.probe(live, progression))
+    try:
+        live = cluster.apply(want, field_manager=FIELD_MANAGER, force=True)
+    except ApiError as exc:
+        raise ObjectError(f"applying Object {what}: {exc}", exc) from None
+    return Outcome(manifest, ADOPT if adopt else APPLY, decision, live, probes.probe(live, progression))
