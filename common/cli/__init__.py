@@ -11,7 +11,7 @@ import importlib
 import sys
 
 # Module names under common.cli, in the order `cosctl --help` lists them.
-COMMANDS = ("validate", "pack")
+COMMANDS = ("validate", "pack", "publish", "status", "history", "gc")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,6 +13,7 @@ from common import api
 from common.cluster import ApiError, Cluster, Obj
 from common.manifests import ManifestError, load
 from common.packing import PackingError
+from common.publish import PublishError
 from common.phasing import Phase, PhasingError, sort_into_phases
 
 # Exit codes shared by the producer subcommands.
@@ -54,14 +55,28 @@ def to_yaml(documents: Iterable[Obj]) -> str:
                          default_flow_style=False, allow_unicode=True)
 
 
-def connect() -> Cluster:
-    """The cluster named by ``KUBECONFIG`` (or in-cluster config), through the project's client adapter."""
-    from common import kube  # imported late: pack and the tests need no Kubernetes client
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which cluster to talk to; ``connect`` is the factory tests replace with an in-memory one."""
+    parser.add_argument("--kubeconfig", default=None, metavar="FILE",
+                        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+    parser.add_argument("--context", default=None, help="kubeconfig context (default: the current one)")
+    parser.set_defaults(connect=connect)
 
-    for factory in ("from_kubeconfig", "connect", "load", "cluster_from_env"):
-        if hasattr(kube, factory):
-            return getattr(kube, factory)()
-    raise RuntimeError("common.kube exposes no cluster factory")
+
+class ConnectError(Exception):
+    """No usable cluster configuration."""
+
+
+def connect(args: argparse.Namespace) -> Cluster:
+    """The cluster named by ``--kubeconfig``/``KUBECONFIG``, through the project's client adapter."""
+    from kubernetes.config import ConfigException  # imported late: pack needs no Kubernetes client
+
+    from common.kube import KubeCluster
+
+    try:
+        return KubeCluster.from_kubeconfig(args.kubeconfig, context=args.context)
+    except (ConfigException, OSError) as exc:
+        raise ConnectError(f"cannot load the cluster configuration: {exc}") from None
 
 
 def run(command: str, body: Callable[[], int]) -> int:
@@ -73,7 +88,7 @@ def run(command: str, body: Callable[[], int]) -> int:
             print(f"cosctl {command}: {problem}", file=sys.stderr)
         print(f"cosctl {command}: {len(exc.problems)} problem(s) in the manifests; nothing was done",
               file=sys.stderr)
-    except (PhasingError, PackingError) as exc:
+    except (PhasingError, PackingError, PublishError, ConnectError) as exc:
         print(f"cosctl {command}: {exc}", file=sys.stderr)
     except ApiError as exc:
         print(f"cosctl {command}: the cluster refused: {exc.reason}: {exc.message}", file=sys.stderr)

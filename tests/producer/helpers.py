@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
-
 import importlib
+import io
+from typing import Any
 
-SUBCOMMANDS = ("pack",)
+SUBCOMMANDS = ("pack", "publish", "status", "history", "gc")
 
 
-def cosctl(*argv: str, stdin: str | None = None) -> tuple[int, str, str]:
-    """Run a producer subcommand in-process; returns (exit code, stdout, stderr)."""
+def cosctl(*argv: str, cluster: Any = None, **defaults: Any) -> tuple[int, str, str]:
+    """Run a producer subcommand in-process against ``cluster``; returns (exit code, stdout, stderr)."""
     parser = argparse.ArgumentParser(prog="cosctl")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in SUBCOMMANDS:
@@ -20,5 +20,9 @@ def cosctl(*argv: str, stdin: str | None = None) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         args = parser.parse_args(list(argv))
+        if cluster is not None:
+            args.connect = lambda _args: cluster
+        for key, value in defaults.items():
+            setattr(args, key, value)
         code = args.func(args)
     return code, out.getvalue(), err.getvalue()

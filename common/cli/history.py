@@ -1,0 +1,69 @@
+"""``cosctl history``: an owner's revisions, their states and when they last changed.
+
+"Changed" is the newest ``lastTransitionTime`` among the revision's conditions (the reconciler only moves it
+when a condition's status flips), so the list reads like a rollout log: created, rolled out, archived.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from common import api
+from common.cli._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, run
+from common.cli.status import condition
+from common.cluster import Obj
+from common.publish import owner_revisions, revision_of
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "history", help="list an owner's revisions with their states and when they changed",
+        description="List every revision of an owner, oldest first: lifecycle state, rollout state "
+                    "(the Progressing reason), creation time and the time of the last condition change.")
+    parser.add_argument("--owner", required=True, help="owner name")
+    parser.add_argument("--output", choices=("text", "json"), default="text", help="output format")
+    add_cluster_arguments(parser)
+    parser.set_defaults(func=_main)
+
+
+def entry(cos: Obj) -> Obj:
+    """One row of the history."""
+    conditions = (cos.get("status") or {}).get("conditions") or []
+    changed = max((c.get("lastTransitionTime") or "" for c in conditions), default="")
+    progressing = condition(cos, "Progressing")
+    succeeded = condition(cos, "Succeeded")
+    return {
+        "revision": revision_of(cos),
+        "name": cos["metadata"]["name"],
+        "lifecycleState": (cos.get("spec") or {}).get("lifecycleState", ""),
+        "state": progressing.get("reason") or "Pending",
+        "succeeded": succeeded.get("status") == "True",
+        "bundleVersion": ((cos["metadata"].get("annotations") or {}).get(api.ANNOTATION_BUNDLE_VERSION) or ""),
+        "created": cos["metadata"].get("creationTimestamp", ""),
+        "changed": changed,
+    }
+
+
+def _main(args: argparse.Namespace) -> int:
+    return run("history", lambda: _history(args))
+
+
+def _history(args: argparse.Namespace) -> int:
+    revisions = owner_revisions(args.connect(args), args.owner)
+    if not revisions:
+        print(f"cosctl history: owner {args.owner} has no revisions", file=sys.stderr)
+        return EXIT_FAILED
+    rows = [entry(c) for c in revisions]
+    if args.output == "json":
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    header = ("REVISION", "NAME", "LIFECYCLE", "STATE", "ROLLED OUT", "VERSION", "CREATED", "CHANGED")
+    table = [header] + [(str(r["revision"]), r["name"], r["lifecycleState"], r["state"],
+                         "yes" if r["succeeded"] else "no", r["bundleVersion"] or "-", r["created"] or "-",
+                         r["changed"] or "-") for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    return EXIT_OK

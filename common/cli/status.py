@@ -1,0 +1,340 @@
+"""``cosctl status``: where a rollout stands, phase by phase and object by object; ``--watch`` follows it.
+
+The COS conditions are the reconciler's verdict and are shown as they are. The per-object detail (is it there,
+is it ours, is it ready) is read live from the cluster and judged with the reconciler's own readiness probes
+(:mod:`reconciler.probes`), so what ``status`` calls "not ready" is what holds the rollout back.
+
+``--watch`` polls until the rollout ends and says how through the exit code: 0 succeeded, 3 blocked,
+4 progress deadline exceeded, 5 archived, 6 ``--timeout`` reached; 1 when the COS cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from common import api, refs
+from common.cli._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, run
+from common.cluster import ApiError, Cluster, GVK, NotFound, Obj, UnknownKind
+from common.packing import object_label
+from common.publish import owner_revisions, revision_of
+
+EXIT_SUCCEEDED = 0
+EXIT_BLOCKED = 3
+EXIT_DEADLINE = 4
+EXIT_ARCHIVED = 5
+EXIT_TIMEOUT = 6
+CONDITION_TYPES = ("Progressing", "Available", "Succeeded")
+
+
+@dataclass
+class ObjectState:
+    object: str  # Kind.group namespace/name, or the ref when it cannot be resolved
+    state: str  # applied | handed over to <cos> | absent | not controlled by this revision | unresolved | ...
+    ready: bool = False
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.ready and (self.state == "applied" or self.state.startswith("handed over"))
+
+
+@dataclass
+class PhaseState:
+    name: str
+    objects: list[ObjectState]
+
+    @property
+    def ready(self) -> int:
+        return sum(o.complete for o in self.objects)
+
+    @property
+    def complete(self) -> bool:
+        return self.ready == len(self.objects)
+
+
+@dataclass
+class RevisionState:
+    name: str
+    revision: int
+    lifecycle: str
+    owner: str
+    conditions: list[Obj]
+    phases: list[PhaseState]
+
+    def to_json(self) -> Obj:
+        out = asdict(self)
+        for phase, raw in zip(self.phases, out["phases"]):
+            raw["complete"] = phase.complete
+            for obj, raw_obj in zip(phase.objects, raw["objects"]):
+                raw_obj["complete"] = obj.complete
+        return out
+
+
+# ---------------------------------------------------------------------------------------------- inspection
+
+def condition(cos: Obj, ctype: str) -> Obj:
+    for c in (cos.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return c
+    return {}
+
+
+def outcome(cos: Obj) -> str | None:
+    """How the rollout ended, or None while it goes on."""
+    progressing = condition(cos, "Progressing")
+    if (cos.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ARCHIVED:
+        return "archived"
+    if progressing.get("reason") == "Succeeded" and progressing.get("status") == "True":
+        return "succeeded"
+    if progressing.get("status") == "False" and progressing.get("reason") == "Blocked":
+        return "blocked"
+    if progressing.get("status") == "False" and progressing.get("reason") == "ProgressDeadlineExceeded":
+        return "deadline"
+    return None
+
+
+def _controller(live: Obj) -> Obj | None:
+    for ref in (live.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref
+    return None
+
+
+def _probes(cos: Obj) -> tuple[Callable[[Obj], Any], str | None]:
+    """The reconciler's probe function for this COS (built-in plus its progressionProbes)."""
+    from reconciler import probes  # the reconciler's verdict, not a re-implementation
+
+    try:
+        parsed = probes.parse_probes((cos.get("spec") or {}).get("progressionProbes"))
+    except probes.ProbeSpecError as exc:
+        return (lambda obj: probes.probe(obj)), str(exc)
+    return (lambda obj: probes.probe(obj, parsed)), None
+
+
+def inspect(cluster: Cluster, cos: Obj, *, system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE) -> RevisionState:
+    """Resolve every object of ``cos`` and read it live: applied by this revision? ready?"""
+    meta = cos.get("metadata") or {}
+    uid = meta.get("uid")
+    run_probe, _ = _probes(cos)
+    secrets: dict[tuple[str, str], Obj | refs.RefError] = {}
+    newer_names = _newer_revisions(cluster, cos)
+    phases: list[PhaseState] = []
+    for phase in (cos.get("spec") or {}).get("phases") or []:
+        states: list[ObjectState] = []
+        for entry in phase.get("objects") or []:
+            desired, problem = _resolve(cluster, entry, secrets, system_namespace)
+            if desired is None:
+                states.append(ObjectState(problem[0], "unresolved", messages=[problem[1]]))
+                continue
+            label = object_label(desired)
+            gvk = GVK.of(desired)
+            dmeta = desired.get("metadata") or {}
+            try:
+                live = cluster.get(gvk.api_version, gvk.kind, dmeta.get("name", ""), dmeta.get("namespace"))
+            except UnknownKind:
+                states.append(ObjectState(label, "absent", messages=["kind not served by the cluster (yet)"]))
+                continue
+            except NotFound:
+                states.append(ObjectState(label, "absent"))
+                continue
+            owner = _controller(live)
+            if owner and owner.get("uid") == uid:
+                state = "applied"
+            elif owner and owner.get("kind") == api.KIND and owner.get("name") in newer_names:
+                state = f"handed over to {owner.get('name')}"
+            elif owner:
+                state = f"controlled by {owner.get('kind')} {owner.get('name')}"
+            else:
+                state = "not controlled by this revision"
+            result = run_probe(live)
+            states.append(ObjectState(label, state, result.ok, [] if result.ok else list(result.messages)))
+        phases.append(PhaseState(str(phase.get("name")), states))
+    labels = meta.get("labels") or {}
+    return RevisionState(
+        name=str(meta.get("name")), revision=revision_of(cos),
+        lifecycle=str((cos.get("spec") or {}).get("lifecycleState") or ""),
+        owner=str(labels.get(api.LABEL_OWNER_NAME) or ""),
+        conditions=[condition(cos, t) for t in CONDITION_TYPES if condition(cos, t)],
+        phases=phases)
+
+
+def _newer_revisions(cluster: Cluster, cos: Obj) -> set[str]:
+    owner = ((cos.get("metadata") or {}).get("labels") or {}).get(api.LABEL_OWNER_NAME)
+    if not owner:
+        return set()
+    return {c["metadata"]["name"] for c in owner_revisions(cluster, owner) if revision_of(c) > revision_of(cos)}
+
+
+def _resolve(cluster: Cluster, entry: Obj, secrets: dict[tuple[str, str], Any],
+             system_namespace: str) -> tuple[Obj | None, tuple[str, str]]:
+    """The desired manifest of one entry, reading each Secret once; or (None, (what, why))."""
+    if isinstance(entry.get("object"), dict):
+        return entry["object"], ("", "")
+    where = refs.SecretKeyRef.of(entry.get("ref") or {}, system_namespace)
+    what = f"ref {where}[{where.key}]"
+    try:
+        if where.secret not in secrets:
+            try:
+                secrets[where.secret] = refs.read_secret(cluster, where)
+            except refs.RefError as exc:
+                secrets[where.secret] = exc
+        secret = secrets[where.secret]
+        if isinstance(secret, refs.RefError):
+            raise secret
+        return refs.decode_value(refs.secret_value(secret, where), where), ("", "")
+    except refs.RefError as exc:
+        return None, (what, str(exc))
+
+
+# ------------------------------------------------------------------------------------------------ display
+
+def render(state: RevisionState) -> str:
+    lines = [f"ClusterObjectSet {state.name}: revision {state.revision}, {state.lifecycle}"
+             + (f", owner {state.owner}" if state.owner else "")]
+    for c in state.conditions:
+        lines.append(f"  {c.get('type', ''):<12} {c.get('status', ''):<8} {c.get('reason', ''):<25} "
+                     f"{c.get('message', '')}".rstrip())
+    total = len(state.phases)
+    for i, phase in enumerate(state.phases, 1):
+        verdict = "complete" if phase.complete else "incomplete"
+        lines.append(f"phase {i}/{total} {phase.name}: {verdict} ({phase.ready}/{len(phase.objects)} ready)")
+        for o in phase.objects:
+            ready = "ready" if o.ready else "not ready"
+            detail = f"{o.state}, {ready}" if o.state != "unresolved" else o.state
+            if o.messages:
+                detail += ": " + " and ".join(o.messages)
+            lines.append(f"  {o.object}: {detail}")
+    return "\n".join(lines)
+
+
+def progress_line(cos: Obj, state: RevisionState) -> str:
+    """One line saying how far the rollout got and what it waits for. Phases count as complete in order, as
+    the reconciler walks them: a complete phase after an incomplete one is not progress yet."""
+    done = next((i for i, p in enumerate(state.phases) if not p.complete), len(state.phases))
+    ready = sum(p.ready for p in state.phases)
+    total = sum(len(p.objects) for p in state.phases)
+    line = f"{done}/{len(state.phases)} phases complete, {ready}/{total} objects ready"
+    waiting = next((p for p in state.phases if not p.complete), None)
+    if waiting is not None:
+        blocker = next(o for o in waiting.objects if not o.complete)
+        why = f" ({' and '.join(blocker.messages)})" if blocker.messages else f" ({blocker.state})"
+        line += f"; phase {waiting.name} waits for {blocker.object}{why}"
+    progressing = condition(cos, "Progressing")
+    if progressing:
+        line += f"; Progressing {progressing.get('status')} {progressing.get('reason')}"
+    return line
+
+
+# ---------------------------------------------------------------------------------------------- commands
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "status", help="show a rollout phase by phase; --watch follows it until it ends",
+        description="Show a ClusterObjectSet's conditions and, for each phase, whether each object is applied "
+                    "and ready. --watch follows the rollout; exit codes: 0 succeeded, 3 blocked, 4 progress "
+                    "deadline exceeded, 5 archived, 6 --timeout reached, 1 error.")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("name", nargs="?", help="ClusterObjectSet name")
+    target.add_argument("--owner", help="every revision of this owner")
+    parser.add_argument("--watch", action="store_true", help="follow the rollout until it ends")
+    parser.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
+                        help="seconds between polls with --watch (default 2)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="give up watching after this long (exit 6)")
+    parser.add_argument("--output", choices=("text", "json"), default="text", help="output format")
+    add_namespace_argument(parser)
+    add_cluster_arguments(parser)
+    parser.set_defaults(func=_main, sleep=time.sleep, clock=time.monotonic)
+
+
+def _main(args: argparse.Namespace) -> int:
+    return run("status", lambda: _status(args))
+
+
+def _status(args: argparse.Namespace) -> int:
+    cluster = args.connect(args)
+    if args.owner:
+        revisions = owner_revisions(cluster, args.owner)
+        if args.watch:
+            active = [c for c in revisions if (c.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE]
+            if not active:
+                print(f"cosctl status: owner {args.owner} has no Active revision to watch", file=sys.stderr)
+                return EXIT_FAILED
+            return _watch(cluster, active[-1]["metadata"]["name"], args)
+        return _show_owner(cluster, args.owner, revisions, args)
+    if args.watch:
+        return _watch(cluster, args.name, args)
+    try:
+        cos = cluster.get(api.API_VERSION, api.KIND, args.name)
+    except NotFound:
+        print(f"cosctl status: ClusterObjectSet {args.name} not found", file=sys.stderr)
+        return EXIT_FAILED
+    state = inspect(cluster, cos, system_namespace=args.system_namespace)
+    print(json.dumps(state.to_json(), indent=2) if args.output == "json" else render(state))
+    return EXIT_OK
+
+
+def _show_owner(cluster: Cluster, owner: str, revisions: list[Obj], args: argparse.Namespace) -> int:
+    if not revisions:
+        print(f"cosctl status: owner {owner} has no revisions", file=sys.stderr)
+        return EXIT_FAILED
+    active = [c for c in revisions if (c.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE]
+    states = [inspect(cluster, c, system_namespace=args.system_namespace) for c in active]
+    if args.output == "json":
+        print(json.dumps({"owner": owner,
+                          "revisions": [{"name": c["metadata"]["name"], "revision": revision_of(c),
+                                         "lifecycleState": (c.get("spec") or {}).get("lifecycleState"),
+                                         "outcome": outcome(c)} for c in revisions],
+                          "active": [s.to_json() for s in states]}, indent=2))
+        return EXIT_OK
+    print(f"owner {owner}: {len(revisions)} revision(s)")
+    for c in revisions:
+        progressing = condition(c, "Progressing")
+        print(f"  {revision_of(c):>4}  {c['metadata']['name']:<30} {(c.get('spec') or {}).get('lifecycleState', ''):<9} "
+              f"{progressing.get('reason', '-')}")
+    for state in states:
+        print()
+        print(render(state))
+    return EXIT_OK
+
+
+_ENDINGS = {
+    "succeeded": (EXIT_SUCCEEDED, "rollout succeeded"),
+    "blocked": (EXIT_BLOCKED, "rollout blocked"),
+    "deadline": (EXIT_DEADLINE, "progress deadline exceeded"),
+    "archived": (EXIT_ARCHIVED, "revision archived"),
+}
+
+
+def _watch(cluster: Cluster, name: str, args: argparse.Namespace) -> int:
+    """Poll and print a line whenever progress changes, until the rollout ends (or ``--timeout``)."""
+    started = args.clock()
+    last = None
+    while True:
+        try:
+            cos = cluster.get(api.API_VERSION, api.KIND, name)
+        except NotFound:
+            print(f"cosctl status: ClusterObjectSet {name} not found", file=sys.stderr)
+            return EXIT_FAILED
+        state = inspect(cluster, cos, system_namespace=args.system_namespace)
+        line = progress_line(cos, state)
+        if line != last:
+            stamp = datetime.now(timezone.utc).strftime("%H:%M:%S")
+            print(f"{stamp} {name}: {line}", flush=True)
+            last = line
+        ended = outcome(cos)
+        if ended is not None:
+            code, words = _ENDINGS[ended]
+            message = condition(cos, "Progressing").get("message", "")
+            print(f"{name}: {words}" + (f": {message}" if message and ended != "archived" else ""))
+            return code
+        if args.timeout is not None and args.clock() - started >= args.timeout:
+            print(f"{name}: still rolling out after {args.timeout:g} s (timeout)")
+            return EXIT_TIMEOUT
+        args.sleep(args.interval)
