@@ -1,0 +1,450 @@
+"""The production ``Cluster``: a thin adapter from ``common.cluster.Cluster`` to a real API server.
+
+Built on the ``kubernetes`` client's ``ApiClient`` (kubeconfig and in-cluster loading, auth plugins, TLS,
+token refresh) but with our own request layer, because the reconciler and the producer work on plain
+``dict`` manifests of any kind: paths come from discovery, bodies are JSON, and every error answer becomes
+the specific ``ApiError`` subclass with the server's own message (``common.cluster.error_from_status``).
+
+Retry policy, in one place so every caller gets the same: 429 waits for ``Retry-After`` (capped) and
+retries; 500/502/503/504 and connection failures retry with exponential backoff; a 409 on server-side
+apply whose body carries no ``resourceVersion`` precondition is retried after a fresh read of the object
+(the server's own optimistic-concurrency retries ran out); everything else is raised at once.
+
+Discovery is read per group-version and cached; a kind the server does not serve raises ``UnknownKind``.
+A miss re-reads that group-version at most once per ``discovery_refresh_interval`` so a CR whose CRD was
+just created becomes usable without hammering the server, and ``invalidate_discovery`` lets a CRD watch
+refresh it at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import urllib3
+
+from common.cluster import (
+    ApiError, Conflict, GVK, InternalError, NotFound, Obj, ServiceUnavailable, UnknownKind, error_from_status,
+)
+
+log = logging.getLogger(__name__)
+
+CONTENT_JSON = "application/json"
+CONTENT_APPLY = "application/apply-patch+yaml"
+CONTENT_MERGE = "application/merge-patch+json"
+
+RETRYABLE_CODES = frozenset({500, 502, 503, 504})
+
+# Called once per HTTP request with (verb, HTTP code or 0 for a connection failure): feeds the
+# "API requests by verb and code" metric without this module knowing about Prometheus.
+RequestObserver = Callable[[str, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """What discovery says about one kind."""
+
+    gvk: GVK
+    plural: str
+    namespaced: bool
+    has_status: bool
+
+    def collection_path(self, namespace: str | None) -> str:
+        base = f"/apis/{self.gvk.group}/{self.gvk.version}" if self.gvk.group else f"/api/{self.gvk.version}"
+        if self.namespaced and namespace:
+            return f"{base}/namespaces/{quote(namespace, safe='')}/{self.plural}"
+        return f"{base}/{self.plural}"
+
+    def item_path(self, name: str, namespace: str | None, subresource: str = "") -> str:
+        if not name:
+            raise ValueError(f"{self.gvk.kind}: metadata.name is required")
+        if self.namespaced and not namespace:
+            raise ValueError(f"{self.gvk.kind} {name}: metadata.namespace is required (the kind is namespaced)")
+        path = f"{self.collection_path(namespace)}/{quote(name, safe='')}"
+        return f"{path}/{subresource}" if subresource else path
+
+
+@dataclass
+class WatchEvent:
+    """One event of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK (``obj`` is the object) or ERROR
+    (``obj`` is the Status)."""
+
+    type: str
+    obj: Obj
+
+
+class KubeCluster:
+    """``Cluster`` over HTTP. Thread-safe: one instance serves all reconcile workers and watches."""
+
+    def __init__(self, api_client: Any, *, max_retries: int = 5, backoff_base: float = 0.2,
+                 backoff_cap: float = 10.0, retry_after_cap: float = 60.0,
+                 discovery_refresh_interval: float = 5.0, request_timeout: float = 30.0,
+                 observer: RequestObserver | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.api_client = api_client
+        # urllib3 would otherwise retry 429/503 answers and connection errors on its own, out of sight of
+        # our policy, metrics and tests: every retry happens in ``request``.
+        pool = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+        if pool is not None:
+            pool.connection_pool_kw["retries"] = urllib3.Retry(
+                total=0, redirect=0, raise_on_status=False, respect_retry_after_header=False)
+            pool.clear()
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self.retry_after_cap = retry_after_cap
+        self.discovery_refresh_interval = discovery_refresh_interval
+        self.request_timeout = request_timeout
+        self.observer = observer
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._discovery: dict[str, dict[str, Resource]] = {}  # group/version -> kind -> Resource
+        self._discovered_at: dict[str, float] = {}
+
+    # ------------------------------------------------------------------------------------ construction
+    @classmethod
+    def from_kubeconfig(cls, path: str | None = None, *, context: str | None = None,
+                        **kwargs: Any) -> "KubeCluster":
+        """Build from a kubeconfig file (``None``: ``$KUBECONFIG`` or ``~/.kube/config``)."""
+        from kubernetes import client, config
+
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
+                                persist_config=False)
+        return cls(client.ApiClient(cfg), **kwargs)
+
+    @classmethod
+    def in_cluster(cls, **kwargs: Any) -> "KubeCluster":
+        """Build from the pod's service account (raises ``kubernetes.config.ConfigException`` outside a pod)."""
+        from kubernetes import client, config
+
+        cfg = client.Configuration()
+        config.load_incluster_config(client_configuration=cfg)
+        return cls(client.ApiClient(cfg), **kwargs)
+
+    @classmethod
+    def auto(cls, kubeconfig: str | None = None, *, context: str | None = None, **kwargs: Any) -> "KubeCluster":
+        """The reconciler's default: an explicit kubeconfig, else in-cluster, else ``$KUBECONFIG``/~/.kube."""
+        from kubernetes.config import ConfigException
+
+        if kubeconfig or context:
+            return cls.from_kubeconfig(kubeconfig, context=context, **kwargs)
+        try:
+            return cls.in_cluster(**kwargs)
+        except ConfigException:
+            return cls.from_kubeconfig(None, **kwargs)
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    # ------------------------------------------------------------------------------------- HTTP layer
+    def _open(self, method: str, path: str, query: dict[str, str] | None, body: Any, content_type: str,
+              timeout: float | tuple[float, float] | None) -> Any:
+        """Send one request; returns the raw ``RESTResponse`` (status not checked, body not read)."""
+        headers = {"Accept": CONTENT_JSON}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        q = [(k, v) for k, v in (query or {}).items() if v is not None]
+        m, url, hdrs, _, _ = self.api_client.param_serialize(
+            method=method, resource_path=path, header_params=headers, auth_settings=["BearerToken"])
+        if q:
+            url = f"{url}?{urlencode(q)}"
+        return self.api_client.rest_client.request(m, url, headers=hdrs, body=body,
+                                                   _request_timeout=timeout)
+
+    def request(self, verb: str, method: str, path: str, *, query: dict[str, str] | None = None,
+                body: Any = None, content_type: str = CONTENT_JSON, retry: bool = True) -> Obj:
+        """One API call with the retry policy; returns the decoded JSON body or raises ``ApiError``."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                resp = self._open(method, path, query, body, content_type, self.request_timeout)
+                code = resp.status
+                data = resp.read()
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                self._observe(verb, 0)
+                if retry and attempt <= self.max_retries:
+                    delay = self._backoff(attempt)
+                    log.warning("%s %s failed (%s); retrying in %.2fs", method, path, type(e).__name__, delay)
+                    self._sleep(delay)
+                    continue
+                raise ServiceUnavailable(f"{method} {path}: cannot reach the API server: {e}") from None
+            self._observe(verb, code)
+            if 200 <= code < 300:
+                return _decode(data) if data else {}
+            status = _decode(data, lenient=True)
+            retry_after = _retry_after(resp.headers.get("Retry-After"))
+            err = error_from_status(code, status, retry_after=retry_after)
+            if retry and attempt <= self.max_retries:
+                if code == 429:
+                    delay = min(retry_after if retry_after is not None else self._backoff(attempt),
+                                self.retry_after_cap)
+                    log.info("%s %s throttled (429); retrying in %.2fs", method, path, delay)
+                    self._sleep(delay)
+                    continue
+                if code in RETRYABLE_CODES:
+                    delay = retry_after if retry_after is not None else self._backoff(attempt)
+                    delay = min(delay, self.retry_after_cap)
+                    log.warning("%s %s answered %d (%s); retrying in %.2fs", method, path, code, err.message,
+                                delay)
+                    self._sleep(delay)
+                    continue
+            raise err
+
+    def _backoff(self, attempt: int) -> float:
+        d = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1))
+        return d * (0.5 + random.random() / 2)
+
+    def _observe(self, verb: str, code: int) -> None:
+        if self.observer is not None:
+            try:
+                self.observer(verb, code)
+            except Exception:  # a metrics bug must never fail an API call
+                log.exception("request observer failed")
+
+    # -------------------------------------------------------------------------------------- discovery
+    def resource(self, api_version: str, kind: str) -> Resource:
+        """The discovery entry of a kind; ``UnknownKind`` when the server does not serve it."""
+        gvk = GVK.parse(api_version, kind)
+        if not gvk.version or not kind:
+            raise UnknownKind(f'no matches for kind "{kind}" in version "{api_version}"')
+        gv = gvk.api_version
+        with self._lock:
+            res = self._discovery.get(gv, {}).get(kind)
+            fetched_at = self._discovered_at.get(gv)
+        if res is not None:
+            return res
+        if fetched_at is None or time.monotonic() - fetched_at >= self.discovery_refresh_interval:
+            self._discover(gvk)
+            with self._lock:
+                res = self._discovery.get(gv, {}).get(kind)
+            if res is not None:
+                return res
+        raise UnknownKind(f'no matches for kind "{kind}" in version "{gv}"')
+
+    def _discover(self, gvk: GVK) -> None:
+        gv = gvk.api_version
+        path = f"/apis/{gv}" if gvk.group else f"/api/{gv}"
+        try:
+            doc = self.request("discovery", "GET", path)
+        except NotFound:
+            doc = {"resources": []}
+        kinds: dict[str, Resource] = {}
+        subs = {r.get("name", "") for r in doc.get("resources") or []}
+        for r in doc.get("resources") or []:
+            name = str(r.get("name", ""))
+            if "/" in name:
+                continue
+            k = str(r.get("kind", ""))
+            kinds[k] = Resource(GVK(gvk.group, gvk.version, k), name, bool(r.get("namespaced")),
+                                f"{name}/status" in subs)
+        with self._lock:
+            self._discovery[gv] = kinds
+            self._discovered_at[gv] = time.monotonic()
+
+    def invalidate_discovery(self, group: str | None = None) -> None:
+        """Forget cached discovery (of one API group, or all) so the next use re-reads it: called when a
+        CustomResourceDefinition appears, changes or goes away."""
+        with self._lock:
+            for gv in list(self._discovery):
+                if group is None or GVK.parse(gv, "x").group == group:
+                    self._discovery.pop(gv, None)
+                    self._discovered_at.pop(gv, None)
+
+    def is_namespaced(self, api_version: str, kind: str) -> bool:
+        return self.resource(api_version, kind).namespaced
+
+    # --------------------------------------------------------------------------------------- the verbs
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
+        res = self.resource(api_version, kind)
+        return self.request("get", "GET", res.item_path(name, namespace))
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None,
+             label_selector: str | None = None) -> list[Obj]:
+        items, _ = self.list_with_version(api_version, kind, namespace, label_selector)
+        return items
+
+    def list_with_version(self, api_version: str, kind: str, namespace: str | None = None,
+                          label_selector: str | None = None, *, page_size: int = 500) -> tuple[list[Obj], str]:
+        """List all pages; returns the items (with apiVersion/kind filled in, which the server omits on
+        built-in lists) and the list's resourceVersion, the point a watch resumes from. An expired
+        ``continue`` token (410) restarts the list from the beginning."""
+        res = self.resource(api_version, kind)
+        path = res.collection_path(namespace)
+        while True:
+            items: list[Obj] = []
+            cont = ""
+            rv = ""
+            try:
+                while True:
+                    query = {"limit": str(page_size)}
+                    if label_selector:
+                        query["labelSelector"] = label_selector
+                    if cont:
+                        query["continue"] = cont
+                    page = self.request("list", "GET", path, query=query)
+                    for item in page.get("items") or []:
+                        item.setdefault("apiVersion", res.gvk.api_version)
+                        item.setdefault("kind", res.gvk.kind)
+                        items.append(item)
+                    meta = page.get("metadata") or {}
+                    rv = str(meta.get("resourceVersion") or rv)
+                    cont = str(meta.get("continue") or "")
+                    if not cont:
+                        return items, rv
+            except ApiError as e:
+                if e.code == 410 and cont:
+                    log.info("list %s continue token expired; listing again", path)
+                    continue
+                raise
+
+    def watch(self, api_version: str, kind: str, namespace: str | None = None, *,
+              label_selector: str | None = None, resource_version: str = "", timeout_seconds: int = 300,
+              on_open: Callable[[Any], None] | None = None) -> Iterator[WatchEvent]:
+        """Stream watch events from ``resource_version``. Ends when the server closes the stream; raises
+        ``ApiError`` when the watch request itself is refused (e.g. ``Gone``), and lets connection errors
+        (``urllib3.exceptions.HTTPError``/``OSError``) through so the caller resumes. ``on_open`` receives
+        the live response so another thread can cut the stream (``shutdown()``) to stop the watch."""
+        res = self.resource(api_version, kind)
+        query = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout_seconds)}
+        if resource_version:
+            query["resourceVersion"] = resource_version
+        if label_selector:
+            query["labelSelector"] = label_selector
+        path = res.collection_path(namespace)
+        try:
+            resp = self._open("GET", path, query, None, CONTENT_JSON, (10.0, timeout_seconds + 30.0))
+        except (urllib3.exceptions.HTTPError, OSError):
+            self._observe("watch", 0)
+            raise
+        self._observe("watch", resp.status)
+        raw = resp.response
+        try:
+            if resp.status != 200:
+                data = raw.read()
+                raise error_from_status(resp.status, _decode(data, lenient=True),
+                                        retry_after=_retry_after(resp.headers.get("Retry-After")))
+            if on_open is not None:
+                on_open(raw)
+            buf = b""
+            for chunk in raw.stream(65536, decode_content=True):
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        yield _watch_event(line, res)
+            if buf.strip():
+                yield _watch_event(buf, res)
+        finally:
+            raw.release_conn()
+
+    def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
+        res, name, ns = self._target(obj)
+        if res.namespaced and not ns:
+            raise ValueError(f"{res.gvk.kind} {name}: metadata.namespace is required (the kind is namespaced)")
+        query = {"dryRun": "All"} if dry_run else None
+        return self.request("create", "POST", res.collection_path(ns), query=query, body=obj)
+
+    def apply(self, obj: Obj, *, field_manager: str, force: bool = True, dry_run: bool = False) -> Obj:
+        res, name, ns = self._target(obj)
+        path = res.item_path(name, ns)
+        query = {"fieldManager": field_manager, "force": "true" if force else "false"}
+        if dry_run:
+            query["dryRun"] = "All"
+        meta = obj.get("metadata") or {}
+        precondition = bool(meta.get("resourceVersion"))
+        for attempt in range(1, 4):
+            try:
+                return self.request("apply", "PATCH", path, query=query, body=obj, content_type=CONTENT_APPLY)
+            except Conflict as e:
+                # A body with a resourceVersion is the caller's precondition: report it. Without one, and
+                # with force (no field conflicts are possible), a 409 means the server's own update retries
+                # lost a race: re-read and send the same intent again, a bounded number of times.
+                if precondition or not force or attempt == 3:
+                    raise
+                log.info("apply %s: conflict (%s); retrying from a fresh read", path, e.message)
+                try:
+                    fresh = self.request("get", "GET", path)
+                except NotFound:
+                    fresh = None
+                if fresh is not None and meta.get("uid") and (fresh.get("metadata") or {}).get("uid") != meta["uid"]:
+                    raise
+        raise InternalError(f"apply {path}: retries exhausted")  # unreachable: the loop returns or raises
+
+    def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
+                    resource_version: str | None = None) -> Obj:
+        res = self.resource(api_version, kind)
+        body = dict(patch)
+        if resource_version:
+            body["metadata"] = dict(body.get("metadata") or {}, resourceVersion=resource_version)
+        return self.request("patch", "PATCH", res.item_path(name, namespace), body=body,
+                            content_type=CONTENT_MERGE)
+
+    def update(self, obj: Obj) -> Obj:
+        res, name, ns = self._target(obj)
+        return self.request("update", "PUT", res.item_path(name, ns), body=obj)
+
+    def update_status(self, obj: Obj) -> Obj:
+        res, name, ns = self._target(obj)
+        if not res.has_status:
+            raise NotFound(f"{res.gvk.kind} has no status subresource")
+        return self.request("update", "PUT", res.item_path(name, ns, "status"), body=obj)
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+               uid: str | None = None, resource_version: str | None = None,
+               propagation_policy: str | None = None) -> None:
+        res = self.resource(api_version, kind)
+        body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        pre = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if pre:
+            body["preconditions"] = pre
+        if propagation_policy:
+            body["propagationPolicy"] = propagation_policy
+        self.request("delete", "DELETE", res.item_path(name, namespace), body=body)
+
+    def _target(self, obj: Obj) -> tuple[Resource, str, str | None]:
+        if not isinstance(obj, dict):
+            raise ValueError("object must be a mapping")
+        res = self.resource(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+        meta = obj.get("metadata") or {}
+        return res, str(meta.get("name") or ""), (meta.get("namespace") or None) if res.namespaced else None
+
+
+def _decode(data: bytes, *, lenient: bool = False) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        if lenient:
+            text = data[:200].decode("utf-8", "replace").strip()
+            return {"message": text} if text else None
+        raise InternalError(f"the API server answered with invalid JSON: {data[:80]!r}") from None
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def _watch_event(line: bytes, res: Resource) -> WatchEvent:
+    try:
+        ev = json.loads(line)
+    except ValueError:
+        raise InternalError(f"watch stream sent invalid JSON: {line[:80]!r}") from None
+    etype = str(ev.get("type") or "")
+    obj = ev.get("object") or {}
+    if etype != "ERROR" and isinstance(obj, dict):
+        obj.setdefault("apiVersion", res.gvk.api_version)
+        obj.setdefault("kind", res.gvk.kind)
+    return WatchEvent(etype, obj)

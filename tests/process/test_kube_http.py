@@ -1,0 +1,308 @@
+"""common.kube.KubeCluster against the fake API server: the exact HTTP requests, and the retry policy."""
+
+from __future__ import annotations
+
+import pytest
+
+from common.cluster import (
+    AlreadyExists, Conflict, Forbidden, InternalError, Invalid, NotFound, ServiceUnavailable, UnknownKind,
+)
+from common.kube import KubeCluster
+from tests.support.fake_apiserver import FakeApiServer, status_body
+
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm1", "namespace": "ns1"},
+      "data": {"a": "1"}}
+MANAGER = "olm.operatorframework.io"
+
+
+def crd(group: str = "example.com", kind: str = "Widget", plural: str = "widgets",
+        scope: str = "Namespaced") -> dict:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": scope,
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "subresources": {"status": {}},
+                                   "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
+
+
+def writes(server: FakeApiServer) -> list:
+    return [r for r in server.requests if r.method != "GET"]
+
+
+def test_create_posts_json_to_the_namespaced_collection(kube: KubeCluster, server: FakeApiServer) -> None:
+    out = kube.create(CM)
+    (req,) = writes(server)
+    assert (req.method, req.path, req.query, req.content_type) == (
+        "POST", "/api/v1/namespaces/ns1/configmaps", {}, "application/json")
+    assert req.body == CM
+    assert out["metadata"]["uid"] and out["metadata"]["resourceVersion"] and out["data"] == {"a": "1"}
+
+
+def test_create_dry_run_sends_dry_run_all_and_stores_nothing(kube: KubeCluster, server: FakeApiServer) -> None:
+    kube.create(CM, dry_run=True)
+    (req,) = writes(server)
+    assert req.query == {"dryRun": "All"}
+    assert server.get_object("v1", "ConfigMap", "cm1", "ns1") is None
+
+
+def test_cluster_scoped_and_grouped_paths_come_from_discovery(kube: KubeCluster, server: FakeApiServer) -> None:
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n1"}})
+    kube.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                 "metadata": {"name": "r1", "namespace": "ignored"}, "rules": []})
+    kube.get("rbac.authorization.k8s.io/v1", "ClusterRole", "r1")
+    kube.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "x"}})
+    assert [(r.method, r.path) for r in server.requests] == [
+        ("GET", "/api/v1"),
+        ("POST", "/api/v1/namespaces"),
+        ("GET", "/apis/rbac.authorization.k8s.io/v1"),
+        ("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles"),
+        ("GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/r1"),
+        ("GET", "/apis/apps/v1"),
+        ("POST", "/apis/apps/v1/namespaces/x/deployments"),
+    ]
+    assert kube.is_namespaced("apps/v1", "Deployment") is True
+    assert kube.is_namespaced("v1", "Namespace") is False
+
+
+def test_namespaced_kind_without_namespace_is_a_clear_error(kube: KubeCluster) -> None:
+    with pytest.raises(ValueError, match="ConfigMap cm1: metadata.namespace is required"):
+        kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm1"}})
+
+
+def test_apply_is_a_patch_with_the_apply_content_type_field_manager_and_force(
+        kube: KubeCluster, server: FakeApiServer) -> None:
+    kube.apply(CM, field_manager=MANAGER)
+    kube.apply(CM, field_manager=MANAGER, force=False, dry_run=True)
+    a, b = writes(server)
+    assert (a.method, a.path, a.content_type) == ("PATCH", "/api/v1/namespaces/ns1/configmaps/cm1",
+                                                  "application/apply-patch+yaml")
+    assert a.query == {"fieldManager": MANAGER, "force": "true"}
+    assert a.body == CM
+    assert b.query == {"fieldManager": MANAGER, "force": "false", "dryRun": "All"}
+
+
+def test_apply_releases_fields_no_longer_declared_and_keeps_others(kube: KubeCluster, server: FakeApiServer) -> None:
+    kube.apply({**CM, "data": {"a": "1", "b": "2"}}, field_manager=MANAGER)
+    kube.merge_patch("v1", "ConfigMap", "cm1", "ns1", {"data": {"user": "x"}})
+    out = kube.apply(CM, field_manager=MANAGER)
+    assert out["data"] == {"a": "1", "user": "x"}
+
+
+def test_merge_patch_carries_the_resource_version_precondition(kube: KubeCluster, server: FakeApiServer) -> None:
+    live = kube.create(CM)
+    kube.merge_patch("v1", "ConfigMap", "cm1", "ns1", {"data": {"b": "2"}},
+                     resource_version=live["metadata"]["resourceVersion"])
+    req = writes(server)[-1]
+    assert (req.method, req.content_type) == ("PATCH", "application/merge-patch+json")
+    assert req.body == {"data": {"b": "2"}, "metadata": {"resourceVersion": live["metadata"]["resourceVersion"]}}
+    with pytest.raises(Conflict) as e:
+        kube.merge_patch("v1", "ConfigMap", "cm1", "ns1", {"data": {"c": "3"}},
+                         resource_version=live["metadata"]["resourceVersion"])
+    assert str(e.value) == ('Operation cannot be fulfilled on configmaps "cm1": the object has been modified; '
+                            "please apply your changes to the latest version and try again")
+    assert e.value.status["reason"] == "Conflict"
+
+
+def test_update_and_update_status_put_to_the_object_and_its_status(kube: KubeCluster, server: FakeApiServer) -> None:
+    cos = kube.create({"apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterObjectSet",
+                       "metadata": {"name": "c1"}, "spec": {"revision": 1}})
+    cos["status"] = {"conditions": [{"type": "Available", "status": "True"}]}
+    out = kube.update_status(cos)
+    req = writes(server)[-1]
+    assert (req.method, req.path) == ("PUT", "/apis/olm.operatorframework.io/v1/clusterobjectsets/c1/status")
+    assert out["status"]["conditions"][0]["type"] == "Available"
+    out["metadata"]["finalizers"] = ["olm.operatorframework.io/teardown"]
+    kube.update(out)
+    req = writes(server)[-1]
+    assert (req.method, req.path) == ("PUT", "/apis/olm.operatorframework.io/v1/clusterobjectsets/c1")
+    with pytest.raises(Conflict):
+        kube.update(cos)  # stale resourceVersion
+
+
+def test_delete_sends_preconditions_and_propagation_policy(kube: KubeCluster, server: FakeApiServer) -> None:
+    live = kube.create(CM)
+    with pytest.raises(Conflict, match="Precondition failed: UID in precondition: other"):
+        kube.delete("v1", "ConfigMap", "cm1", "ns1", uid="other")
+    kube.delete("v1", "ConfigMap", "cm1", "ns1", uid=live["metadata"]["uid"],
+                resource_version=live["metadata"]["resourceVersion"], propagation_policy="Orphan")
+    req = writes(server)[-1]
+    assert (req.method, req.path, req.content_type) == ("DELETE", "/api/v1/namespaces/ns1/configmaps/cm1",
+                                                        "application/json")
+    assert req.body == {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Orphan",
+                        "preconditions": {"uid": live["metadata"]["uid"],
+                                          "resourceVersion": live["metadata"]["resourceVersion"]}}
+    assert server.get_object("v1", "ConfigMap", "cm1", "ns1") is None
+
+
+def test_errors_keep_the_server_message_and_map_to_classes(kube: KubeCluster, server: FakeApiServer) -> None:
+    with pytest.raises(NotFound) as nf:
+        kube.get("v1", "ConfigMap", "nope", "ns1")
+    assert str(nf.value) == 'configmaps "nope" not found'
+    kube.create(CM)
+    with pytest.raises(AlreadyExists, match='^configmaps "cm1" already exists$'):
+        kube.create(CM)
+    server.inject("GET", "/api/v1/namespaces/ns1/configmaps/cm1", 403,
+                  body=status_body(403, "Forbidden", 'configmaps "cm1" is forbidden: User "x" cannot get'))
+    with pytest.raises(Forbidden, match='^configmaps "cm1" is forbidden: User "x" cannot get$'):
+        kube.get("v1", "ConfigMap", "cm1", "ns1")
+    server.inject("POST", "/api/v1/namespaces/a/configmaps", 422,
+                  body=status_body(422, "Invalid", 'ConfigMap "x" is invalid: data: Invalid value'))
+    with pytest.raises(Invalid, match='^ConfigMap "x" is invalid: data: Invalid value$'):
+        kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "a"}})
+
+
+def test_429_waits_for_retry_after_then_retries(kube: KubeCluster, server: FakeApiServer,
+                                                sleeps: list[float]) -> None:
+    kube.create(CM)
+    server.clear_requests()
+    server.inject("GET", "/api/v1/namespaces/ns1/configmaps/cm1", 429, headers={"Retry-After": "3"}, times=2)
+    assert kube.get("v1", "ConfigMap", "cm1", "ns1")["data"] == {"a": "1"}
+    assert sleeps == [3.0, 3.0]
+    assert [r.path for r in server.requests] == ["/api/v1/namespaces/ns1/configmaps/cm1"] * 3
+
+
+def test_500s_retry_with_growing_backoff_then_succeed(kube: KubeCluster, server: FakeApiServer,
+                                                      sleeps: list[float]) -> None:
+    server.inject("POST", "/api/v1/namespaces/ns1/configmaps", 500, times=3)
+    assert kube.create(CM)["metadata"]["name"] == "cm1"
+    assert len(sleeps) == 3
+    # jittered exponential: attempt n waits within [base*2^(n-1)/2, base*2^(n-1)]
+    for n, d in enumerate(sleeps, start=1):
+        assert 0.2 * 2 ** (n - 1) / 2 <= d <= 0.2 * 2 ** (n - 1)
+    assert [r.method for r in server.requests if r.path.endswith("configmaps")] == ["POST"] * 4
+
+
+def test_500s_beyond_the_retry_budget_raise_with_the_server_message(kube: KubeCluster, server: FakeApiServer,
+                                                                     sleeps: list[float]) -> None:
+    server.inject("GET", "/api/v1/namespaces/ns1/configmaps/cm1", 503, times=10,
+                  body=status_body(503, "ServiceUnavailable", "etcd is sad"))
+    with pytest.raises(ServiceUnavailable, match="^etcd is sad$"):
+        kube.get("v1", "ConfigMap", "cm1", "ns1")
+    assert len(sleeps) == kube.max_retries
+
+
+def test_4xx_other_than_429_are_not_retried(kube: KubeCluster, server: FakeApiServer, sleeps: list[float]) -> None:
+    with pytest.raises(NotFound):
+        kube.get("v1", "ConfigMap", "cm1", "ns1")
+    assert sleeps == []
+
+
+def test_unreachable_server_is_service_unavailable(tmp_path, sleeps: list[float]) -> None:
+    s = FakeApiServer().start()
+    path = s.write_kubeconfig(str(tmp_path / "kc"))
+    s.stop()
+    k = KubeCluster.from_kubeconfig(path, sleep=sleeps.append, max_retries=2)
+    with pytest.raises(ServiceUnavailable, match="cannot reach the API server"):
+        k.get("v1", "ConfigMap", "x", "y")
+    assert len(sleeps) == 2
+
+
+def test_apply_409_is_retried_after_a_fresh_read(kube: KubeCluster, server: FakeApiServer) -> None:
+    kube.create(CM)
+    server.clear_requests()
+    server.inject("PATCH", "/api/v1/namespaces/ns1/configmaps/cm1", 409)
+    out = kube.apply({**CM, "data": {"a": "2"}}, field_manager=MANAGER)
+    assert out["data"] == {"a": "2"}
+    assert [(r.method, r.path) for r in server.requests] == [
+        ("PATCH", "/api/v1/namespaces/ns1/configmaps/cm1"),
+        ("GET", "/api/v1/namespaces/ns1/configmaps/cm1"),
+        ("PATCH", "/api/v1/namespaces/ns1/configmaps/cm1"),
+    ]
+
+
+def test_apply_409_with_a_resource_version_precondition_is_reported(kube: KubeCluster,
+                                                                     server: FakeApiServer) -> None:
+    live = kube.create(CM)
+    kube.merge_patch("v1", "ConfigMap", "cm1", "ns1", {"data": {"z": "1"}})
+    server.clear_requests()
+    stale = {**CM, "metadata": {**CM["metadata"], "resourceVersion": live["metadata"]["resourceVersion"]}}
+    with pytest.raises(Conflict, match="the object has been modified"):
+        kube.apply(stale, field_manager=MANAGER)
+    assert [r.method for r in server.requests] == ["PATCH"]
+
+
+def test_apply_409_retries_are_bounded(kube: KubeCluster, server: FakeApiServer) -> None:
+    kube.create(CM)
+    server.clear_requests()
+    server.inject("PATCH", "/api/v1/namespaces/ns1/configmaps/cm1", 409, times=5)
+    with pytest.raises(Conflict):
+        kube.apply(CM, field_manager=MANAGER)
+    assert [r.method for r in server.requests] == ["PATCH", "GET", "PATCH", "GET", "PATCH"]
+
+
+def test_kind_appears_in_discovery_after_its_crd_is_created(kube: KubeCluster, server: FakeApiServer) -> None:
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1", "namespace": "ns1"},
+              "spec": {"size": 1}}
+    with pytest.raises(UnknownKind, match='^no matches for kind "Widget" in version "example.com/v1"$'):
+        kube.apply(widget, field_manager=MANAGER)
+    kube.create(crd())
+    out = kube.apply(widget, field_manager=MANAGER)
+    assert out["spec"] == {"size": 1}
+    assert [(r.method, r.path) for r in server.requests if "example.com" in r.path] == [
+        ("GET", "/apis/example.com/v1"),
+        ("GET", "/apis/example.com/v1"),
+        ("PATCH", "/apis/example.com/v1/namespaces/ns1/widgets/w1"),
+    ]
+
+
+def test_discovery_misses_are_rate_limited_and_invalidation_refreshes(kubeconfig: str,
+                                                                       server: FakeApiServer) -> None:
+    k = KubeCluster.from_kubeconfig(kubeconfig, discovery_refresh_interval=3600)
+    for _ in range(3):
+        with pytest.raises(UnknownKind):
+            k.get("example.com/v1", "Widget", "w", "ns1")
+    assert sum(r.path == "/apis/example.com/v1" for r in server.requests) == 1
+    k.create(crd())
+    with pytest.raises(UnknownKind):  # still within the refresh interval
+        k.get("example.com/v1", "Widget", "w", "ns1")
+    k.invalidate_discovery("example.com")
+    with pytest.raises(NotFound) as e:
+        k.get("example.com/v1", "Widget", "w", "ns1")
+    assert not isinstance(e.value, UnknownKind)
+    assert str(e.value) == 'widgets.example.com "w" not found'
+
+
+def test_list_pages_with_limit_and_continue_and_fills_kind(kube: KubeCluster, server: FakeApiServer) -> None:
+    for i in range(7):
+        server.put_object({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": f"cm{i}", "namespace": "ns1", "labels": {"x": str(i % 2)}}})
+    items, rv = kube.list_with_version("v1", "ConfigMap", "ns1", "x=1", page_size=2)
+    assert [o["metadata"]["name"] for o in items] == ["cm1", "cm3", "cm5"]
+    assert all(o["apiVersion"] == "v1" and o["kind"] == "ConfigMap" for o in items)
+    lists = [r for r in server.requests if r.verb == "list"]
+    assert [r.query for r in lists][0] == {"limit": "2", "labelSelector": "x=1"}
+    assert "continue" in lists[1].query and len(lists) == 2
+    assert rv == str(server._last_rv)
+
+
+def test_watch_sends_resource_version_and_streams_events(kube: KubeCluster, server: FakeApiServer) -> None:
+    _, rv = kube.list_with_version("v1", "ConfigMap", "ns1")
+    server.put_object(CM)
+    events = []
+    for ev in kube.watch("v1", "ConfigMap", "ns1", resource_version=rv, timeout_seconds=1,
+                         label_selector="a!=b"):
+        events.append(ev)
+        if ev.type == "ADDED":
+            break
+    req = [r for r in server.requests if r.verb == "watch"][0]
+    assert req.path == "/api/v1/namespaces/ns1/configmaps"
+    assert req.query == {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": "1",
+                         "resourceVersion": rv, "labelSelector": "a!=b"}
+    assert events[0].type == "ADDED" and events[0].obj["metadata"]["name"] == "cm1"
+    assert events[0].obj["kind"] == "ConfigMap"
+
+
+def test_watch_refused_with_410_raises_gone(kube: KubeCluster, server: FakeApiServer) -> None:
+    from common.cluster import Gone
+
+    server.inject("GET", "/api/v1/configmaps", 410, query={"watch": "true"})
+    with pytest.raises(Gone):
+        list(kube.watch("v1", "ConfigMap", resource_version="1", timeout_seconds=1))
+
+
+def test_internal_error_class_for_unknown_5xx(kube: KubeCluster, server: FakeApiServer,
+                                              sleeps: list[float]) -> None:
+    server.inject("GET", "/api/v1/namespaces/ns1/configmaps/cm1", 500, times=99)
+    with pytest.raises(InternalError, match="injected 500"):
+        kube.get("v1", "ConfigMap", "cm1", "ns1")

@@ -1,0 +1,901 @@
+"""A local HTTP server that plays the Kubernetes API server, for HTTP-level tests and the bench.
+
+It speaks the wire protocol the ``kubernetes`` client and ``common.kube`` use: discovery (``/api``,
+``/apis``, per group-version resource lists), CRUD on namespaced and cluster-scoped resources, the
+``status`` subresource, server-side apply (``application/apply-patch+yaml`` with ``fieldManager``/``force``,
+an approximation: each manager's last applied intent is remembered so fields it stops declaring are
+released), JSON merge patch, JSON patch, deletes with preconditions and finalizers, label selectors, paged
+lists, and chunked watch streams with resourceVersion resume, bookmarks and 410 Gone after compaction.
+CustomResourceDefinitions register their kinds in discovery when created (optionally only after
+``crd_discovery_delay`` seconds) and are immediately Established.
+
+Tests drive failures through it: ``inject`` queues error answers (409, 410, 429 with Retry-After, 500...)
+for matching requests, ``drop_watches`` cuts open watch streams mid-way, ``compact`` forgets the event
+history so resuming from an old resourceVersion gets 410. Every request is recorded in ``requests`` (verb,
+path, query, content type, parsed body) so tests can assert exactly what a client sent.
+
+Run standalone with ``python -m tests.support.fake_apiserver --port 8001``.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import re
+import socket
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import jsonpatch
+import yaml
+
+from common import labels as selectors
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Kind:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    status_subresource: bool = False
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+BUILTIN_KINDS = [
+    Kind("", "v1", "Namespace", "namespaces", False, True),
+    Kind("", "v1", "ConfigMap", "configmaps", True),
+    Kind("", "v1", "Secret", "secrets", True),
+    Kind("", "v1", "Service", "services", True, True),
+    Kind("", "v1", "ServiceAccount", "serviceaccounts", True),
+    Kind("", "v1", "Event", "events", True),
+    Kind("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, True),
+    Kind("apps", "v1", "Deployment", "deployments", True, True),
+    Kind("apps", "v1", "StatefulSet", "statefulsets", True, True),
+    Kind("coordination.k8s.io", "v1", "Lease", "leases", True),
+    Kind("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False, True),
+    Kind("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
+    Kind("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
+    Kind("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
+    Kind("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
+    Kind("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
+         "validatingwebhookconfigurations", False),
+]
+COS_KIND = Kind("olm.operatorframework.io", "v1", "ClusterObjectSet", "clusterobjectsets", False, True)
+
+
+@dataclass
+class Recorded:
+    """One request as the server received it."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    content_type: str
+    body: Any
+
+    @property
+    def verb(self) -> str:
+        """The Kubernetes verb (get, list, watch, create, update, patch, apply, delete)."""
+        if self.method == "GET":
+            parts = [p for p in self.path.split("/") if p]
+            if parts in (["api"], ["apis"]) or (parts[:1] == ["api"] and len(parts) == 2) or \
+                    (parts[:1] == ["apis"] and len(parts) == 3):
+                return "discovery"
+            if self.query.get("watch") in ("true", "1"):
+                return "watch"
+            return "get" if _is_item_path(self.path) else "list"
+        if self.method == "PATCH":
+            return "apply" if self.content_type.startswith("application/apply-patch") else "patch"
+        return {"POST": "create", "PUT": "update", "DELETE": "delete"}.get(self.method, self.method.lower())
+
+
+@dataclass
+class _Fault:
+    method: str
+    path: re.Pattern[str]
+    status: int
+    body: Obj | None
+    headers: dict[str, str]
+    times: int
+    query: dict[str, str] = field(default_factory=dict)
+
+
+def _is_item_path(path: str) -> bool:
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["api"]:
+        rest = parts[2:]
+    elif parts[:1] == ["apis"]:
+        rest = parts[3:]
+    else:
+        return False
+    if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        rest = rest[2:]
+    return len(rest) >= 2
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def status_body(code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
+    body: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                 "message": message, "reason": reason, "code": code}
+    if details:
+        body["details"] = details
+    return body
+
+
+class _HttpError(Exception):
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+
+def _merge(base: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(base) if isinstance(base, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = _merge(out.get(k), v)
+    return out
+
+
+def _release(live: Any, old_intent: Any, new_intent: Any) -> Any:
+    """Remove from ``live`` the fields ``old_intent`` declared and ``new_intent`` no longer does."""
+    if not isinstance(live, dict) or not isinstance(old_intent, dict):
+        return live
+    new_intent = new_intent if isinstance(new_intent, dict) else {}
+    for k, v in old_intent.items():
+        if k not in live:
+            continue
+        if k not in new_intent:
+            if k in ("apiVersion", "kind", "metadata"):
+                continue
+            del live[k]
+        elif isinstance(v, dict):
+            live[k] = _release(live[k], v, new_intent[k])
+    return live
+
+
+def _overlay(live: Any, intent: Any) -> Any:
+    """Apply an intent over the live object: maps merge recursively, lists and scalars replace."""
+    if not isinstance(intent, dict) or not isinstance(live, dict):
+        return copy.deepcopy(intent)
+    out = dict(live)
+    for k, v in intent.items():
+        out[k] = _overlay(live.get(k), v)
+    return out
+
+
+def _leaves(obj: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    if isinstance(obj, dict) and obj:
+        out: dict[tuple[str, ...], Any] = {}
+        for k, v in obj.items():
+            out.update(_leaves(v, prefix + (k,)))
+        return out
+    return {prefix: obj}
+
+
+class FakeApiServer:
+    """The fake API server; use as a context manager or call ``start()``/``stop()``."""
+
+    def __init__(self, *, with_cos_crd: bool = True, history: int = 100_000,
+                 crd_discovery_delay: float = 0.0, record: bool = True) -> None:
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self.kinds: dict[tuple[str, str], Kind] = {}  # (group/version, kind) -> Kind
+        for k in BUILTIN_KINDS:
+            self.register(k)
+        if with_cos_crd:
+            self.register(COS_KIND)
+        self._store: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}  # (group, plural) -> objs
+        self._applied: dict[tuple[str, str, str, str, str], Obj] = {}  # (group, plural, ns, name, mgr)
+        self._rv = itertools.count(1)
+        self._last_rv = 0
+        self._history: deque[tuple[int, str, str, str, Obj]] = deque(maxlen=history)
+        self._compacted_rv = 0
+        self._faults: list[_Fault] = []
+        self._watch_gen = 0
+        self._watch_abrupt = False
+        self._open_watches: set[socket.socket] = set()
+        self.requests: list[Recorded] = []
+        self.record = record
+        self.crd_discovery_delay = crd_discovery_delay
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ----------------------------------------------------------------------------------------- lifecycle
+    def start(self, port: int = 0) -> "FakeApiServer":
+        server = self
+
+        class Handler(_Handler):
+            api = server
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="fake-apiserver",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd:
+            self.drop_watches(abrupt=True)
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> "FakeApiServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def write_kubeconfig(self, path: str) -> str:
+        """Write a kubeconfig naming this server (plain HTTP, a dummy token) and return its path."""
+        cfg = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
+            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "users": [{"name": "fake", "user": {"token": "fake-token"}}],
+            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
+        }
+        with open(path, "w", encoding="utf-8") as f:
+            yaml.safe_dump(cfg, f)
+        return path
+
+    # ------------------------------------------------------------------------------------- test controls
+    def register(self, kind: Kind) -> None:
+        with self._lock:
+            self.kinds[(kind.api_version, kind.kind)] = kind
+
+    def unregister(self, api_version: str, kind: str) -> None:
+        with self._lock:
+            self.kinds.pop((api_version, kind), None)
+
+    def inject(self, method: str, path: str, status: int, *, body: Obj | None = None,
+               headers: dict[str, str] | None = None, times: int = 1,
+               query: dict[str, str] | None = None) -> None:
+        """Answer the next ``times`` requests whose method matches and whose path fully matches the regex
+        ``path`` (and whose query includes ``query``) with ``status``; the default body is a Status."""
+        with self._lock:
+            self._faults.append(_Fault(method.upper(), re.compile(path), status, body, headers or {}, times,
+                                       query or {}))
+
+    def drop_watches(self, *, abrupt: bool = True) -> None:
+        """End every open watch stream: ``abrupt`` cuts the connection mid-chunk, otherwise the stream
+        ends cleanly as on a server-side timeout."""
+        with self._lock:
+            self._watch_gen += 1
+            self._watch_abrupt = abrupt
+            if abrupt:
+                for s in list(self._open_watches):
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+            self._changed.notify_all()
+
+    def compact(self) -> None:
+        """Forget the event history: a watch resuming from an older resourceVersion gets 410 Gone."""
+        with self._lock:
+            self._history.clear()
+            self._compacted_rv = self._last_rv
+
+    def clear_requests(self) -> None:
+        with self._lock:
+            self.requests.clear()
+
+    def counts(self) -> dict[str, int]:
+        """Requests received so far, by Kubernetes verb."""
+        out: dict[str, int] = {}
+        with self._lock:
+            for r in self.requests:
+                out[r.verb] = out.get(r.verb, 0) + 1
+        return out
+
+    def open_watch_count(self) -> int:
+        with self._lock:
+            return len(self._open_watches)
+
+    # -------------------------------------------------------------------------------- direct object access
+    def put_object(self, obj: Obj) -> Obj:
+        """Create or replace an object directly (no request recorded); returns it as stored."""
+        kind = self._kind_of(obj)
+        with self._lock:
+            meta = obj.get("metadata") or {}
+            ns = meta.get("namespace") or "" if kind.namespaced else ""
+            existing = self._store.get((kind.group, kind.plural), {}).get((ns, meta.get("name", "")))
+            if existing is None:
+                return self._create(kind, ns, copy.deepcopy(obj))
+            new = copy.deepcopy(obj)
+            new["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+            new["metadata"]["uid"] = existing["metadata"]["uid"]
+            return self._update(kind, ns, new, subresource="", ignore_status=False)
+
+    def get_object(self, api_version: str, kind: str, name: str, namespace: str = "") -> Obj | None:
+        k = self.kinds.get((api_version, kind)) or self._find_kind(api_version, kind)
+        with self._lock:
+            obj = self._store.get((k.group, k.plural), {}).get((namespace if k.namespaced else "", name))
+            return copy.deepcopy(obj) if obj else None
+
+    def objects(self, api_version: str, kind: str) -> list[Obj]:
+        k = self._find_kind(api_version, kind)
+        with self._lock:
+            return [copy.deepcopy(o) for o in self._store.get((k.group, k.plural), {}).values()]
+
+    def _find_kind(self, api_version: str, kind: str) -> Kind:
+        k = self.kinds.get((api_version, kind))
+        if k:
+            return k
+        group = api_version.rpartition("/")[0]
+        for cand in self.kinds.values():
+            if cand.group == group and cand.kind == kind:
+                return cand
+        raise KeyError(f"{api_version} {kind} not registered")
+
+    def _kind_of(self, obj: Obj) -> Kind:
+        return self._find_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+
+    # ------------------------------------------------------------------------------------------ storage
+    def _next_rv(self) -> int:
+        self._last_rv = next(self._rv)
+        return self._last_rv
+
+    def _emit(self, kind: Kind, etype: str, obj: Obj) -> None:
+        rv = int(obj["metadata"]["resourceVersion"])
+        self._history.append((rv, kind.group, kind.plural, etype, copy.deepcopy(obj)))
+        self._changed.notify_all()
+
+    def _create(self, kind: Kind, ns: str, obj: Obj, *, dry_run: bool = False) -> Obj:
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        name = meta.get("name")
+        if not name:
+            raise _HttpError(422, "Invalid", f"{kind.kind} \"\" is invalid: metadata.name: Required value: "
+                                             "name or generateName is required")
+        bucket = self._store.setdefault((kind.group, kind.plural), {})
+        if (ns, name) in bucket:
+            raise _HttpError(409, "AlreadyExists", f'{kind.plural}{"." + kind.group if kind.group else ""} '
+                                                   f'"{name}" already exists')
+        obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
+        if kind.namespaced:
+            meta["namespace"] = ns
+        else:
+            meta.pop("namespace", None)
+        meta.pop("deletionTimestamp", None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = _now()
+        meta["generation"] = 1
+        if kind.status_subresource and kind.kind != "CustomResourceDefinition":
+            obj.pop("status", None)
+        if dry_run:
+            meta["resourceVersion"] = str(self._last_rv)
+            return copy.deepcopy(obj)
+        meta["resourceVersion"] = str(self._next_rv())
+        if kind.kind == "CustomResourceDefinition":
+            self._on_crd(obj)
+        bucket[(ns, name)] = obj
+        self._emit(kind, "ADDED", obj)
+        return copy.deepcopy(obj)
+
+    def _on_crd(self, crd: Obj) -> None:
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        crd["status"] = {"conditions": [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": ""},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": ""}],
+            "acceptedNames": names}
+        kinds = [Kind(spec.get("group", ""), v.get("name", ""), names.get("kind", ""), names.get("plural", ""),
+                      spec.get("scope") == "Namespaced", bool((v.get("subresources") or {}).get("status") is not None))
+                 for v in spec.get("versions") or [] if v.get("served", True)]
+
+        def register() -> None:
+            for k in kinds:
+                self.register(k)
+
+        if self.crd_discovery_delay > 0:
+            threading.Timer(self.crd_discovery_delay, register).start()
+        else:
+            register()
+
+    def _finish(self, kind: Kind, ns: str, old: Obj, new: Obj) -> Obj:
+        """Store an updated object; an object being deleted whose finalizers are all gone disappears."""
+        meta = new["metadata"]
+        meta["resourceVersion"] = str(self._next_rv())
+        bucket = self._store[(kind.group, kind.plural)]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            bucket.pop((ns, meta["name"]), None)
+            self._forget_applied(kind, ns, meta["name"])
+            self._emit(kind, "DELETED", new)
+            return copy.deepcopy(new)
+        bucket[(ns, meta["name"])] = new
+        self._emit(kind, "MODIFIED", new)
+        return copy.deepcopy(new)
+
+    def _forget_applied(self, kind: Kind, ns: str, name: str) -> None:
+        for key in [k for k in self._applied if k[:4] == (kind.group, kind.plural, ns, name)]:
+            del self._applied[key]
+
+    def _get(self, kind: Kind, ns: str, name: str) -> Obj:
+        obj = self._store.get((kind.group, kind.plural), {}).get((ns, name))
+        if obj is None:
+            gr = f'{kind.plural}{"." + kind.group if kind.group else ""}'
+            raise _HttpError(404, "NotFound", f'{gr} "{name}" not found')
+        return obj
+
+    @staticmethod
+    def _conflict(kind: Kind, name: str) -> _HttpError:
+        gr = f'{kind.plural}{"." + kind.group if kind.group else ""}'
+        return _HttpError(409, "Conflict", f'Operation cannot be fulfilled on {gr} "{name}": the object has '
+                                           "been modified; please apply your changes to the latest version "
+                                           "and try again")
+
+    def _update(self, kind: Kind, ns: str, new: Obj, *, subresource: str, ignore_status: bool = True,
+                dry_run: bool = False, check_rv: bool = True) -> Obj:
+        meta = new.get("metadata") or {}
+        old = self._get(kind, ns, meta.get("name", ""))
+        rv = meta.get("resourceVersion")
+        if check_rv and rv and rv != old["metadata"]["resourceVersion"]:
+            raise self._conflict(kind, old["metadata"]["name"])
+        if meta.get("uid") and meta["uid"] != old["metadata"]["uid"]:
+            raise _HttpError(409, "Conflict", f'Precondition failed: UID in precondition: {meta["uid"]}, '
+                                              f'UID in object meta: {old["metadata"]["uid"]}')
+        if subresource == "status":
+            out = copy.deepcopy(old)
+            if "status" in new:
+                out["status"] = copy.deepcopy(new["status"])
+            else:
+                out.pop("status", None)
+        else:
+            out = copy.deepcopy(new)
+            out["apiVersion"], out["kind"] = kind.api_version, kind.kind
+            m = out.setdefault("metadata", {})
+            for keep in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
+                if keep in old["metadata"]:
+                    m[keep] = old["metadata"][keep]
+                else:
+                    m.pop(keep, None)
+            m["name"] = old["metadata"]["name"]
+            if kind.namespaced:
+                m["namespace"] = ns
+            if kind.status_subresource and ignore_status:
+                if "status" in old:
+                    out["status"] = copy.deepcopy(old["status"])
+                else:
+                    out.pop("status", None)
+            spec_old = {k: v for k, v in old.items() if k not in ("metadata", "status")}
+            spec_new = {k: v for k, v in out.items() if k not in ("metadata", "status")}
+            if spec_old != spec_new:
+                m["generation"] = int(old["metadata"].get("generation", 1)) + 1
+        if out == old or (dry_run):
+            if dry_run:
+                return copy.deepcopy(out)
+            return copy.deepcopy(old)  # no-op writes do not bump resourceVersion, as on a real server
+        return self._finish(kind, ns, old, out)
+
+    def _apply(self, kind: Kind, ns: str, name: str, intent: Obj, manager: str, force: bool,
+               dry_run: bool) -> Obj:
+        bucket = self._store.setdefault((kind.group, kind.plural), {})
+        key = (kind.group, kind.plural, ns, name, manager)
+        meta = intent.get("metadata") or {}
+        if meta.get("name") not in (None, name):
+            raise _HttpError(400, "BadRequest", "the name of the object (%s) does not match the name on the URL "
+                                                "(%s)" % (meta.get("name"), name))
+        intent_body = {k: v for k, v in intent.items() if not (kind.status_subresource and k == "status")}
+        old = bucket.get((ns, name))
+        if old is None:
+            obj = copy.deepcopy(intent_body)
+            obj.setdefault("metadata", {})["name"] = name
+            obj["metadata"].pop("resourceVersion", None)
+            created = self._create(kind, ns, obj, dry_run=dry_run)
+            if not dry_run:
+                self._applied[key] = copy.deepcopy(intent_body)
+            return created
+        if meta.get("resourceVersion") and meta["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise self._conflict(kind, name)
+        if not force:
+            mine = _leaves(intent_body)
+            for other_key, other in self._applied.items():
+                if other_key[:4] != key[:4] or other_key[4] == manager:
+                    continue
+                for path, val in _leaves(other).items():
+                    if path[:1] in (("apiVersion",), ("kind",), ("metadata",)):
+                        continue
+                    if path in mine and mine[path] != val:
+                        raise _HttpError(409, "Conflict", f'Apply failed with 1 conflict: conflict with '
+                                                          f'"{other_key[4]}": .{".".join(path)}')
+        live = copy.deepcopy(old)
+        live = _release(live, self._applied.get(key), intent_body)
+        new = _overlay(live, {k: v for k, v in intent_body.items()})
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        out = self._update(kind, ns, new, subresource="", ignore_status=True, dry_run=dry_run)
+        if not dry_run:
+            self._applied[key] = copy.deepcopy(intent_body)
+        return out
+
+    def _delete(self, kind: Kind, ns: str, name: str, options: Obj, dry_run: bool) -> Obj:
+        old = self._get(kind, ns, name)
+        pre = options.get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:
+            raise _HttpError(409, "Conflict", f'Precondition failed: UID in precondition: {pre["uid"]}, UID in '
+                                              f'object meta: {old["metadata"]["uid"]}')
+        if pre.get("resourceVersion") and pre["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise _HttpError(409, "Conflict", "Precondition failed: ResourceVersion in precondition: "
+                                              f'{pre["resourceVersion"]}, ResourceVersion in object meta: '
+                                              f'{old["metadata"]["resourceVersion"]}')
+        if dry_run:
+            return copy.deepcopy(old)
+        if old["metadata"].get("finalizers"):
+            if old["metadata"].get("deletionTimestamp"):
+                return copy.deepcopy(old)
+            new = copy.deepcopy(old)
+            new["metadata"]["deletionTimestamp"] = _now()
+            return self._finish(kind, ns, old, new)
+        new = copy.deepcopy(old)
+        new["metadata"]["resourceVersion"] = str(self._next_rv())
+        del self._store[(kind.group, kind.plural)][(ns, name)]
+        self._forget_applied(kind, ns, name)
+        if kind.kind == "CustomResourceDefinition":
+            spec = old.get("spec") or {}
+            for v in spec.get("versions") or []:
+                g = spec.get("group", "")
+                self.unregister(f"{g}/{v.get('name')}", (spec.get("names") or {}).get("kind", ""))
+        self._emit(kind, "DELETED", new)
+        return new
+
+    def _list(self, kind: Kind, ns: str | None, sel: selectors.Selector, limit: int, cont: str) -> Obj:
+        items = sorted(self._store.get((kind.group, kind.plural), {}).items())
+        picked = [copy.deepcopy(o) for (ons, _), o in items
+                  if (ns is None or ons == ns) and sel.matches((o.get("metadata") or {}).get("labels"))]
+        start = 0
+        rv = str(self._last_rv)
+        if cont:
+            try:
+                c = json.loads(cont)
+                start, rv = int(c["start"]), str(c["rv"])
+            except (ValueError, KeyError, TypeError):
+                raise _HttpError(400, "BadRequest", "invalid continue token")
+            if int(rv) < self._compacted_rv:
+                raise _HttpError(410, "Expired", "The provided continue parameter is too old to display a "
+                                                 "consistent list result. You can start a new list without the "
+                                                 "continue parameter.")
+        meta: Obj = {"resourceVersion": rv}
+        if limit and start + limit < len(picked):
+            meta["continue"] = json.dumps({"start": start + limit, "rv": rv})
+            picked = picked[start:start + limit]
+        else:
+            picked = picked[start:]
+        if not kind.group or kind.group.endswith(".k8s.io") or kind.group == "apps":
+            for o in picked:  # built-in lists carry no per-item apiVersion/kind, as on a real server
+                o.pop("apiVersion", None)
+                o.pop("kind", None)
+        return {"kind": f"{kind.kind}List", "apiVersion": kind.api_version, "metadata": meta, "items": picked}
+
+    # ------------------------------------------------------------------------------------------ routing
+    def _resolve(self, path: str) -> tuple[Kind | None, str | None, str | None, str, Obj | None]:
+        """Map a path to (kind, namespace, name, subresource, discovery document)."""
+        parts = [p for p in path.split("/") if p]
+        if parts == ["api"]:
+            return None, None, None, "", {"kind": "APIVersions", "versions": ["v1"]}
+        if parts == ["apis"]:
+            groups: dict[str, list[str]] = {}
+            for k in self.kinds.values():
+                if k.group:
+                    groups.setdefault(k.group, [])
+                    if k.version not in groups[k.group]:
+                        groups[k.group].append(k.version)
+            return None, None, None, "", {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+                {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
+                 "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]}}
+                for g, vs in sorted(groups.items())]}
+        if parts[:1] == ["api"] and len(parts) >= 2:
+            gv, rest = parts[1], parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            gv, rest = f"{parts[1]}/{parts[2]}", parts[3:]
+        else:
+            raise _HttpError(404, "NotFound", "the server could not find the requested resource")
+        kinds = [k for k in self.kinds.values() if k.api_version == gv]
+        if not kinds:
+            raise _HttpError(404, "NotFound", "the server could not find the requested resource")
+        if not rest:
+            resources = []
+            for k in kinds:
+                resources.append({"name": k.plural, "singularName": k.kind.lower(), "namespaced": k.namespaced,
+                                  "kind": k.kind, "verbs": ["create", "delete", "deletecollection", "get",
+                                                            "list", "patch", "update", "watch"]})
+                if k.status_subresource:
+                    resources.append({"name": f"{k.plural}/status", "singularName": "", "namespaced":
+                                      k.namespaced, "kind": k.kind, "verbs": ["get", "patch", "update"]})
+            return None, None, None, "", {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+                                          "resources": resources}
+        ns: str | None = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            ns, rest = rest[1], rest[2:]
+        plural = rest[0]
+        kind = next((k for k in kinds if k.plural == plural), None)
+        if kind is None or (ns is not None and not kind.namespaced):
+            raise _HttpError(404, "NotFound", "the server could not find the requested resource")
+        name = rest[1] if len(rest) >= 2 else None
+        sub = rest[2] if len(rest) >= 3 else ""
+        if sub and not (sub == "status" and kind.status_subresource):
+            raise _HttpError(404, "NotFound", "the server could not find the requested resource")
+        return kind, ns, name, sub, None
+
+    def handle(self, method: str, path: str, query: dict[str, str], content_type: str,
+               raw: bytes) -> tuple[int, dict[str, str], Obj | None]:
+        """Answer one non-watch request: (status, headers, body)."""
+        body: Any = None
+        if raw:
+            try:
+                if content_type.startswith("application/apply-patch+yaml"):
+                    body = yaml.safe_load(raw)
+                else:
+                    body = json.loads(raw)
+            except (ValueError, yaml.YAMLError) as e:
+                return 400, {}, status_body(400, "BadRequest", f"error decoding request body: {e}")
+        with self._lock:
+            if self.record:
+                self.requests.append(Recorded(method, path, dict(query), content_type, body))
+            for f in self._faults:
+                if f.times > 0 and f.method == method and f.path.fullmatch(path) and \
+                        all(query.get(k) == v for k, v in f.query.items()):
+                    f.times -= 1
+                    reason = {409: "Conflict", 410: "Expired", 429: "TooManyRequests", 500: "InternalError",
+                              503: "ServiceUnavailable", 404: "NotFound", 403: "Forbidden"}.get(f.status, "")
+                    return f.status, f.headers, f.body if f.body is not None else status_body(
+                        f.status, reason, f"injected {f.status} for {method} {path}")
+            try:
+                return 200 if method != "POST" else 201, {}, self._dispatch(method, path, query, content_type, body)
+            except _HttpError as e:
+                return e.code, {}, status_body(e.code, e.reason, e.message)
+
+    def _dispatch(self, method: str, path: str, query: dict[str, str], content_type: str, body: Any) -> Obj:
+        kind, ns, name, sub, doc = self._resolve(path)
+        if doc is not None:
+            if method != "GET":
+                raise _HttpError(405, "MethodNotAllowed", "method not allowed")
+            return doc
+        assert kind is not None
+        dry_run = query.get("dryRun") == "All"
+        ns_key = (ns or "") if kind.namespaced else ""
+        if method == "GET" and name is None:
+            try:
+                sel = selectors.parse(query.get("labelSelector"))
+            except ValueError as e:
+                raise _HttpError(400, "BadRequest", str(e))
+            return self._list(kind, ns if kind.namespaced else None, sel, int(query.get("limit") or 0),
+                              query.get("continue", ""))
+        if method == "GET":
+            return copy.deepcopy(self._get(kind, ns_key, name or ""))
+        if not isinstance(body, dict) and method in ("POST", "PUT", "PATCH"):
+            raise _HttpError(400, "BadRequest", "request body must be an object")
+        if method == "POST" and name is None:
+            if kind.namespaced and ns is None:
+                raise _HttpError(404, "NotFound", "the server could not find the requested resource")
+            bns = (body.get("metadata") or {}).get("namespace")
+            if kind.namespaced and bns and bns != ns:
+                raise _HttpError(400, "BadRequest", "the namespace of the provided object does not match the "
+                                                    "namespace sent on the request")
+            return self._create(kind, ns_key, copy.deepcopy(body), dry_run=dry_run)
+        if name is None:
+            raise _HttpError(405, "MethodNotAllowed", "method not allowed")
+        if method == "PUT":
+            if (body.get("metadata") or {}).get("name") != name:
+                raise _HttpError(400, "BadRequest", "the name of the object does not match the name on the URL")
+            if not (body.get("metadata") or {}).get("resourceVersion"):
+                raise _HttpError(422, "Invalid", f'{kind.kind} "{name}" is invalid: metadata.resourceVersion: '
+                                                 "Invalid value: 0x0: must be specified for an update")
+            return self._update(kind, ns_key, copy.deepcopy(body), subresource=sub, dry_run=dry_run)
+        if method == "PATCH":
+            if content_type.startswith("application/apply-patch+yaml"):
+                manager = query.get("fieldManager")
+                if not manager:
+                    raise _HttpError(400, "BadRequest", "PATCH, application/apply-patch+yaml: fieldManager is "
+                                                        "required")
+                return self._apply(kind, ns_key, name, body, manager, query.get("force") == "true", dry_run)
+            old = self._get(kind, ns_key, name)
+            if content_type.startswith("application/merge-patch+json") or \
+                    content_type.startswith("application/strategic-merge-patch+json"):
+                new = _merge(old, body)
+            elif content_type.startswith("application/json-patch+json"):
+                try:
+                    new = jsonpatch.apply_patch(old, body)
+                except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as e:
+                    raise _HttpError(422, "Invalid", str(e))
+            else:
+                raise _HttpError(415, "UnsupportedMediaType", f"the body of the request was in an unknown "
+                                                              f"format - accepted media types include: "
+                                                              f"application/json-patch+json, "
+                                                              f"application/merge-patch+json, "
+                                                              f"application/apply-patch+yaml")
+            rv = ((body.get("metadata") or {}) if isinstance(body, dict) else {}).get("resourceVersion")
+            new.setdefault("metadata", {})["resourceVersion"] = rv or old["metadata"]["resourceVersion"]
+            return self._update(kind, ns_key, new, subresource=sub, dry_run=dry_run)
+        if method == "DELETE":
+            opts = body if isinstance(body, dict) else {}
+            return self._delete(kind, ns_key, name, opts, dry_run)
+        raise _HttpError(405, "MethodNotAllowed", "method not allowed")
+
+    # ------------------------------------------------------------------------------------------- watches
+    def watch_events(self, path: str, query: dict[str, str]) -> tuple[Kind, str | None, selectors.Selector, int]:
+        with self._lock:
+            if self.record:
+                self.requests.append(Recorded("GET", path, dict(query), "", None))
+            for f in self._faults:
+                if f.times > 0 and f.method == "GET" and f.path.fullmatch(path) and \
+                        all(query.get(k) == v for k, v in f.query.items()):
+                    f.times -= 1
+                    raise _HttpError(f.status, {410: "Expired", 429: "TooManyRequests"}.get(f.status,
+                                                                                            "InternalError"),
+                                     f"injected {f.status} for watch {path}")
+            kind, ns, name, sub, doc = self._resolve(path)
+            if kind is None or name is not None:
+                raise _HttpError(405, "MethodNotAllowed", "watch needs a collection path")
+            try:
+                sel = selectors.parse(query.get("labelSelector"))
+            except ValueError as e:
+                raise _HttpError(400, "BadRequest", str(e))
+            rv = query.get("resourceVersion") or ""
+            return kind, ns, sel, int(rv) if rv.isdigit() else -1
+
+    def _matches(self, kind: Kind, ns: str | None, sel: selectors.Selector, group: str, plural: str,
+                 obj: Obj) -> bool:
+        meta = obj.get("metadata") or {}
+        return (group, plural) == (kind.group, kind.plural) and (ns is None or meta.get("namespace") == ns) \
+            and sel.matches(meta.get("labels"))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    api: FakeApiServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet test output
+        pass
+
+    def _send(self, code: int, headers: dict[str, str], body: Obj | None) -> None:
+        data = json.dumps(body).encode() if body is not None else b""
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _serve(self) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        ctype = self.headers.get("Content-Type") or ""
+        if self.command == "GET" and query.get("watch") in ("true", "1"):
+            self._watch(url.path, query)
+            return
+        code, headers, body = self.api.handle(self.command, url.path, query, ctype, raw)
+        self._send(code, headers, body)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+    def _chunk(self, obj: Obj) -> None:
+        data = json.dumps(obj).encode() + b"\n"
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _watch(self, path: str, query: dict[str, str]) -> None:
+        api = self.api
+        try:
+            kind, ns, sel, since = api.watch_events(path, query)
+        except _HttpError as e:
+            self._send(e.code, {}, status_body(e.code, e.reason, e.message))
+            return
+        timeout = float(query.get("timeoutSeconds") or 1800)
+        bookmarks = query.get("allowWatchBookmarks") == "true"
+        deadline = time.monotonic() + timeout
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        sock = self.connection
+        with api._lock:
+            api._open_watches.add(sock)
+            gen = api._watch_gen
+        try:
+            pending: list[Obj] = []
+            with api._lock:
+                if since < 0:  # no resourceVersion: synthetic ADDED for the current state
+                    for (g, p), bucket in api._store.items():
+                        for o in bucket.values():
+                            if api._matches(kind, ns, sel, g, p, o):
+                                pending.append({"type": "ADDED", "object": copy.deepcopy(o)})
+                    since = api._last_rv
+                elif since < api._compacted_rv:
+                    pending.append({"type": "ERROR", "object": status_body(
+                        410, "Expired", f"too old resource version: {since} ({api._compacted_rv})")})
+                    since = None  # type: ignore[assignment]
+            for ev in pending:
+                self._chunk(ev)
+            if since is None:
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            last_bookmark = time.monotonic()
+            while True:
+                with api._lock:
+                    events = [(rv, t, o) for rv, g, p, t, o in api._history
+                              if rv > since and api._matches(kind, ns, sel, g, p, o)]
+                    while not events and api._watch_gen == gen and time.monotonic() < deadline:
+                        api._changed.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic())))
+                        events = [(rv, t, o) for rv, g, p, t, o in api._history
+                                  if rv > since and api._matches(kind, ns, sel, g, p, o)]
+                        if bookmarks and time.monotonic() - last_bookmark > 1.0 and not events:
+                            break
+                    dropped = api._watch_gen != gen
+                    abrupt = api._watch_abrupt
+                    last_rv = api._last_rv
+                for rv, t, o in events:
+                    self._chunk({"type": t, "object": o})
+                    since = rv
+                if dropped:
+                    if abrupt:
+                        self.close_connection = True
+                        return
+                    break
+                if time.monotonic() >= deadline:
+                    break
+                if bookmarks and not events and time.monotonic() - last_bookmark > 1.0:
+                    self._chunk({"type": "BOOKMARK", "object": {
+                        "kind": kind.kind, "apiVersion": kind.api_version,
+                        "metadata": {"resourceVersion": str(last_rv)}}})
+                    since = max(since, last_rv)
+                    last_bookmark = time.monotonic()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+        finally:
+            with api._lock:
+                api._open_watches.discard(sock)
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8001)
+    args = parser.parse_args()
+    server = FakeApiServer().start(args.port)
+    print(f"fake API server at {server.url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
