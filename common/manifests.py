@@ -68,26 +68,8 @@ _Loader.yaml_implicit_resolvers = {
 
 def load(paths: Sequence[str | Path], *, stdin: Any = None) -> list[Manifest]:
     """Every manifest under ``paths``, in input order; raises :class:`ManifestError` listing all problems."""
-    problems: list[str] = []
-    manifests: list[Manifest] = []
-    for path in _expand(paths, problems):
-        try:
-            if path == STDIN:
-                text = (stdin if stdin is not None else sys.stdin).read()
-                if isinstance(text, bytes):
-                    text = text.decode("utf-8")
-                name = "<stdin>"
-            else:
-                text = Path(path).read_bytes().decode("utf-8")
-                name = str(path)
-        except UnicodeDecodeError:
-            problems.append(f"{path}: not UTF-8 text")
-            continue
-        except OSError as exc:
-            problems.append(f"{path}: cannot read: {exc.strerror or exc}")
-            continue
-        for doc_index, doc in _documents(name, text, problems):
-            manifests.extend(_manifests_of(doc, Source(name, doc_index), problems))
+    found, problems = documents(paths, stdin=stdin)
+    manifests = [Manifest(doc, source) for source, doc in found if _check(doc, source, problems)]
     _check_duplicates(manifests, problems)
     if problems:
         raise ManifestError(problems)
@@ -155,16 +137,6 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 def _is_list_kind(doc: Obj) -> bool:
     kind = doc.get("kind")
     return isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list)
-
-
-def _manifests_of(doc: Any, source: Source, problems: list[str]) -> Iterator[Manifest]:
-    if isinstance(doc, dict) and _is_list_kind(doc):
-        for i, item in enumerate(doc["items"]):
-            item_source = Source(source.path, source.index, i)
-            if _check(item, item_source, problems):
-                yield Manifest(item, item_source)
-    elif _check(doc, source, problems):
-        yield Manifest(doc, source)
 
 
 def _check(doc: Any, source: Source, problems: list[str]) -> bool:

@@ -71,14 +71,14 @@ def test_every_problem_is_reported_with_file_and_document_index(tmp_path):
                    "apiVersion: v1\nkind: Secret\nstringData: {password: 'hunter2\n")
     with pytest.raises(ManifestError) as e:
         load([tmp_path])
-    assert e.value.problems == [
+    assert e.value.problems == [  # unreadable documents first, then unusable ones
+        f"{broken}:1: invalid YAML: while scanning a quoted scalar, found unexpected end of stream "
+        "at line 8 column 1",  # lines count from the top of the file
         f"{bad}:0: missing kind",
         f"{bad}:1 ConfigMap: missing metadata.name",
         f"{bad}:2: not a mapping (a manifest must be an object, got a list)",
         f"{bad}:3 Service/s: missing apiVersion",
         f"{bad}:4 items[0] ConfigMap: missing metadata.name",
-        f"{broken}:1: invalid YAML: while scanning a quoted scalar, found unexpected end of stream "
-        "at line 8 column 1",  # lines count from the top of the file
     ]
     assert "hunter2" not in str(e.value)
     assert good  # the good file alone still loads
