@@ -1,0 +1,349 @@
+"""Rolling an Active COS out: phase walk, steady state, drift repair, refs, Blocked, errors, deadline."""
+
+from __future__ import annotations
+
+import gzip
+
+from common.api import API_VERSION, FINALIZER_TEARDOWN, KIND
+from common.cluster import Forbidden, NotFound
+from common.memcluster import copy_json
+
+from tests.engine.helpers import (
+    as_gzip, as_json, at, brief, cm, cluster, cond, cos, deployment, get_cos, phase, ready_deployment, run,
+    secret, writes,
+)
+
+
+def _two_phase(mc, **spec):
+    mc.put(cos("ext-1", 1, phase("first", deployment("d")), phase("second", cm("later")), **spec))
+
+
+def test_walk_stops_at_first_incomplete_phase_and_never_touches_later_ones() -> None:
+    mc = cluster()
+    _two_phase(mc)
+    result = run(mc, "ext-1")
+    assert result.error is None and result.requeue_after is None
+    assert writes(mc) == [("patch", KIND, "ext-1"), ("create", "Deployment", "d"),
+                          ("update_status", KIND, "ext-1")]
+    assert not any(r.name == "later" for r in mc.log)           # not even read
+    assert get_cos(mc, "ext-1")["metadata"]["finalizers"] == [FINALIZER_TEARDOWN]
+    assert brief(mc, "ext-1", "Progressing") == ("True", "RollingOut", "Revision 1 is rolling out.")
+    assert brief(mc, "ext-1", "Available") == ("False", "ProbeFailure", "Object Deployment.apps/v1 ns/d: .status outdated")
+    assert cond(mc, "ext-1", "Succeeded") is None
+    assert result.watched_kinds == {("apps/v1", "Deployment"), ("v1", "ConfigMap")}
+
+    mc.set_status("apps/v1", "Deployment", "d", "ns", {"observedGeneration": 1, "replicas": 2, "updatedReplicas": 1,
+                                                       "conditions": [{"type": "Available", "status": "False"}]})
+    run(mc, "ext-1")
+    assert brief(mc, "ext-1", "Available") == (
+        "False", "ProbeFailure",
+        'Object Deployment.apps/v1 ns/d: "status.updatedReplicas" != "status.replicas" expected: 1 got: 2'
+        ' and .status.condition["Available"] is False')
+
+    ready_deployment(mc, "d")
+    mc.reset_requests()
+    result = run(mc, "ext-1")
+    assert writes(mc) == [("create", "ConfigMap", "later"), ("update_status", KIND, "ext-1")]
+    assert brief(mc, "ext-1", "Progressing") == ("True", "Succeeded", "Revision 1 has rolled out.")
+    assert brief(mc, "ext-1", "Available") == ("True", "ProbesSucceeded", "Objects are available and pass all probes.")
+    assert brief(mc, "ext-1", "Succeeded") == ("True", "Succeeded", "Revision succeeded rolling out.")
+    assert [(e.type, e.reason, e.message) for e in result.events] == [
+        ("Normal", "PhaseComplete", 'Phase 0 "first" is complete'),
+        ("Normal", "PhaseComplete", 'Phase 1 "second" is complete'),
+        ("Normal", "Succeeded", "Revision 1 has rolled out."),
+    ]
+
+
+def test_managed_object_identity() -> None:
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("p", {**cm("a"), "status": {"ignored": True}})))
+    run(mc, "ext-1")
+    a = mc.peek("v1", "ConfigMap", "a", "ns")
+    c = get_cos(mc, "ext-1")
+    assert a["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "olm.operatorframework.io",
+                                       "olm.operatorframework.io/owner-name": "ext"}
+    assert a["metadata"]["annotations"] == {"olm.operatorframework.io/revision": "1"}
+    assert a["metadata"]["ownerReferences"] == [{"apiVersion": API_VERSION, "kind": KIND, "name": "ext-1",
+                                                 "uid": c["metadata"]["uid"], "controller": True,
+                                                 "blockOwnerDeletion": True}]
+    assert "status" not in a
+
+
+def test_owner_name_label_empty_when_cos_has_none() -> None:
+    mc = cluster()
+    mc.put(cos("solo", 1, phase("p", cm("a")), owner=""))
+    run(mc, "solo")
+    assert mc.peek("v1", "ConfigMap", "a", "ns")["metadata"]["labels"]["olm.operatorframework.io/owner-name"] == ""
+    assert mc.requests["list"] == 0   # no owner-name: no siblings to look for
+
+
+def test_steady_state_makes_zero_writes() -> None:
+    mc = cluster()
+    mc.put(secret("bundle", {"a": as_gzip(cm("from-ref")), "b": as_json(cm("plain-ref"))}))
+    mc.put(cos("ext-1", 1, phase("p", deployment("d"), {"ref": {"name": "bundle", "key": "a"}},
+                                 {"ref": {"name": "bundle", "namespace": "olmv1-system", "key": "b"}})))
+    run(mc, "ext-1")
+    ready_deployment(mc, "d")
+    run(mc, "ext-1")
+    assert brief(mc, "ext-1", "Succeeded")[0] == "True"
+    mc.reset_requests()
+    result = run(mc, "ext-1", now=at(500))
+    assert mc.writes == 0
+    assert dict(mc.requests) == {"get": 5, "list": 1}   # COS, Secret once for two keys, three objects; siblings
+    assert result.events == [] and result.error is None and result.requeue_after is None
+    assert result.referenced_secrets == {("olmv1-system", "bundle")}
+
+
+def test_drift_is_repaired_and_foreign_additions_survive() -> None:
+    mc = cluster()
+    dep = deployment("d")
+    dep["spec"]["paused"] = False
+    mc.put(cos("ext-1", 1, phase("p", dep, cm("c", a="1", b="2"))))
+    run(mc, "ext-1")
+    ready_deployment(mc, "d")
+    run(mc, "ext-1")
+
+    def meddle(o):
+        o["data"]["a"] = "edited"        # edit a declared field
+        del o["data"]["b"]               # delete a declared field
+        o["metadata"]["labels"]["team"] = "blue"   # add an undeclared label
+    mc.edit("v1", "ConfigMap", "c", "ns", meddle)
+    mc.edit("apps/v1", "Deployment", "d", "ns", lambda o: o["spec"]["template"]["metadata"].setdefault(
+        "annotations", {}).update({"kubectl.kubernetes.io/restartedAt": "now"}), manager="kubectl-rollout")
+    ready_deployment(mc, "d")
+    mc.reset_requests()
+    run(mc, "ext-1")
+    assert writes(mc) == [("apply", "ConfigMap", "c")]   # the restart annotation is not drift
+    c = mc.peek("v1", "ConfigMap", "c", "ns")
+    assert c["data"] == {"a": "1", "b": "2"}
+    assert c["metadata"]["labels"]["team"] == "blue"
+    d = mc.peek("apps/v1", "Deployment", "d", "ns")
+    assert d["spec"]["template"]["metadata"]["annotations"] == {"kubectl.kubernetes.io/restartedAt": "now"}
+
+    # a forced re-apply of the Deployment keeps the restart annotation another manager owns
+    mc.edit("apps/v1", "Deployment", "d", "ns", lambda o: o["spec"].update({"paused": True}))
+    mc.reset_requests()
+    run(mc, "ext-1")
+    # the spec changed twice (generation 3): until the controller observes it, the COS is rolling out again
+    assert writes(mc) == [("apply", "Deployment", "d"), ("update_status", KIND, "ext-1")]
+    assert brief(mc, "ext-1", "Available")[2] == "Object Deployment.apps/v1 ns/d: .status outdated"
+    d = mc.peek("apps/v1", "Deployment", "d", "ns")
+    assert d["spec"]["paused"] is False
+    assert d["spec"]["template"]["metadata"]["annotations"] == {"kubectl.kubernetes.io/restartedAt": "now"}
+
+    # the object is deleted: it is created again
+    mc.remove("v1", "ConfigMap", "c", "ns")
+    mc.reset_requests()
+    run(mc, "ext-1")
+    assert writes(mc) == [("create", "ConfigMap", "c")]
+    assert mc.peek("v1", "ConfigMap", "c", "ns")["data"] == {"a": "1", "b": "2"}
+
+
+def test_cos_spec_and_inline_manifests_are_not_mutated() -> None:
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("p", cm("a"))))
+    spec = copy_json(get_cos(mc, "ext-1")["spec"])
+    run(mc, "ext-1")
+    run(mc, "ext-1")
+    assert get_cos(mc, "ext-1")["spec"] == spec
+
+
+def test_custom_resource_waits_for_its_crd() -> None:
+    mc = cluster()
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"kind": "Widget", "plural": "widgets"},
+                    "versions": [{"name": "v1", "served": True, "storage": True}]}}
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}}
+    mc.put(cos("ext-1", 1, phase("crds", crd), phase("crs", widget)))
+    run(mc, "ext-1")
+    assert brief(mc, "ext-1", "Available") == (
+        "False", "ProbeFailure",
+        'Object CustomResourceDefinition.apiextensions.k8s.io/v1 /widgets.example.com: missing .status.conditions')
+    mc.set_status("apiextensions.k8s.io/v1", "CustomResourceDefinition", "widgets.example.com", None,
+                  {"conditions": [{"type": "Established", "status": "True"}]})
+    run(mc, "ext-1")
+    assert mc.peek("example.com/v1", "Widget", "w", "ns") is not None
+    assert brief(mc, "ext-1", "Succeeded")[0] == "True"
+
+
+def test_unserved_kind_is_retried_with_the_error() -> None:
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("p", {"apiVersion": "example.com/v1", "kind": "Gadget",
+                                       "metadata": {"name": "g"}})))
+    result = run(mc, "ext-1")
+    msg = 'getting Object Gadget.example.com/v1 /g: no matches for kind "Gadget" in version "example.com/v1"'
+    assert str(result.error) == msg
+    assert brief(mc, "ext-1", "Progressing") == ("True", "Retrying", msg)
+
+
+def test_api_error_is_retrying_and_available_goes_unknown_only_if_present() -> None:
+    mc = cluster()
+    _two_phase(mc)
+    mc.fail("create", Forbidden('deployments.apps "d" is forbidden: no'), kind="Deployment")
+    result = run(mc, "ext-1")
+    msg = 'creating Object Deployment.apps/v1 ns/d: deployments.apps "d" is forbidden: no'
+    assert str(result.error) == msg and result.requeue_after is None
+    assert brief(mc, "ext-1", "Progressing") == ("True", "Retrying", msg)
+    assert brief(mc, "ext-1", "Available") is None
+    run(mc, "ext-1")                       # creates it; Available is now present
+    mc.fail("get", Forbidden("nope"), kind="Deployment")
+    run(mc, "ext-1")
+    assert brief(mc, "ext-1", "Available") == ("Unknown", "Reconciling",
+                                               "getting Object Deployment.apps/v1 ns/d: nope")
+
+
+def test_already_exists_after_a_stale_read_reads_again_and_decides() -> None:
+    mc = cluster()
+    mc.put(cm("a"), manager="someone")
+    mc.put(cos("ext-1", 1, phase("p", cm("a")), protection="IfNoController"))
+    mc.fail("get", NotFound('configmaps "a" not found'), kind="ConfigMap")   # a cache that has not seen it yet
+    result = run(mc, "ext-1")
+    assert result.error is None
+    assert [v for v, k, _ in writes(mc) if k == "ConfigMap"] == ["create", "apply"]   # create refused, adopted
+    assert mc.peek("v1", "ConfigMap", "a", "ns")["metadata"]["ownerReferences"][0]["name"] == "ext-1"
+
+
+# ---- refs -------------------------------------------------------------------------------------------------------
+
+def _ref_cos(mc, key="k", name="bundle", namespace=""):
+    mc.put(cos("ext-1", 1, phase("p", {"ref": {"name": name, "namespace": namespace, "key": key}})))
+
+
+def test_ref_errors_are_retrying_with_exact_messages() -> None:
+    cases = [
+        (None, "getting Secret olmv1-system/bundle: secrets \"bundle\" not found"),
+        ({"other": as_json(cm("a"))}, 'key "k" not found in Secret olmv1-system/bundle'),
+        ({"k": b"{not json"}, 'unmarshaling object from key "k" in Secret olmv1-system/bundle: '
+                               "Expecting property name enclosed in double quotes at line 1 column 2"),
+        ({"k": gzip.compress(b"\0" * (11 * 1024 * 1024))},
+         'decompressed data for key "k" in Secret olmv1-system/bundle exceeds maximum size (10485760 bytes)'),
+    ]
+    for data, message in cases:
+        mc = cluster()
+        if data is not None:
+            mc.put(secret("bundle", data))
+        _ref_cos(mc)
+        result = run(mc, "ext-1")
+        assert str(result.error) == message
+        assert result.requeue_after is None
+        assert brief(mc, "ext-1", "Progressing") == ("True", "Retrying", message)
+        assert result.referenced_secrets == {("olmv1-system", "bundle")}
+
+
+def test_mutable_secret_blocks_until_fixed() -> None:
+    mc = cluster()
+    mc.put(secret("bundle", {"k": as_json(cm("a"))}, immutable=None))
+    mc.put(secret("other", {"k": as_json(cm("b"))}, immutable=False))
+    mc.put(cos("ext-1", 1, phase("p", {"ref": {"name": "bundle", "key": "k"}},
+                                 {"ref": {"name": "other", "key": "k"}})))
+    result = run(mc, "ext-1")
+    msg = ("the following secrets are not immutable (referenced secrets must have immutable set to true): "
+           "olmv1-system/bundle, olmv1-system/other")
+    assert result.error is None and result.requeue_after is None
+    assert [(e.type, e.reason) for e in result.events] == [("Warning", "Blocked")]
+    assert brief(mc, "ext-1", "Progressing") == ("False", "Blocked", msg)
+    assert mc.peek("v1", "ConfigMap", "a", "ns") is None
+    assert "finalizers" not in get_cos(mc, "ext-1")["metadata"]
+    # unchanged: no new event, no write
+    mc.reset_requests()
+    assert run(mc, "ext-1").events == [] and mc.writes == 0
+    for name in ("bundle", "other"):
+        mc.edit("v1", "Secret", name, "olmv1-system", lambda o: o.update({"immutable": True}))
+    run(mc, "ext-1")
+    assert brief(mc, "ext-1", "Succeeded")[0] == "True"
+
+
+def test_changed_content_blocks_and_recovers_when_it_comes_back() -> None:
+    mc = cluster()
+    mc.put(secret("bundle", {"k": as_gzip(cm("a"))}))
+    mc.put(cos("ext-1", 1, phase("p", {"ref": {"name": "bundle", "key": "k"}}), phase("empty")))
+    run(mc, "ext-1")
+    observed = get_cos(mc, "ext-1")["status"]["observedPhases"]
+    assert observed[1] == {"name": "empty", "digest": "sha256:" + __import__("hashlib").sha256(
+        b'{"name":"empty","objects":null}').hexdigest()}
+    original = mc.peek("v1", "Secret", "bundle", "olmv1-system")
+    mc.remove("v1", "Secret", "bundle", "olmv1-system")
+    mc.put(secret("bundle", {"k": as_json(cm("a", k="different"))}))
+    mc.reset_requests()
+    result = run(mc, "ext-1")
+    from reconciler.digest import phase_digest
+    got = phase_digest("p", [cm("a", k="different")])
+    assert brief(mc, "ext-1", "Progressing") == (
+        "False", "Blocked",
+        f'resolved content of 1 phase(s) has changed: phase "p" (expected digest {observed[0]["digest"]}, '
+        f"got {got}); a referenced object source may have been deleted and recreated with different content")
+    assert result.error is None and result.requeue_after is None
+    assert writes(mc) == [("update_status", KIND, "ext-1")]
+    assert mc.peek("v1", "ConfigMap", "a", "ns")["data"] == {"k": "v"}   # nothing rolled out
+    mc.remove("v1", "Secret", "bundle", "olmv1-system")
+    original["metadata"] = {"name": "bundle", "namespace": "olmv1-system"}
+    mc.put(original)
+    run(mc, "ext-1")
+    assert brief(mc, "ext-1", "Progressing") == ("True", "Succeeded", "Revision 1 has rolled out.")
+
+
+def test_changed_phase_count_blocks() -> None:
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("p", cm("a"))))
+    c = get_cos(mc, "ext-1")
+    c["status"] = {"observedPhases": [{"name": "p", "digest": "sha256:00"}, {"name": "q", "digest": "sha256:11"}]}
+    mc.put(c)
+    run(mc, "ext-1")
+    assert brief(mc, "ext-1", "Progressing") == (
+        "False", "Blocked", "number of phases has changed (expected 2 phases, got 1)")
+
+
+# ---- progress deadline ----------------------------------------------------------------------------------------
+
+def test_progress_deadline_before_after_and_recovery() -> None:
+    mc = cluster()
+    _two_phase(mc, progressDeadlineMinutes=10)
+    result = run(mc, "ext-1", now=at(4))
+    assert result.requeue_after == 6 * 60
+    assert brief(mc, "ext-1", "Progressing") == ("True", "RollingOut", "Revision 1 is rolling out.")
+    result = run(mc, "ext-1", now=at(10))
+    assert result.requeue_after is None
+    assert brief(mc, "ext-1", "Progressing") == (
+        "False", "ProgressDeadlineExceeded",
+        "Revision has not rolled out for 10 minute(s). Last status: Revision 1 is rolling out.")
+    assert cond(mc, "ext-1", "Progressing")["lastTransitionTime"] == "2026-03-01T12:10:00Z"
+    # a retrying error past the deadline keeps the deadline status, with the error as last status
+    mc.fail("get", Forbidden("nope"), kind="Deployment")
+    run(mc, "ext-1", now=at(11))
+    assert brief(mc, "ext-1", "Progressing")[1:] == (
+        "ProgressDeadlineExceeded",
+        "Revision has not rolled out for 10 minute(s). Last status: getting Object Deployment.apps/v1 ns/d: nope")
+    ready_deployment(mc, "d")
+    run(mc, "ext-1", now=at(12))
+    assert brief(mc, "ext-1", "Progressing") == ("True", "Succeeded", "Revision 1 has rolled out.")
+    assert cond(mc, "ext-1", "Progressing")["lastTransitionTime"] == "2026-03-01T12:12:00Z"
+    # once Succeeded, the deadline no longer applies even if the rollout regresses
+    mc.set_status("apps/v1", "Deployment", "d", "ns", {})
+    result = run(mc, "ext-1", now=at(60))
+    assert brief(mc, "ext-1", "Progressing") == ("True", "RollingOut", "Revision 1 is rolling out.")
+    assert brief(mc, "ext-1", "Succeeded")[0] == "True"   # latches
+    assert result.requeue_after is None
+
+
+def test_deadline_off_when_unset() -> None:
+    mc = cluster()
+    _two_phase(mc)
+    result = run(mc, "ext-1", now=at(10_000))
+    assert result.requeue_after is None
+    assert brief(mc, "ext-1", "Progressing")[1] == "RollingOut"
+
+
+def test_status_written_only_on_change_and_transition_time_only_on_status_change() -> None:
+    mc = cluster()
+    _two_phase(mc)
+    run(mc, "ext-1", now=at(1))
+    mc.reset_requests()
+    run(mc, "ext-1", now=at(2))
+    assert mc.writes == 0
+    mc.set_status("apps/v1", "Deployment", "d", "ns", {"observedGeneration": 1})
+    run(mc, "ext-1", now=at(3))   # message changes, status stays False
+    avail = cond(mc, "ext-1", "Available")
+    assert avail["lastTransitionTime"] == "2026-03-01T12:01:00Z"
+    assert avail["observedGeneration"] == 1
