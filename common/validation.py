@@ -20,6 +20,7 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -466,6 +467,25 @@ def unknown_fields(obj: Any, node: Obj = table.COS_SCHEMA, path: str = "") -> li
     return found
 
 
+_PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def document_order(err: FieldError) -> tuple[tuple[int, int, str], ...]:
+    """Sort key putting errors in the order of the fields in a manifest: properties in schema order,
+    list items by index, undeclared keys (inside embedded manifests) alphabetically after declared ones."""
+    key = []
+    node: Obj | None = table.COS_SCHEMA
+    for name, index in _PATH_TOKEN.findall(err.field):
+        if index:
+            key.append((0, int(index), ""))
+            node = node.get("items") if node else None
+            continue
+        props = list((node or {}).get("properties", {}))
+        key.append((0, props.index(name), "") if name in props else (1, 0, name))
+        node = (node or {}).get("properties", {}).get(name)
+    return tuple(key)
+
+
 def validate_cos(obj: Obj, old: Obj | None = None, *,
                  system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE) -> tuple[list[FieldError], list[str]]:
     """Every violation of a ClusterObjectSet (``old`` given on UPDATE), and the warnings for it."""
@@ -481,6 +501,7 @@ def validate_cos(obj: Obj, old: Obj | None = None, *,
         extra_errors, extra_warnings = _spec_extras(spec, old_spec, system_namespace)
         errors += extra_errors
         warnings += extra_warnings
+    errors.sort(key=document_order)
     warnings += [f'unknown field "{p}"' for p in unknown_fields(obj)]
     size = len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
     if size > SIZE_WARNING_BYTES:

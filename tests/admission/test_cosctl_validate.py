@@ -1,0 +1,134 @@
+"""``cosctl validate``: output lines, JSON records, --old, exit codes, unreadable input."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from common.cli.validate import run
+from tests.admission.helpers import base_cos
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cosctl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "common.cli", *args], cwd=ROOT, input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
+def write(tmp_path: Path, name: str, *docs: dict) -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return str(path)
+
+
+def test_allowed_denied_skipped_and_exit_1(tmp_path: Path) -> None:
+    good = base_cos()
+    del good["spec"]["lifecycleState"]
+    bad = base_cos(revision=0)
+    bad["metadata"]["name"] = "bad"
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    path = write(tmp_path, "cos.yaml", good, bad, other)
+    result = cosctl("validate", path)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.splitlines() == [
+        'Warning: spec.lifecycleState was not set; defaulted to "Active"',
+        f"{path}:0 ClusterObjectSet/demo: allowed",
+        f'{path}:1 ClusterObjectSet/bad: ClusterObjectSet.olm.operatorframework.io "bad" is invalid: '
+        "spec.revision: Invalid value: 0: spec.revision in body should be greater than or equal to 1",
+        f"{path}:2 ConfigMap/x: skipped: cosctl validate checks ClusterObjectSets and Secrets of type "
+        "olm.operatorframework.io/object-data",
+    ]
+    assert result.stderr == ""
+
+
+def test_all_allowed_exit_0_from_stdin() -> None:
+    result = cosctl("validate", "-", stdin=json.dumps(base_cos()))
+    assert result.returncode == 0
+    assert result.stdout == "<stdin>:0 ClusterObjectSet/demo: allowed\n"
+
+
+def test_multiple_causes_listed_one_per_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.yaml", base_cos(revision=0, lifecycleState="Paused"))
+    out = io.StringIO()
+    assert run([path], out=out) == 1
+    assert out.getvalue().splitlines()[1:] == [
+        "  - spec.revision: Invalid value: 0: spec.revision in body should be greater than or equal to 1",
+        '  - spec.lifecycleState: Unsupported value: "Paused": supported values: "Active", "Archived"',
+    ]
+
+
+def test_json_output_fields(tmp_path: Path) -> None:
+    obj = base_cos(revision=0)
+    path = write(tmp_path, "x.yaml", obj)
+    out = io.StringIO()
+    assert run([path], output="json", out=out) == 1
+    (record,) = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert record == {
+        "file": path, "index": 0, "kind": "ClusterObjectSet", "name": "demo", "allowed": False, "code": 422,
+        "message": 'ClusterObjectSet.olm.operatorframework.io "demo" is invalid: spec.revision: Invalid value: 0: '
+                   "spec.revision in body should be greater than or equal to 1",
+        "causes": [{"reason": "FieldValueInvalid", "field": "spec.revision",
+                    "message": "Invalid value: 0: spec.revision in body should be greater than or equal to 1"}],
+        "warnings": [], "patch": [],
+    }
+
+
+def test_old_file_makes_an_update(tmp_path: Path) -> None:
+    old = base_cos(lifecycleState="Archived")
+    new = base_cos(lifecycleState="Active")
+    old_path, new_path = write(tmp_path, "old.yaml", old), write(tmp_path, "new.yaml", new)
+    result = cosctl("validate", "--old", old_path, new_path)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f'{new_path}:0 ClusterObjectSet/demo: ClusterObjectSet.olm.operatorframework.io "demo" is invalid: '
+        'spec.lifecycleState: Invalid value: "Active": cannot un-archive']
+    assert cosctl("validate", new_path).returncode == 0  # the same document is a valid CREATE
+
+
+def test_unreadable_input_exit_2_names_the_file(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("spec: [unclosed\n")
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    result = cosctl("validate", str(broken), str(binary), str(tmp_path / "missing.yaml"))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"cosctl validate: {broken}:0: invalid YAML: while parsing a flow sequence, did not find expected ',' or "
+        "']' at line 2 column 1",
+        f"cosctl validate: {binary}: not UTF-8 text",
+        f"cosctl validate: {tmp_path / 'missing.yaml'}: no such file or directory",
+    ]
+    assert "Traceback" not in result.stderr
+
+
+def test_non_object_document_is_unreadable(tmp_path: Path) -> None:
+    path = tmp_path / "list.yaml"
+    path.write_text("- a\n- b\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert run([str(path)], out=out, err=err) == 2
+    assert err.getvalue() == f"cosctl validate: {path}:0: not a Kubernetes object (a YAML/JSON list)\n"
+
+
+def test_usage_error_exit_2() -> None:
+    result = cosctl("validate")
+    assert result.returncode == 2
+    assert "the following arguments are required: PATH" in result.stderr
+
+
+def test_list_items_and_secrets(tmp_path: Path) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "type": "olm.operatorframework.io/object-data",
+              "metadata": {"name": "s", "namespace": "olmv1-system"}, "data": {}}
+    path = write(tmp_path, "list.yaml", {"apiVersion": "v1", "kind": "List", "items": [base_cos(), secret]})
+    result = cosctl("validate", path)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"{path}:0 items[0] ClusterObjectSet/demo: allowed",
+        f'{path}:0 items[1] Secret/s: Secret "s" is invalid: metadata.labels[olm.operatorframework.io/revision-name]: '
+        "Required value: the name of the ClusterObjectSet revision this Secret belongs to",
+    ]
