@@ -18,8 +18,8 @@ from flask import Flask, Response, request
 from common import admission
 from common.admission import Config, Decision, Request
 from webhook import logs, metrics
-from webhook.review import (COS, DEFAULT_MAX_BODY_BYTES, SECRET, BodyTooLarge, Expected, MalformedReview,
-                            encode, parse)
+from webhook.review import (COS, DEFAULT_MAX_BODY_BYTES, SECRET, TOO_DEEP, BodyTooLarge, Expected,
+                            MalformedReview, TooDeep, encode, parse)
 
 log = logging.getLogger("cos_webhook.admission")
 
@@ -88,29 +88,39 @@ def create_app(config: Config = Config(), *, max_body_bytes: int = DEFAULT_MAX_B
     def handle(route: Route) -> Response:
         started = time.perf_counter()
         fields: dict[str, object] = {"event": "admission", "route": route.path}
-        result = "malformed"
-        try:
-            body = _read_body(max_body_bytes)
-            review = parse(body, route.expected, max_body_bytes)
-        except MalformedReview as exc:
+
+        def malformed(exc: MalformedReview, fields: dict[str, object]) -> Response:
             fields.update(status=400, reason=str(exc))
-            metrics.REQUESTS.labels(route.stage, route.expected.kind, "", result).inc()
+            metrics.REQUESTS.labels(route.stage, route.expected.kind, "", "malformed").inc()
+            metrics.DURATION.labels(route.stage).observe(time.perf_counter() - started)
             resp = Response(str(exc) + "\n", status=400, mimetype="text/plain")
             if isinstance(exc, BodyTooLarge):
                 resp.headers["Connection"] = "close"  # do not drain the rest of an oversized body
             log.warning("malformed admission review", extra={"fields": _done(fields, started)})
-            metrics.DURATION.labels(route.stage).observe(time.perf_counter() - started)
             return resp
+
+        try:
+            body = _read_body(max_body_bytes)
+            fields["read_ms"] = _ms(started)
+            review = parse(body, route.expected, max_body_bytes)
+            fields["parse_ms"] = _ms(started) - fields["read_ms"]
+        except MalformedReview as exc:
+            return malformed(exc, fields)
         req = review.request
         fields.update(uid=review.uid, kind=req.kind, operation=req.operation, name=req.name,
                       namespace=req.namespace, dry_run=req.dry_run)
+        judging = time.perf_counter()
         try:
             decision = route.judge(req, config)
             result = "allowed" if decision.allowed else "denied"
+        except RecursionError:
+            # Legal JSON nested deeper than a validator can follow: as undecodable as a body too deep to parse.
+            return malformed(TooDeep(TOO_DEEP), fields)
         except Exception as exc:  # noqa: BLE001 - a bug must not become a 500 with a traceback
             decision = internal_error(review.uid)
             result = "error"
             fields["exception"] = logs.exception_site(exc)
+        fields["judge_ms"] = _ms(judging)
         fields.update(allowed=decision.allowed, code=(decision.status or {}).get("code", 200),
                       warnings=len(decision.warnings), patch_ops=len(decision.patch))
         out = encode(review.uid, decision)
@@ -150,6 +160,10 @@ def _read_body(limit: int) -> bytes:
     if len(body) > limit:
         raise BodyTooLarge(f"request body exceeds {limit} bytes")
     return body
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)
 
 
 def _done(fields: dict[str, object], started: float) -> dict[str, object]:

@@ -43,12 +43,27 @@ def exception_site(exc: BaseException | None) -> str:
     return f"{type(exc).__name__} at {last.filename}:{last.lineno} in {last.name}"
 
 
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time of each record (it may be replaced after set-up)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def setup(level: int = logging.INFO) -> None:
     """Send the ``cos_webhook`` loggers to stderr as JSON lines (once per process)."""
     root = logging.getLogger("cos_webhook")
     if any(getattr(h, "_cos_webhook", False) for h in root.handlers):
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = StderrHandler()
     handler.setFormatter(JSONFormatter())
     handler._cos_webhook = True  # type: ignore[attr-defined]
     root.addHandler(handler)

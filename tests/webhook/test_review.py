@@ -41,8 +41,6 @@ def nested(depth: int) -> dict:
 
 DELETE = review.__name__
 TRUNCATED = b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "a", '
-DEEP_OBJECT = copy.deepcopy(VALID)
-DEEP_OBJECT["request"]["object"]["spec"]["phases"][0]["objects"][0]["object"]["data"] = nested(200)
 NAN = body(VALID).replace(b'"revision": 1', b'"revision": NaN')
 HUGE_INT = body(VALID).replace(b'"revision": 1', b'"revision": ' + b"9" * 5000)
 
@@ -86,8 +84,9 @@ MALFORMED = [
     ("UTF-16 with BOM", json.dumps(VALID).encode("utf-16"), "request body is not valid UTF-8"),
     ("NaN", NAN, "request body is not valid JSON: NaN is not a JSON value"),
     ("5000-digit integer", HUGE_INT, "request body is not valid JSON"),
-    ("200 levels deep", body(DEEP_OBJECT), "request body nests deeper than 128 levels"),
-    ("100000 levels deep", b"[" * 100000 + b"]" * 100000, "request body nests deeper than 128 levels"),
+    ("100000 levels deep", b"[" * 100000 + b"]" * 100000, "request body nests too deeply"),
+    ("100000 levels deep in object", body(VALID).replace(b'"greeting": "hello"', b'"deep": ' + b"[" * 100000
+                                                         + b"]" * 100000), "request body nests too deeply"),
 ]
 
 
@@ -190,3 +189,51 @@ def test_secret_route_refuses_a_cos_review(client) -> None:
 
 def test_get_on_an_admission_route_is_405(client) -> None:
     assert client.get("/validate/clusterobjectsets").status_code == 405
+
+
+@pytest.mark.parametrize("depth", [50, 200, 900])
+def test_deeply_nested_objects_are_judged_or_refused_never_a_5xx(client, depth: int) -> None:
+    doc = copy.deepcopy(VALID)
+    doc["request"]["object"]["spec"]["phases"][0]["objects"][0]["object"]["data"] = nested(depth)
+    resp = client.post("/validate/clusterobjectsets", data=body(doc), content_type="application/json")
+    if resp.status_code == 400:
+        assert resp.get_data(as_text=True) == "request body nests too deeply\n"
+    else:
+        assert resp.status_code == 200
+        assert resp.get_json()["response"]["uid"] == VALID["request"]["uid"]
+
+
+def test_a_validator_running_out_of_stack_is_a_400_not_a_500(monkeypatch) -> None:
+    from common import admission
+
+    def recurse(req, config):
+        return recurse(req, config)
+
+    monkeypatch.setattr(admission, "validate", recurse)
+    resp = create_app().test_client().post("/validate/clusterobjectsets", data=body(VALID),
+                                            content_type="application/json")
+    assert resp.status_code == 400
+    assert resp.get_data(as_text=True) == "request body nests too deeply\n"
+
+
+def test_a_bug_in_the_logic_is_a_denial_without_detail_never_a_500(monkeypatch, capsys) -> None:
+    from common import admission
+
+    def broken(req, config):
+        raise KeyError("SECRET-VALUE-IN-EXCEPTION")
+
+    monkeypatch.setattr(admission, "validate", broken)
+    resp = create_app().test_client().post("/validate/clusterobjectsets", data=body(VALID),
+                                            content_type="application/json")
+    assert resp.status_code == 200
+    answer = resp.get_json()["response"]
+    assert answer["allowed"] is False
+    assert answer["status"] == {
+        "metadata": {}, "status": "Failure", "reason": "InternalError", "code": 500,
+        "message": "internal error in the ClusterObjectSet admission webhook "
+                   "(request uid 3f1c2b7e-0000-4000-8000-000000000001)"}
+    err = capsys.readouterr().err
+    assert "SECRET-VALUE-IN-EXCEPTION" not in err and "SECRET-VALUE-IN-EXCEPTION" not in resp.get_data(as_text=True)
+    line = [json.loads(x) for x in err.splitlines() if '"event":"admission"' in x][-1]
+    assert line["exception"].startswith("KeyError at ") and line["exception"].endswith(" in broken")
+    assert line["allowed"] is False and line["code"] == 500

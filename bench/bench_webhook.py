@@ -1,0 +1,255 @@
+"""Webhook speed, as JSON: the real handler against a no-op handler in the same server setup.
+
+Both servers are ``cos-webhook`` under gunicorn with 2 workers over TLS on loopback (a CA generated here);
+the no-op one (``--noop-handler``) parses and answers AdmissionReviews without judging them, so the ratios
+isolate the cost of admission itself from TLS, HTTP and JSON transport.
+
+(a) latency of a maximal ClusterObjectSet UPDATE (20 phases x 50 inline Deployment-sized objects, ~1 MiB,
+    with oldObject) sent one at a time over a keep-alive connection: p50/p99, and p99 ratio to the no-op;
+(b) throughput of small COS CREATEs from 16 concurrent keep-alive clients, and its ratio to the no-op.
+
+Targets (2-core machine): maximal UPDATE p99 <= 150 ms; small-COS throughput >= 60% of the no-op's.
+Run: python bench/bench_webhook.py [--latency-requests N] [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import http.client
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from webhook import tls  # noqa: E402
+
+TARGET_P99_MS = 150.0
+TARGET_THROUGHPUT_RATIO = 0.60
+CONCURRENCY = 16
+CLIENT_PROCESSES = 4  # 16 connections spread over 4 processes, so the clients are not limited by one GIL
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def deployment(phase: int, index: int) -> dict[str, Any]:
+    """A Deployment of typical size (~1 KiB serialized)."""
+    name = f"app-{phase}-{index}"
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "bench", "labels": {"app": name, "tier": "backend"},
+                     "annotations": {"example.com/owner": "team-bench"}},
+        "spec": {
+            "replicas": 2, "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"serviceAccountName": "bench", "containers": [{
+                    "name": "main", "image": "registry.example.com/team/app:1.2.3",
+                    "args": ["--port=8080", "--log-level=info"],
+                    "env": [{"name": f"SETTING_{i}", "value": f"value-{i}"} for i in range(6)],
+                    "ports": [{"containerPort": 8080, "name": "http"}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
+                                  "limits": {"cpu": "1", "memory": "512Mi"}},
+                    "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 10},
+                }]},
+            },
+        },
+    }
+
+
+def maximal_cos() -> dict[str, Any]:
+    return {
+        "apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterObjectSet", "metadata": {"name": "bench-1"},
+        "spec": {
+            "revision": 1, "lifecycleState": "Active", "collisionProtection": "Prevent",
+            "progressDeadlineMinutes": 30,
+            "phases": [{"name": f"phase-{p}", "objects": [{"object": deployment(p, o)} for o in range(50)]}
+                       for p in range(20)],
+            "progressionProbes": [
+                {"selector": {"type": "GroupKind", "groupKind": {"group": "apps", "kind": "Deployment"}},
+                 "assertions": [{"type": "ConditionEqual",
+                                 "conditionEqual": {"type": "Available", "status": "True"}}]}],
+        },
+    }
+
+
+def small_cos(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterObjectSet", "metadata": {"name": f"small-{i}"},
+        "spec": {
+            "revision": 1, "lifecycleState": "Active", "collisionProtection": "Prevent",
+            "phases": [{"name": "deploy", "objects": [{"object": deployment(0, 0)},
+                                                      {"object": {"apiVersion": "v1", "kind": "Service",
+                                                                  "metadata": {"name": "app", "namespace": "bench"},
+                                                                  "spec": {"ports": [{"port": 80}]}}}]}],
+        },
+    }
+
+
+def review(obj: dict[str, Any], operation: str, old: dict[str, Any] | None = None) -> bytes:
+    gvk = {"group": "olm.operatorframework.io", "version": "v1", "kind": "ClusterObjectSet"}
+    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "0a1b2c3d-0000-4000-8000-000000000000", "kind": gvk, "requestKind": gvk,
+        "resource": {"group": gvk["group"], "version": "v1", "resource": "clusterobjectsets"},
+        "name": obj["metadata"]["name"], "operation": operation,
+        "userInfo": {"username": "system:serviceaccount:olmv1-system:operator-controller"},
+        "object": obj, "oldObject": old, "dryRun": False}}).encode()
+
+
+class Server:
+    def __init__(self, certs: tls.SelfSigned, noop: bool) -> None:
+        self.port = free_port()
+        self.ca_file = str(certs.ca_file)
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        args = [sys.executable, "-m", "webhook.cli", "--cert-file", str(certs.cert_file), "--key-file",
+                str(certs.key_file), "--bind", f"127.0.0.1:{self.port}", "--workers", "2",
+                "--log-level", "warning"]
+        if noop:
+            args.append("--noop-handler")
+        self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                conn = connect(self.port, self.ca_file)
+                conn.request("GET", "/readyz")
+                if conn.getresponse().status == 200:
+                    conn.close()
+                    return
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise SystemExit("bench: cos-webhook did not start")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=60)
+
+
+def connect(port: int, ca_file: str) -> http.client.HTTPSConnection:
+    return http.client.HTTPSConnection("localhost", port, context=ssl.create_default_context(cafile=ca_file),
+                                       timeout=60)
+
+
+def post(conn: http.client.HTTPSConnection, path: str, body: bytes) -> dict[str, Any]:
+    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    data = resp.read()
+    if resp.status != 200:
+        raise SystemExit(f"bench: HTTP {resp.status} from {path}: {data[:200]!r}")
+    return dict(json.loads(data)["response"])
+
+
+def latency(server: Server, body: bytes, requests: int) -> dict[str, float]:
+    conn = connect(server.port, server.ca_file)
+    for _ in range(5):
+        post(conn, "/validate/clusterobjectsets", body)
+    samples = []
+    for _ in range(requests):
+        started = time.perf_counter()
+        answer = post(conn, "/validate/clusterobjectsets", body)
+        samples.append((time.perf_counter() - started) * 1000)
+        if not answer["allowed"]:
+            raise SystemExit(f"bench: maximal COS was denied: {answer['status']['message'][:300]}")
+    conn.close()
+    samples.sort()
+    return {"p50_ms": round(statistics.median(samples), 2),
+            "p99_ms": round(samples[min(len(samples) - 1, int(len(samples) * 0.99))], 2),
+            "max_ms": round(samples[-1], 2), "requests": requests}
+
+
+def _client(args: tuple[int, str, int, float, float]) -> int:
+    """One client process: ``threads`` keep-alive connections posting small CREATEs until ``stop_at``."""
+    import threading
+
+    port, ca_file, threads, start_at, stop_at = args
+    bodies = [review(small_cos(i), "CREATE") for i in range(threads)]
+    counts = [0] * threads
+
+    def run(slot: int) -> None:
+        conn = connect(port, ca_file)
+        post(conn, "/validate/clusterobjectsets", bodies[slot])  # handshake before the clock starts
+        while time.time() < start_at:
+            time.sleep(0.001)
+        while time.time() < stop_at:
+            post(conn, "/validate/clusterobjectsets", bodies[slot])
+            counts[slot] += 1
+        conn.close()
+
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return sum(counts)
+
+
+def throughput(server: Server, seconds: float) -> dict[str, float]:
+    start_at = time.time() + 2.0
+    per_process = CONCURRENCY // CLIENT_PROCESSES
+    jobs = [(server.port, server.ca_file, per_process, start_at, start_at + seconds)] * CLIENT_PROCESSES
+    with multiprocessing.get_context("spawn").Pool(CLIENT_PROCESSES) as pool:
+        total = sum(pool.map(_client, jobs))
+    return {"requests_per_second": round(total / seconds, 1), "requests": total, "seconds": seconds,
+            "clients": CONCURRENCY}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--latency-requests", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args(argv)
+
+    big_old = maximal_cos()
+    big_new = copy.deepcopy(big_old)
+    big_new["spec"]["lifecycleState"] = "Archived"
+    big_body = review(big_new, "UPDATE", big_old)
+    results: dict[str, Any] = {
+        "maximal_cos_bytes": len(json.dumps(big_new, separators=(",", ":"))),
+        "maximal_review_bytes": len(big_body),
+    }
+    with tempfile.TemporaryDirectory(prefix="cos-bench-") as tmp:
+        certs = tls.write_self_signed(Path(tmp), ["localhost", "127.0.0.1"])
+        for name, noop in (("webhook", False), ("noop", True)):
+            server = Server(certs, noop)
+            try:
+                results[f"{name}_maximal_update"] = latency(server, big_body, args.latency_requests)
+                results[f"{name}_small_create"] = throughput(server, args.seconds)
+            finally:
+                server.stop()
+    p99 = results["webhook_maximal_update"]["p99_ms"]
+    ratio_latency = p99 / results["noop_maximal_update"]["p99_ms"]
+    ratio_tp = (results["webhook_small_create"]["requests_per_second"]
+                / results["noop_small_create"]["requests_per_second"])
+    results["maximal_update_p99_ratio_to_noop"] = round(ratio_latency, 2)
+    results["small_create_throughput_ratio_to_noop"] = round(ratio_tp, 3)
+    results["targets"] = {
+        "maximal_update_p99_ms_max": TARGET_P99_MS, "maximal_update_p99_met": p99 <= TARGET_P99_MS,
+        "small_create_throughput_ratio_min": TARGET_THROUGHPUT_RATIO,
+        "small_create_throughput_met": ratio_tp >= TARGET_THROUGHPUT_RATIO,
+    }
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
