@@ -23,6 +23,7 @@ import copy
 import itertools
 import json
 import re
+import select
 import socket
 import threading
 import time
@@ -771,6 +772,15 @@ class FakeApiServer:
             and sel.matches(meta.get("labels"))
 
 
+def _client_gone(sock: socket.socket) -> bool:
+    """Whether the client closed its end of a watch connection (so the stream can end at once)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 class _Handler(BaseHTTPRequestHandler):
     api: FakeApiServer
     protocol_version = "HTTP/1.1"
@@ -849,7 +859,10 @@ class _Handler(BaseHTTPRequestHandler):
                     events = [(rv, t, o) for rv, g, p, t, o in api._history
                               if rv > since and api._matches(kind, ns, sel, g, p, o)]
                     while not events and api._watch_gen == gen and time.monotonic() < deadline:
-                        api._changed.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic())))
+                        api._changed.wait(timeout=min(0.1, max(0.0, deadline - time.monotonic())))
+                        if _client_gone(sock):
+                            self.close_connection = True
+                            return
                         events = [(rv, t, o) for rv, g, p, t, o in api._history
                                   if rv > since and api._matches(kind, ns, sel, g, p, o)]
                         if bookmarks and time.monotonic() - last_bookmark > 1.0 and not events:

@@ -1,0 +1,345 @@
+"""Watch-fed caches (informers): reads come from memory, the API server only sees list+watch.
+
+Each ``Informer`` lists its kind once (paged), then watches from the list's resourceVersion. A watch that
+ends (server timeout, dropped connection) resumes from the last resourceVersion seen, bookmarks included,
+so nothing is missed and nothing is re-listed. Only a 410 Gone (the history was compacted) forces a
+re-list, which is diffed against the cache so handlers still see every ADDED/MODIFIED/DELETED. Failures back
+off exponentially (100 ms doubling to 30 s, jittered): a broken API server never causes a busy loop.
+
+``Caches`` starts informers on demand (a COS first needs a kind) and stops them when nobody needs them.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import urllib3
+
+from common.cluster import ApiError, Gone, Obj, UnknownKind, error_from_status
+from common.kube import KubeCluster
+from common import labels
+
+log = logging.getLogger(__name__)
+
+ObjKey = tuple[str, str]  # (namespace or "", name)
+
+
+@dataclass(frozen=True, slots=True)
+class InformerKey:
+    api_version: str
+    kind: str
+    namespace: str | None = None       # None: all namespaces (or a cluster-scoped kind)
+    label_selector: str | None = None  # server-side filter of what is cached
+
+    def __str__(self) -> str:
+        where = f" in {self.namespace}" if self.namespace else ""
+        sel = f" [{self.label_selector}]" if self.label_selector else ""
+        return f"{self.kind}.{self.api_version}{where}{sel}"
+
+
+# handler(informer key, event type ADDED|MODIFIED|DELETED, object, previous object or None)
+Handler = Callable[[InformerKey, str, Obj, Obj | None], None]
+
+
+def _key(obj: Obj) -> ObjKey:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _rv_int(obj: Obj | None) -> int | None:
+    try:
+        return int(((obj or {}).get("metadata") or {}).get("resourceVersion"))
+    except (TypeError, ValueError):
+        return None
+
+
+class Informer:
+    """List+watch of one kind (optionally one namespace and a label selector) into an in-memory store."""
+
+    def __init__(self, kube: KubeCluster, key: InformerKey, handler: Handler | None = None, *,
+                 watch_timeout: int = 300, strip_managed_fields: bool = True,
+                 backoff_base: float = 0.1, backoff_cap: float = 30.0) -> None:
+        self.kube = kube
+        self.key = key
+        self.handler = handler
+        self.watch_timeout = watch_timeout
+        self.strip_managed_fields = strip_managed_fields
+        self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
+        self.selector = labels.parse(key.label_selector)
+        self.synced = threading.Event()
+        self.lists = 0     # list calls made (1 + one per 410)
+        self.watches = 0   # watch requests made
+        self._store: dict[ObjKey, Obj] = {}
+        self._lock = threading.Lock()
+        self._rv = ""
+        self._stop = threading.Event()
+        self._resp: Any = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------------------------- lifecycle
+    def start(self) -> "Informer":
+        self._thread = threading.Thread(target=self._run, name=f"informer {self.key}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, wait: float = 2.0) -> None:
+        self._stop.set()
+        resp = self._resp
+        if resp is not None:
+            try:
+                resp.shutdown()
+            except Exception:  # already closed
+                pass
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(wait)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    # ---------------------------------------------------------------------------------------- reads
+    def get(self, namespace: str | None, name: str) -> Obj | None:
+        with self._lock:
+            obj = self._store.get((namespace or "", name))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def items(self) -> list[Obj]:
+        with self._lock:
+            objs = list(self._store.values())
+        return [copy.deepcopy(o) for o in objs]
+
+    def keys(self) -> list[ObjKey]:
+        with self._lock:
+            return list(self._store)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._store)
+
+    def covers(self, namespace: str | None, selector: labels.Selector | None = None) -> bool:
+        """Whether this cache holds every object of (namespace, selector): reads it may answer."""
+        if self.key.namespace is not None and (namespace or "") != self.key.namespace:
+            return False
+        if self.key.label_selector:
+            return selector is not None and set(self.selector.requirements) <= set(selector.requirements)
+        return True
+
+    def holds(self, obj: Obj) -> bool:
+        """Whether ``obj`` belongs in this cache (namespace and selector match)."""
+        meta = obj.get("metadata") or {}
+        if self.key.namespace is not None and (meta.get("namespace") or "") != self.key.namespace:
+            return False
+        return self.selector.matches(meta.get("labels"))
+
+    def write_through(self, obj: Obj) -> None:
+        """Store what a write returned so the next read sees it even before the watch event arrives; a
+        watch event older than what is stored is then ignored (resourceVersions compared as integers, which
+        every real API server uses; opaque ones are simply not compared)."""
+        if not self.holds(obj):
+            return
+        obj = self._slim(copy.deepcopy(obj))
+        with self._lock:
+            cur = self._store.get(_key(obj))
+            new_rv, cur_rv = _rv_int(obj), _rv_int(cur)
+            if cur is None or new_rv is None or cur_rv is None or new_rv >= cur_rv:
+                self._store[_key(obj)] = obj
+
+    def _slim(self, obj: Obj) -> Obj:
+        if self.strip_managed_fields:
+            (obj.get("metadata") or {}).pop("managedFields", None)
+        return obj
+
+    # --------------------------------------------------------------------------------------- the loop
+    def _run(self) -> None:
+        need_list = True
+        failures = 0
+        while not self._stop.is_set():
+            started = time.monotonic()
+            got_event = False
+            try:
+                if need_list:
+                    self._relist()
+                    need_list = False
+                self.watches += 1
+                for ev in self.kube.watch(self.key.api_version, self.key.kind, self.key.namespace,
+                                          label_selector=self.key.label_selector, resource_version=self._rv,
+                                          timeout_seconds=self.watch_timeout, on_open=self._opened):
+                    if self._stop.is_set():
+                        break
+                    got_event = True
+                    if ev.type == "ERROR":
+                        code = int(ev.obj.get("code") or 500)
+                        raise error_from_status(code, ev.obj)
+                    self._apply_event(ev.type, ev.obj)
+                failures = 0
+                if not got_event and time.monotonic() - started < 1.0 and not self._stop.is_set():
+                    # The server closed an empty watch at once: wait a little rather than spin.
+                    failures += 1
+                    self._stop.wait(self._delay(failures))
+            except Gone:
+                log.info("%s: resourceVersion %s expired (410); re-listing", self.key, self._rv)
+                need_list = True
+            except UnknownKind as e:
+                failures += 1
+                log.info("%s: kind not served (%s); retrying", self.key, e)
+                self._stop.wait(self._delay(failures))
+            except ApiError as e:
+                failures += 1
+                log.warning("%s: watch failed: %s (%d)", self.key, e.message, e.code)
+                self._stop.wait(self._delay(failures))
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                if self._stop.is_set():
+                    break
+                failures += 1
+                log.info("%s: watch connection ended (%s); resuming from %s", self.key, type(e).__name__,
+                         self._rv)
+                if failures > 1:
+                    self._stop.wait(self._delay(failures - 1))
+            finally:
+                self._resp = None
+
+    def _opened(self, resp: Any) -> None:
+        self._resp = resp
+        if self._stop.is_set():
+            resp.shutdown()
+
+    def _delay(self, failures: int) -> float:
+        d = min(self.backoff_cap, self.backoff_base * 2 ** (failures - 1))
+        return d * (0.5 + random.random() / 2)
+
+    def _relist(self) -> None:
+        self.lists += 1
+        items, rv = self.kube.list_with_version(self.key.api_version, self.key.kind, self.key.namespace,
+                                                self.key.label_selector)
+        new = {_key(o): self._slim(o) for o in items}
+        with self._lock:
+            old = self._store
+            self._store = new
+            self._rv = rv
+        # Diff against what was cached: a re-list after 410 still tells handlers about every change.
+        if self.handler is not None:
+            for k, obj in new.items():
+                prev = old.get(k)
+                if prev is None:
+                    self._notify("ADDED", obj, None)
+                elif (prev.get("metadata") or {}).get("resourceVersion") != \
+                        (obj.get("metadata") or {}).get("resourceVersion"):
+                    self._notify("MODIFIED", obj, prev)
+            for k, prev in old.items():
+                if k not in new:
+                    self._notify("DELETED", prev, prev)
+        self.synced.set()
+
+    def _apply_event(self, etype: str, obj: Obj) -> None:
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if etype == "BOOKMARK":
+            if rv:
+                self._rv = rv
+            return
+        if etype not in ("ADDED", "MODIFIED", "DELETED"):
+            log.warning("%s: ignoring watch event of type %r", self.key, etype)
+            return
+        obj = self._slim(obj)
+        k = _key(obj)
+        with self._lock:
+            prev = self._store.get(k)
+            if etype == "DELETED":
+                self._store.pop(k, None)
+            else:
+                prev_rv, new_rv = _rv_int(prev), _rv_int(obj)
+                if prev_rv is not None and new_rv is not None and new_rv < prev_rv:
+                    stale = True  # an older event than a write-through already stored
+                else:
+                    stale = False
+                    self._store[k] = obj
+            if rv:
+                self._rv = rv
+        if etype != "DELETED" and stale:
+            return
+        self._notify(etype, obj, prev)
+
+    def _notify(self, etype: str, obj: Obj, prev: Obj | None) -> None:
+        if self.handler is None:
+            return
+        try:
+            self.handler(self.key, etype, obj, prev)
+        except Exception:  # a handler bug must not kill the watch
+            log.exception("%s: event handler failed", self.key)
+
+
+class Caches:
+    """The set of running informers, started on demand and stopped when no longer wanted."""
+
+    def __init__(self, kube: KubeCluster, handler: Handler | None = None, **informer_kwargs: Any) -> None:
+        self.kube = kube
+        self.handler = handler
+        self.informer_kwargs = informer_kwargs
+        self._informers: dict[InformerKey, Informer] = {}
+        self._lock = threading.Lock()
+
+    def ensure(self, key: InformerKey) -> Informer:
+        with self._lock:
+            inf = self._informers.get(key)
+            if inf is None:
+                inf = Informer(self.kube, key, self.handler, **self.informer_kwargs)
+                self._informers[key] = inf
+                inf.start()
+                log.info("started watch on %s", key)
+            return inf
+
+    def retain(self, wanted: set[InformerKey], keep: set[InformerKey] = frozenset()) -> None:  # type: ignore[assignment]
+        """Start the ``wanted`` informers and stop every other one not in ``keep``."""
+        for key in wanted:
+            self.ensure(key)
+        with self._lock:
+            gone = [k for k in self._informers if k not in wanted and k not in keep]
+            stopped = [self._informers.pop(k) for k in gone]
+        for inf in stopped:
+            inf.stop(wait=0)
+            log.info("stopped watch on %s", inf.key)
+
+    def find(self, api_version: str, kind: str, namespace: str | None,
+             selector: labels.Selector | None = None) -> Informer | None:
+        """A synced informer that can answer reads of (kind, namespace, selector), if any."""
+        with self._lock:
+            cands = [i for i in self._informers.values()
+                     if i.key.api_version == api_version and i.key.kind == kind]
+        for inf in cands:
+            if inf.synced.is_set() and inf.covers(namespace, selector):
+                return inf
+        return None
+
+    def informers(self) -> list[Informer]:
+        with self._lock:
+            return list(self._informers.values())
+
+    def get(self, key: InformerKey) -> Informer | None:
+        with self._lock:
+            return self._informers.get(key)
+
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers())
+
+    def wait_synced(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        for inf in self.informers():
+            if not inf.synced.wait(max(0.0, deadline - time.monotonic())):
+                return False
+        return True
+
+    def stop_all(self) -> None:
+        with self._lock:
+            infs = list(self._informers.values())
+            self._informers.clear()
+        for inf in infs:
+            inf.stop(wait=0)
+        for inf in infs:
+            if inf._thread is not None:
+                inf._thread.join(2.0)
