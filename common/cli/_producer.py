@@ -4,6 +4,7 @@ YAML rendering, cluster connection and error reporting. Not a subcommand itself 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, Callable, Iterable
 
@@ -73,8 +74,10 @@ def connect(args: argparse.Namespace) -> Cluster:
 
     from common.kube import KubeCluster
 
+    # $KUBECONFIG is read here, not left to the client: it reads the variable once, at import time.
+    path = args.kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
-        return KubeCluster.from_kubeconfig(args.kubeconfig, context=args.context)
+        return KubeCluster.from_kubeconfig(path, context=args.context)
     except (ConfigException, OSError) as exc:
         raise ConnectError(f"cannot load the cluster configuration: {exc}") from None
 
