@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from flask import Flask, Response, request
+from werkzeug.exceptions import BadRequest
 
 from common import admission
 from common.admission import Config, Decision, Request
@@ -156,9 +157,14 @@ def _read_body(limit: int) -> bytes:
     length = request.content_length
     if length is not None and length > limit:
         raise BodyTooLarge(f"request body exceeds {limit} bytes")
-    body = request.stream.read(limit + 1)
+    try:
+        body = request.stream.read(limit + 1)
+    except BadRequest:  # werkzeug's ClientDisconnected: fewer bytes arrived than Content-Length announced
+        raise MalformedReview("request body ended before Content-Length bytes arrived") from None
     if len(body) > limit:
         raise BodyTooLarge(f"request body exceeds {limit} bytes")
+    if length is not None and len(body) < length:
+        raise MalformedReview("request body ended before Content-Length bytes arrived")
     return body
 
 

@@ -41,10 +41,10 @@ class CA:
     def issue(self, cert_file: Path, key_file: Path, hosts: tuple[str, ...] = ("localhost", "127.0.0.1")) -> str:
         """Write a fresh serving pair; returns its serial (hex) to tell certificates apart."""
         pair = tls.issue_serving(self.key, self.cert, list(hosts))
-        tls.write_private(key_file.with_suffix(".new"), pair.key_pem)
-        tls.write_private(cert_file.with_suffix(".new"), pair.cert_pem)
-        os.replace(key_file.with_suffix(".new"), key_file)
-        os.replace(cert_file.with_suffix(".new"), cert_file)
+        tls.write_private(key_file.with_name(key_file.name + ".new"), pair.key_pem)
+        tls.write_private(cert_file.with_name(cert_file.name + ".new"), pair.cert_pem)
+        os.replace(key_file.with_name(key_file.name + ".new"), key_file)
+        os.replace(cert_file.with_name(cert_file.name + ".new"), cert_file)
         from cryptography import x509
         return format(x509.load_pem_x509_certificate(pair.cert_pem).serial_number, "x")
 
