@@ -191,7 +191,7 @@ def pack(phases: Sequence[Phase], *, name: str, revision: int = 1,
          system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, owner: str | None = None,
          owner_kind: str | None = None, inline: bool = False,
          collision_protection: str = api.COLLISION_PREVENT, progress_deadline_minutes: int | None = None,
-         bundle_version: str | None = None) -> Packed:
+         bundle_version: str | None = None, progression_probes: list[Obj] | None = None) -> Packed:
     """Render revision ``revision`` of the phases as a COS named ``name`` plus its object-data Secrets."""
     check_names(name, owner, with_secrets=not inline)
     if revision < 1:
@@ -201,6 +201,10 @@ def pack(phases: Sequence[Phase], *, name: str, revision: int = 1,
                            + ", ".join(api.COLLISION_PROTECTIONS))
     if progress_deadline_minutes is not None and not 10 <= progress_deadline_minutes <= 720:
         raise PackingError(f"invalid progress deadline {progress_deadline_minutes}: must be 10..720 minutes")
+    if progression_probes is not None and (
+            not isinstance(progression_probes, list) or not 1 <= len(progression_probes) <= 20
+            or not all(isinstance(p, dict) for p in progression_probes)):
+        raise PackingError("invalid progression probes: must be a list of 1..20 probe objects")
     if inline:
         entries = [[{"object": obj} for obj in phase.objects] for phase in phases]
         secrets: list[Obj] = []
@@ -220,6 +224,8 @@ def pack(phases: Sequence[Phase], *, name: str, revision: int = 1,
     }
     if progress_deadline_minutes:
         spec["progressDeadlineMinutes"] = progress_deadline_minutes
+    if progression_probes:
+        spec["progressionProbes"] = progression_probes
     spec["phases"] = [{"name": phase.name, "objects": objs} for phase, objs in zip(phases, entries)]
     cos = {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": metadata, "spec": spec}
     return Packed(cos, tuple(secrets))

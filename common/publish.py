@@ -266,7 +266,8 @@ def _own_fresh(cluster: Cluster, secret: Obj, cos: Obj, actions: list[Action]) -
 def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind: str | None = None,
             system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE,
             collision_protection: str = api.COLLISION_PREVENT, progress_deadline_minutes: int | None = None,
-            bundle_version: str | None = None, dry_run: bool = False) -> Result:
+            bundle_version: str | None = None, progression_probes: list[Obj] | None = None,
+            dry_run: bool = False) -> Result:
     """Make the owner's latest Active revision carry ``phases``: in place when only mutable fields differ,
     otherwise as revision N+1 named ``<owner>-<N+1>``. Recovery runs first, retention before creating."""
     actions = recover(cluster, namespace=system_namespace, owner=owner, dry_run=dry_run)
@@ -277,7 +278,8 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
     def render(name: str, revision: int) -> Packed:
         return pack(phases, name=name, revision=revision, system_namespace=system_namespace, owner=owner,
                     owner_kind=owner_kind or DEFAULT_OWNER_KIND, collision_protection=collision_protection,
-                    progress_deadline_minutes=progress_deadline_minutes, bundle_version=bundle_version)
+                    progress_deadline_minutes=progress_deadline_minutes, bundle_version=bundle_version,
+                    progression_probes=progression_probes)
 
     packed = render(f"{owner}-{number}", number)  # validates names and sizes before any decision
     if (latest is not None and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import yaml
@@ -36,6 +37,8 @@ def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=api.COLLISION_PROTECTIONS, help="spec.collisionProtection (default Prevent)")
     parser.add_argument("--progress-deadline-minutes", type=int, default=None, metavar="MIN",
                         help="spec.progressDeadlineMinutes (10..720)")
+    parser.add_argument("--progression-probes", default=None, metavar="FILE",
+                        help="YAML or JSON file holding the spec.progressionProbes list")
     parser.add_argument("--bundle-version", default=None,
                         help=f"annotation {api.ANNOTATION_BUNDLE_VERSION} (shown in rollout messages)")
 
@@ -48,6 +51,19 @@ def add_namespace_argument(parser: argparse.ArgumentParser) -> None:
 def load_phases(paths: Iterable[str]) -> list[Phase]:
     """Load, clean and phase the bundle (raises ManifestError / PhasingError, reported by ``run``)."""
     return sort_into_phases(m.obj for m in load(list(paths)))
+
+
+def load_probes(path: str | None) -> list[Obj] | None:
+    """The ``spec.progressionProbes`` list from a YAML/JSON file (shape errors are PackingError)."""
+    if path is None:
+        return None
+    try:
+        probes = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise PackingError(f"{path}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(probes, list):
+        raise PackingError(f"{path}: progression probes must be a list")
+    return probes
 
 
 def to_yaml(documents: Iterable[Obj]) -> str:

@@ -12,7 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common.cli._producer import EXIT_OK, add_bundle_arguments, load_phases, run, to_yaml
+from common.cli._producer import (EXIT_OK, add_bundle_arguments, load_phases, load_probes, run,
+                                  to_yaml)
 from common.cluster import Obj
 from common.packing import PackingError, pack
 
@@ -45,7 +46,8 @@ def _pack(args: argparse.Namespace) -> int:
     packed = pack(phases, name=name, revision=args.revision, system_namespace=args.system_namespace,
                   owner=args.owner, owner_kind=args.owner_kind, inline=args.inline,
                   collision_protection=args.collision_protection,
-                  progress_deadline_minutes=args.progress_deadline_minutes, bundle_version=args.bundle_version)
+                  progress_deadline_minutes=args.progress_deadline_minutes, bundle_version=args.bundle_version,
+                     progression_probes=load_probes(args.progression_probes))
     documents = packed.documents()
     if args.output_dir is None:
         sys.stdout.write(to_yaml(documents))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from common.cli._producer import (EXIT_OK, add_bundle_arguments, add_cluster_arguments, load_phases, run)
+from common.cli._producer import (EXIT_OK, add_bundle_arguments, add_cluster_arguments, load_phases,
+                                  load_probes, run)
 from common.publish import publish
 
 
@@ -36,7 +37,8 @@ def _publish(args: argparse.Namespace) -> int:
     result = publish(cluster, phases, owner=args.owner, owner_kind=args.owner_kind,
                      system_namespace=args.system_namespace, collision_protection=args.collision_protection,
                      progress_deadline_minutes=args.progress_deadline_minutes,
-                     bundle_version=args.bundle_version, dry_run=args.dry_run)
+                     bundle_version=args.bundle_version,
+                     progression_probes=load_probes(args.progression_probes), dry_run=args.dry_run)
     prefix = "would " if args.dry_run else ""
     for action in result.actions:
         print(f"{prefix}{action}")

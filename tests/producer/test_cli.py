@@ -268,3 +268,21 @@ def test_history_and_owner_status(tmp_path):
     assert "ClusterObjectSet shop-2: revision 2, Active, owner shop" in out
     assert cosctl("history", "--owner", "nobody", cluster=mc) == (
         1, "", "cosctl history: owner nobody has no revisions\n")
+
+
+def test_progression_probes_from_a_file_are_a_mutable_field(tmp_path):
+    probes = tmp_path / "probes.yaml"
+    probes.write_text("- selector: {type: GroupKind, groupKind: {group: apps, kind: Deployment}}\n"
+                      "  assertions:\n"
+                      "  - {type: ConditionEqual, conditionEqual: {type: Available, status: 'True'}}\n")
+    mc = MemCluster()
+    bundle = str(write_bundle(tmp_path / "b"))
+    cosctl("publish", bundle, "--owner", "shop", cluster=mc)
+    code, out, err = cosctl("publish", bundle, "--owner", "shop", "--progression-probes", str(probes), cluster=mc)
+    assert (code, err) == (0, "")
+    assert out == ("patch ClusterObjectSet shop-1: mutable fields spec.progressionProbes\n"
+                   "unchanged content: ClusterObjectSet shop-1 (revision 1) updated in place (mutable fields only)\n")
+    assert mc.peek(*COS, "shop-1")["spec"]["progressionProbes"][0]["selector"]["type"] == "GroupKind"
+    probes.write_text("selector: {}\n")
+    code, out, err = cosctl("pack", bundle, "--name", "x", "--progression-probes", str(probes))
+    assert (code, out, err) == (1, "", f"cosctl pack: {probes}: progression probes must be a list\n")
