@@ -35,14 +35,14 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-# The names deploy/ gives the webhooks in its (Validating|Mutating)WebhookConfiguration.
+# The names deploy/base/webhook/ gives the webhooks in its (Validating|Mutating)WebhookConfiguration.
 WEBHOOK_NAMES = {
-    "mutate": "mutate.clusterobjectsets.olm.operatorframework.io",
-    "validate": "validate.clusterobjectsets.olm.operatorframework.io",
+    "mutate": "mclusterobjectsets.olm.operatorframework.io",
+    "validate": "vclusterobjectsets.olm.operatorframework.io",
 }
 SECRET_WEBHOOK_NAMES = {
-    "mutate": "mutate.objectdata.secrets.olm.operatorframework.io",
-    "validate": "validate.objectdata.secrets.olm.operatorframework.io",
+    "mutate": "msecrets.olm.operatorframework.io",
+    "validate": "vsecrets.olm.operatorframework.io",
 }
 OBJECT_DATA = "olm.operatorframework.io/object-data"
 

@@ -1,0 +1,93 @@
+"""``cos-webhook`` command line: usage errors exit 2 with a message naming the flag or file, ``certs`` is
+dispatched, ``--self-signed`` serves (through ``make demo``'s script, which exercises all of it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from tests.webhook.support import ROOT
+from webhook import cli
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "webhook.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_certificate_flags_are_required() -> None:
+    out = run("--bind", "127.0.0.1:9")
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[-1] == (
+        "cos-webhook: error: --cert-file and --key-file are required (or --self-signed for local use)")
+
+
+def test_self_signed_excludes_certificate_files() -> None:
+    out = run("--self-signed", "--cert-file", "x.crt")
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[-1] == (
+        "cos-webhook: error: --self-signed cannot be combined with --cert-file/--key-file")
+
+
+def test_unreadable_certificate_names_the_file(tmp_path: Path) -> None:
+    missing = tmp_path / "tls.crt"
+    out = run("--cert-file", str(missing), "--key-file", str(tmp_path / "tls.key"), "--bind", "127.0.0.1:9")
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"cos-webhook: cannot read certificate files: No such file or directory: {missing}"
+    assert "Traceback" not in out.stderr
+
+
+def test_bad_bind_is_a_usage_error(tmp_path: Path) -> None:
+    out = run("--self-signed", "--bind", "localhost")
+    assert out.returncode == 2
+    assert out.stderr.strip().endswith("--bind must be HOST:PORT, got 'localhost'")
+
+
+def test_workers_must_be_positive() -> None:
+    out = run("--self-signed", "--workers", "0")
+    assert out.returncode == 2
+    assert "argument --workers: expected a positive integer, got '0'" in out.stderr
+
+
+def test_certs_subcommand_is_dispatched_with_its_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[list[str]] = []
+    fake = types.ModuleType("webhook.certs")
+    fake.main = lambda argv: seen.append(argv) or 7  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "webhook.certs", fake)
+    import webhook
+    monkeypatch.setattr(webhook, "certs", fake, raising=False)
+    assert cli.main(["certs", "--namespace", "olmv1-system", "--check"]) == 7
+    assert seen == [["--namespace", "olmv1-system", "--check"]]
+
+
+def test_certs_help_is_the_certs_commands_own() -> None:
+    out = run("certs", "--help")
+    assert out.returncode == 0
+    assert out.stdout.startswith("usage: cos-webhook certs")
+
+
+def test_make_demo_script_runs_every_example_through_a_self_signed_server() -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "examples/demo.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("# cos-webhook listening on https://127.0.0.1:")
+    assert "clusterobjectset.olm.operatorframework.io/podinfo-1 created" in lines
+    assert "secret/podinfo-2-objects created" in lines
+    assert 'Warning: spec.lifecycleState was not set; defaulted to "Active"' in lines
+    assert ('Error from server (Invalid): error when creating "examples/12-bad-revision-zero.yaml": admission '
+            'webhook "vclusterobjectsets.olm.operatorframework.io" denied the request: '
+            'ClusterObjectSet.olm.operatorframework.io "zero-0" is invalid: spec.revision: Invalid value: 0: '
+            'spec.revision in body should be greater than or equal to 1') in lines
+    assert any(line.startswith('Error from server (Invalid): error when patching "examples/13-bad-unarchive.yaml"')
+               and "cannot un-archive" in line for line in lines)
+    assert lines[-1].endswith("examples answered as expected; cos-webhook stopped")
+    ca_dir = Path(lines[0].split("(CA: ", 1)[1].rstrip(")")).parent
+    assert not ca_dir.exists()  # the temporary certificates are removed when the server stops
