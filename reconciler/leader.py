@@ -12,6 +12,7 @@ than after the lease expires.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -106,7 +107,7 @@ class LeaderElector:
             return False
         spec_want = {
             "holderIdentity": cfg.identity,
-            "leaseDurationSeconds": int(cfg.lease_duration),
+            "leaseDurationSeconds": math.ceil(cfg.lease_duration),
             "renewTime": _micro_time(now),
         }
         try:

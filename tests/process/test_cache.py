@@ -116,7 +116,7 @@ def test_410_gone_forces_a_relist_that_reports_what_changed_meanwhile(
     server.record = True
     with server._lock:
         server.drop_watches(abrupt=True)
-        server._dispatch("DELETE", "/api/v1/namespaces/ns1/configmaps/b", {}, "application/json", {})
+        server.delete_object("v1", "ConfigMap", "b", "ns1")
         server.put_object(cm("c"))
         server.put_object(cm("a", k="2"))
         server.compact()

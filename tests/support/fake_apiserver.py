@@ -338,6 +338,12 @@ class FakeApiServer:
             new["metadata"]["uid"] = existing["metadata"]["uid"]
             return self._update(kind, ns, new, subresource="", ignore_status=False)
 
+    def delete_object(self, api_version: str, kind: str, name: str, namespace: str = "") -> None:
+        """Delete directly (as a user would: finalizers only mark the object)."""
+        k = self._find_kind(api_version, kind)
+        with self._lock:
+            self._delete(k, namespace if k.namespaced else "", name, {}, False)
+
     def get_object(self, api_version: str, kind: str, name: str, namespace: str = "") -> Obj | None:
         k = self.kinds.get((api_version, kind)) or self._find_kind(api_version, kind)
         with self._lock:

@@ -1,0 +1,204 @@
+"""The reconciler process with the real engine against the fake API server: what it sends, when."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from common.cluster import AlreadyExists, NotFound
+from common.kube import KubeCluster
+from reconciler.cache import InformerKey
+from reconciler.process import (
+    MANAGED_SELECTOR, CachedCluster, ProcessConfig, ReconcileOutcome, ReconcilerProcess, settled,
+)
+from tests.engine.helpers import cm, cos, phase
+from tests.support.fake_apiserver import FakeApiServer
+
+COS_API = "olm.operatorframework.io/v1"
+
+
+def wait_for(cond: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+def get_cos(server: FakeApiServer, name: str) -> dict:
+    obj = server.get_object(COS_API, "ClusterObjectSet", name)
+    assert obj is not None
+    return obj
+
+
+def condition(obj: dict, ctype: str) -> dict:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == ctype), {})
+
+
+@pytest.fixture
+def proc(kube: KubeCluster) -> Iterator[ReconcilerProcess]:
+    kube.sleep = lambda s: time.sleep(min(s, 0.05))  # type: ignore[attr-defined]
+    p = ReconcilerProcess(kube, ProcessConfig(workers=2, system_namespace="sys"), watch_timeout=30)
+    yield p
+    p.stop()
+
+
+def writes(server: FakeApiServer) -> list:
+    return [r for r in server.requests if r.method not in ("GET",)]
+
+
+def test_rollout_then_steady_state_sends_no_writes(server: FakeApiServer, proc: ReconcilerProcess) -> None:
+    server.put_object(cos("c1", 1, phase("a", cm("x")), phase("b", cm("y"), cm("z"))))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    objs = server.objects("v1", "ConfigMap")
+    assert sorted(o["metadata"]["name"] for o in objs) == ["x", "y", "z"]
+    assert all(o["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "olm.operatorframework.io" for o in objs)
+    wait_for(lambda: proc.caches.get(InformerKey("v1", "ConfigMap", None, MANAGED_SELECTOR)) is not None)
+    wait_for(lambda: proc.queue.idle())
+    time.sleep(0.3)
+    server.clear_requests()
+    count = proc.reconcile_count
+    proc.queue.add("c1")  # a resync: the engine runs again on an unchanged, complete COS
+    wait_for(lambda: proc.reconcile_count > count and proc.queue.idle())
+    time.sleep(0.3)
+    assert writes(server) == []
+    assert [r for r in server.requests if r.verb in ("get", "list")] == []  # all reads from the caches
+
+
+def test_drift_on_a_managed_object_is_repaired_through_its_watch(server: FakeApiServer,
+                                                                 proc: ReconcilerProcess) -> None:
+    server.put_object(cos("c1", 1, phase("a", cm("x", k="v"))))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    wait_for(lambda: len(proc.caches.informers()) == 2 and proc.caches.synced())
+    live = server.get_object("v1", "ConfigMap", "x", "ns")
+    live["data"] = {"k": "tampered"}
+    server.put_object(live)
+    wait_for(lambda: server.get_object("v1", "ConfigMap", "x", "ns")["data"] == {"k": "v"})
+    applies = [r for r in server.requests if r.verb == "apply"]
+    assert applies and applies[-1].query == {"fieldManager": "olm.operatorframework.io", "force": "true"}
+
+
+def test_secret_events_retrigger_the_cos_that_references_them(server: FakeApiServer,
+                                                               proc: ReconcilerProcess) -> None:
+    data = base64.b64encode(b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"fromref","namespace":"ns"}}')
+    server.put_object({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bundle", "namespace": "sys"},
+                       "type": "olm.operatorframework.io/object-data", "data": {"obj": data.decode()}})
+    server.put_object(cos("c1", 1, phase("a", {"ref": {"name": "bundle", "key": "obj"}})))
+    proc.start()
+    wait_for(lambda: condition(get_cos(server, "c1"), "Progressing").get("reason") == "Blocked")
+    assert condition(get_cos(server, "c1"), "Progressing")["message"] == (
+        "the following secrets are not immutable (referenced secrets must have immutable set to true): sys/bundle")
+    wait_for(lambda: proc.caches.get(InformerKey("v1", "Secret", "sys")) is not None)
+    secret = server.get_object("v1", "Secret", "bundle", "sys")
+    secret["immutable"] = True
+    server.put_object(secret)  # no requeue was pending: only the Secret's watch event can wake the COS
+    wait_for(lambda: settled(get_cos(server, "c1")) and condition(get_cos(server, "c1"), "Available")
+             .get("status") == "True")
+    assert server.get_object("v1", "ConfigMap", "fromref", "ns") is not None
+
+
+def test_events_are_recorded_on_the_cos_once(server: FakeApiServer, proc: ReconcilerProcess) -> None:
+    server.put_object(cos("c1", 1, phase("a", cm("x"))))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    wait_for(lambda: proc.queue.idle())
+    events = server.objects("v1", "Event")
+    assert events, "no Event recorded"
+    uid = get_cos(server, "c1")["metadata"]["uid"]
+    for ev in events:
+        assert ev["metadata"]["namespace"] == "default"
+        assert ev["involvedObject"] == {"apiVersion": COS_API, "kind": "ClusterObjectSet", "name": "c1",
+                                        "uid": uid, "resourceVersion": ev["involvedObject"]["resourceVersion"]}
+        assert ev["source"] == {"component": "cos-reconciler"} and ev["type"] in ("Normal", "Warning")
+    n = len(events)
+    proc.recorder.record(get_cos(server, "c1"), events[0]["type"], events[0]["reason"], events[0]["message"])
+    assert len(server.objects("v1", "Event")) == n  # identical event within 5 minutes: not written again
+
+
+def test_deleted_cos_stops_the_watches_it_needed(server: FakeApiServer, proc: ReconcilerProcess) -> None:
+    server.put_object(cos("c1", 1, phase("a", cm("x"))))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    key = InformerKey("v1", "ConfigMap", None, MANAGED_SELECTOR)
+    wait_for(lambda: proc.caches.get(key) is not None)
+    server.delete_object(COS_API, "ClusterObjectSet", "c1")
+    wait_for(lambda: server.get_object(COS_API, "ClusterObjectSet", "c1") is None, timeout=15)
+    assert server.get_object("v1", "ConfigMap", "x", "ns") is None  # ordered teardown ran first
+    wait_for(lambda: proc.caches.get(key) is None)
+
+
+def test_errors_requeue_with_backoff_and_success_forgets(kube: KubeCluster, server: FakeApiServer) -> None:
+    calls: list[float] = []
+
+    def flaky(cluster, name):
+        calls.append(time.monotonic())
+        return ReconcileOutcome(error=RuntimeError("boom") if len(calls) < 4 else None)
+
+    p = ReconcilerProcess(kube, ProcessConfig(workers=1), reconcile=flaky, watch_timeout=30)
+    try:
+        server.put_object(cos("c1", 1, phase("a", cm("x"))))
+        p.start()
+        wait_for(lambda: len(calls) == 4)
+        time.sleep(0.1)
+        assert len(calls) == 4
+        gaps = [b - a for a, b in zip(calls, calls[1:])]
+        assert gaps[0] >= 0.005 and gaps[1] >= 0.01 and gaps[2] >= 0.02
+        assert p.queue.backoff.failures("c1") == 0
+        text = p.metrics.render().decode()
+        assert 'cos_reconciles_total{result="error"} 3.0' in text
+        assert 'cos_reconciles_total{result="success"} 1.0' in text
+        assert 'cos_api_requests_total{code="200",verb="list"}' in text
+    finally:
+        p.stop()
+
+
+def test_fixed_requeue_comes_back_after_the_delay(kube: KubeCluster, server: FakeApiServer) -> None:
+    calls: list[float] = []
+
+    def slow(cluster, name):
+        calls.append(time.monotonic())
+        return ReconcileOutcome(requeue_after=0.3 if len(calls) == 1 else None)
+
+    p = ReconcilerProcess(kube, ProcessConfig(workers=1), reconcile=slow, watch_timeout=30)
+    try:
+        server.put_object(cos("c1", 1))
+        p.start()
+        wait_for(lambda: len(calls) == 2)
+        assert 0.28 <= calls[1] - calls[0] < 1.0
+    finally:
+        p.stop()
+
+
+def test_cached_cluster_reads_misses_of_filtered_caches_live_only_after_already_exists(
+        kube: KubeCluster, server: FakeApiServer, proc: ReconcilerProcess) -> None:
+    proc.caches.retain({InformerKey("v1", "ConfigMap", None, MANAGED_SELECTOR)})
+    assert proc.caches.wait_synced(5)
+    server.put_object(cm("foreign"))  # exists, but without our label: not in the cache
+    cluster = CachedCluster(kube, proc.caches)
+    server.clear_requests()
+    with pytest.raises(NotFound):
+        cluster.get("v1", "ConfigMap", "foreign", "ns")
+    assert [r for r in server.requests if r.verb != "watch"] == []  # answered by the cache
+    with pytest.raises(AlreadyExists):
+        cluster.create(cm("foreign"))
+    assert cluster.get("v1", "ConfigMap", "foreign", "ns")["metadata"]["name"] == "foreign"
+    assert [(r.method, r.path) for r in server.requests if r.verb != "watch"] == [
+        ("POST", "/api/v1/namespaces/ns/configmaps"), ("GET", "/api/v1/namespaces/ns/configmaps/foreign")]
+    # a kind nobody watches is read live
+    server.clear_requests()
+    with pytest.raises(NotFound):
+        cluster.get("v1", "Service", "s", "ns")
+    assert [r.path for r in server.requests if r.verb == "get"] == ["/api/v1/namespaces/ns/services/s"]
+
+
+def test_health_and_readiness(kube: KubeCluster, server: FakeApiServer, proc: ReconcilerProcess) -> None:
+    ready, live = proc.ready_checks(), proc.live_checks()
+    assert ready["informer-sync"]() == "ClusterObjectSet cache not synced"
+    proc.start()
+    wait_for(lambda: ready["informer-sync"]() is None)
+    assert ready["leader-election"]() is None and live["leader-election"]() is None
