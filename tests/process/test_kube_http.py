@@ -306,3 +306,9 @@ def test_internal_error_class_for_unknown_5xx(kube: KubeCluster, server: FakeApi
     server.inject("GET", "/api/v1/namespaces/ns1/configmaps/cm1", 500, times=99)
     with pytest.raises(InternalError, match="injected 500"):
         kube.get("v1", "ConfigMap", "cm1", "ns1")
+
+
+def test_bearer_token_from_the_kubeconfig_is_sent(server: FakeApiServer, tmp_path) -> None:
+    k = KubeCluster.from_kubeconfig(server.write_kubeconfig(str(tmp_path / "kc"), token="s3cret"))
+    k.create(CM)
+    assert {r.token for r in server.requests} == {"s3cret"}

@@ -88,6 +88,7 @@ class Recorded:
     query: dict[str, str]
     content_type: str
     body: Any
+    token: str = ""  # the bearer token sent: tells apart clients with different kubeconfigs
 
     @property
     def verb(self) -> str:
@@ -257,12 +258,12 @@ class FakeApiServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
 
-    def write_kubeconfig(self, path: str) -> str:
-        """Write a kubeconfig naming this server (plain HTTP, a dummy token) and return its path."""
+    def write_kubeconfig(self, path: str, token: str = "fake-token") -> str:
+        """Write a kubeconfig naming this server (plain HTTP, the given bearer token) and return its path."""
         cfg = {
             "apiVersion": "v1", "kind": "Config", "current-context": "fake",
             "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
-            "users": [{"name": "fake", "user": {"token": "fake-token"}}],
+            "users": [{"name": "fake", "user": {"token": token}}],
             "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
         }
         with open(path, "w", encoding="utf-8") as f:
@@ -655,7 +656,7 @@ class FakeApiServer:
         return kind, ns, name, sub, None
 
     def handle(self, method: str, path: str, query: dict[str, str], content_type: str,
-               raw: bytes) -> tuple[int, dict[str, str], Obj | None]:
+               raw: bytes, token: str = "") -> tuple[int, dict[str, str], Obj | None]:
         """Answer one non-watch request: (status, headers, body)."""
         body: Any = None
         if raw:
@@ -668,7 +669,7 @@ class FakeApiServer:
                 return 400, {}, status_body(400, "BadRequest", f"error decoding request body: {e}")
         with self._lock:
             if self.record:
-                self.requests.append(Recorded(method, path, dict(query), content_type, body))
+                self.requests.append(Recorded(method, path, dict(query), content_type, body, token))
             for f in self._faults:
                 if f.times > 0 and f.method == method and f.path.fullmatch(path) and \
                         all(query.get(k) == v for k, v in f.query.items()):
@@ -750,10 +751,11 @@ class FakeApiServer:
         raise _HttpError(405, "MethodNotAllowed", "method not allowed")
 
     # ------------------------------------------------------------------------------------------- watches
-    def watch_events(self, path: str, query: dict[str, str]) -> tuple[Kind, str | None, selectors.Selector, int]:
+    def watch_events(self, path: str, query: dict[str, str],
+                     token: str = "") -> tuple[Kind, str | None, selectors.Selector, int]:
         with self._lock:
             if self.record:
-                self.requests.append(Recorded("GET", path, dict(query), "", None))
+                self.requests.append(Recorded("GET", path, dict(query), "", None, token))
             for f in self._faults:
                 if f.times > 0 and f.method == "GET" and f.path.fullmatch(path) and \
                         all(query.get(k) == v for k, v in f.query.items()):
@@ -810,10 +812,11 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         ctype = self.headers.get("Content-Type") or ""
+        token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
         if self.command == "GET" and query.get("watch") in ("true", "1"):
-            self._watch(url.path, query)
+            self._watch(url.path, query, token)
             return
-        code, headers, body = self.api.handle(self.command, url.path, query, ctype, raw)
+        code, headers, body = self.api.handle(self.command, url.path, query, ctype, raw, token)
         self._send(code, headers, body)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
@@ -823,10 +826,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
-    def _watch(self, path: str, query: dict[str, str]) -> None:
+    def _watch(self, path: str, query: dict[str, str], token: str) -> None:
         api = self.api
         try:
-            kind, ns, sel, since = api.watch_events(path, query)
+            kind, ns, sel, since = api.watch_events(path, query, token)
         except _HttpError as e:
             self._send(e.code, {}, status_body(e.code, e.reason, e.message))
             return
