@@ -183,3 +183,21 @@ def test_ownership_is_by_uid_not_name() -> None:
                                             "uid": "stale", "controller": True}]
     d = decide(live, cos_name="ext-2", cos_uid="fresh", revision=2, siblings={}, protection="Prevent")
     assert d.action == "Collision"
+
+
+def test_collision_after_success_makes_available_unknown() -> None:
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("p", cm("a"))))
+    run(mc, "ext-1")
+    mc.edit("v1", "ConfigMap", "a", "ns", lambda o: o["metadata"].update({"ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u-1", "controller": True}]}))
+    result = run(mc, "ext-1")
+    msg = ("revision object collisions in phase 0\n"
+           "Object ConfigMap.v1 ns/a: controlled by ReplicaSet.apps/v1 rs (uid u-1)")
+    assert brief(mc, "ext-1", "Progressing") == ("True", "Retrying", msg)
+    assert brief(mc, "ext-1", "Available") == ("Unknown", "Reconciling", msg)
+    assert brief(mc, "ext-1", "Succeeded") == ("True", "Succeeded", "Revision succeeded rolling out.")
+    assert result.requeue_after == 10.0
+    # the same collision again: no new event, no write
+    mc.reset_requests()
+    assert run(mc, "ext-1").events == [] and mc.writes == 0
