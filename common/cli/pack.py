@@ -15,7 +15,9 @@ from pathlib import Path
 from common.cli._producer import (EXIT_OK, add_bundle_arguments, load_phases, load_probes, run,
                                   to_yaml)
 from common.cluster import Obj
-from common.packing import PackingError, pack
+from common.packing import PackingError, pack, to_json
+
+INLINE_WARNING_BYTES = 1024 * 1024  # the webhook warns from here too
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,6 +51,10 @@ def _pack(args: argparse.Namespace) -> int:
                   progress_deadline_minutes=args.progress_deadline_minutes, bundle_version=args.bundle_version,
                      progression_probes=load_probes(args.progression_probes))
     documents = packed.documents()
+    size = len(to_json(packed.cos))
+    if size > INLINE_WARNING_BYTES:
+        print(f"cosctl pack: warning: the ClusterObjectSet is {size} bytes as JSON; etcd refuses objects over "
+              "1.5 MiB (1572864 bytes): pack without --inline to move objects into Secrets", file=sys.stderr)
     if args.output_dir is None:
         sys.stdout.write(to_yaml(documents))
         return EXIT_OK

@@ -225,3 +225,16 @@ def test_pack_cli_needs_a_name_or_an_owner():
 def test_cleaned_objects_round_trip_through_stored_bytes():
     raw = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "uid": "u"}, "status": {}}
     assert json.loads(objectdata.decode(stored_bytes(clean(raw)))) == clean(raw)
+
+
+def test_pack_inline_warns_when_the_cos_gets_close_to_the_etcd_limit(tmp_path):
+    (tmp_path / "big.yaml").write_text(
+        "".join(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}, namespace: n}}\n"
+                f"data: {{x: {'y' * 300_000}}}\n" for i in range(4)))
+    code, out, err = cosctl("pack", str(tmp_path), "--name", "x", "--inline")
+    assert code == 0 and out.startswith("---\napiVersion: olm.operatorframework.io/v1")
+    assert err.startswith("cosctl pack: warning: the ClusterObjectSet is 12")
+    assert err.endswith(" bytes as JSON; etcd refuses objects over 1.5 MiB (1572864 bytes): pack without --inline "
+                        "to move objects into Secrets\n")
+    code, out, err = cosctl("pack", str(tmp_path), "--name", "x")
+    assert (code, err) == (0, "")
