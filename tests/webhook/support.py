@@ -137,23 +137,25 @@ class Server:
 def admission_review(obj: dict[str, Any] | None, *, operation: str = "CREATE", old: dict[str, Any] | None = None,
                      uid: str = "3f1c2b7e-0000-4000-8000-000000000001", dry_run: bool = False) -> dict[str, Any]:
     """An AdmissionReview request as the API server sends it for ``obj``."""
-    kind = (obj or old or {}).get("kind", "ClusterObjectSet")
+    kind = (obj or old or {}).get("kind")
     if kind == "Secret":
         gvk = {"group": "", "version": "v1", "kind": "Secret"}
         resource = {"group": "", "version": "v1", "resource": "secrets"}
     else:
         gvk = {"group": "olm.operatorframework.io", "version": "v1", "kind": "ClusterObjectSet"}
         resource = {"group": "olm.operatorframework.io", "version": "v1", "resource": "clusterobjectsets"}
-    meta = (obj or old or {}).get("metadata") or {}
+    meta = (obj or old or {}).get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    name = meta.get("name") if isinstance(meta.get("name"), str) else ""
     request: dict[str, Any] = {
         "uid": uid, "kind": gvk, "resource": resource, "requestKind": gvk, "requestResource": resource,
-        "name": meta.get("name", ""), "operation": operation,
+        "name": name, "operation": operation,
         "userInfo": {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]},
         "object": obj, "oldObject": old, "dryRun": dry_run,
         "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions" if operation == "CREATE"
                     else "UpdateOptions"},
     }
-    if meta.get("namespace"):
+    if isinstance(meta.get("namespace"), str) and meta["namespace"]:
         request["namespace"] = meta["namespace"]
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
