@@ -34,7 +34,7 @@ from __future__ import annotations
 import base64
 import itertools
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, NamedTuple
 

@@ -21,7 +21,7 @@ from common.cluster import ApiError, Cluster, NotFound, Obj
 from common.memcluster import copy_json
 from reconciler import collisions, conditions, digest, probes
 from reconciler.conditions import Situation
-from reconciler.resolve import Resolution, phases_of, referenced_secrets, resolve
+from reconciler.resolve import Resolution, inline_kinds, referenced_secrets, resolve
 from reconciler.rollout import ObjectError, Outcome, Owner, reconcile_object
 from reconciler.teardown import teardown
 
@@ -92,7 +92,8 @@ class _Run:
         self.old_status: Obj = copy_json(cos.get("status") or {})
         self.conds: list[Obj] = copy_json(self.old_status.get("conditions") or [])
         self.observed: list[Obj] | None = None      # observedPhases to record (first successful resolve)
-        self.result = Result(referenced_secrets=referenced_secrets(self.spec, config.system_namespace))
+        self.result = Result(referenced_secrets=referenced_secrets(self.spec, config.system_namespace),
+                             watched_kinds=inline_kinds(self.spec))
 
     # ---- shared steps ----------------------------------------------------------------------------------------
 
@@ -376,4 +377,4 @@ def _revision(cos: Obj) -> int:
         return 0
 
 
-__all__ = ["EngineConfig", "Event", "Result", "ReconcileError", "reconcile", "phases_of"]
+__all__ = ["EngineConfig", "Event", "Result", "ReconcileError", "reconcile"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common import refs
-from common.cluster import GVK, Obj
+from common.cluster import Obj
 from common.memcluster import copy_json
 
 
@@ -54,6 +54,13 @@ def referenced_secrets(spec: Obj, system_namespace: str) -> set[tuple[str, str]]
             if isinstance(e, dict) and isinstance(e.get("ref"), dict)}
 
 
+def inline_kinds(spec: Obj) -> set[tuple[str, str]]:
+    """(apiVersion, kind) of the inline objects: known even when a ref cannot be resolved yet."""
+    return {(str(e["object"].get("apiVersion")), str(e["object"].get("kind")))
+            for p in phases_of(spec) for e in p.get("objects") or []
+            if isinstance(e, dict) and isinstance(e.get("object"), dict)}
+
+
 def resolve(cluster: Any, spec: Obj, system_namespace: str, *, lenient: bool = False) -> Resolution:
     """Resolve every object of every phase, in order.
 
@@ -84,9 +91,3 @@ def resolve(cluster: Any, spec: Obj, system_namespace: str, *, lenient: bool = F
             objects.append(ResolvedObject(i, phase, entry, manifest))
         out.phases.append(ResolvedPhase(str(phase.get("name") or ""), objects))
     return out
-
-
-def object_key(manifest: Obj) -> tuple[str, str, str, str]:
-    gvk = GVK.of(manifest)
-    meta = manifest.get("metadata") or {}
-    return (gvk.group, gvk.kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))

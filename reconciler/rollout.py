@@ -16,7 +16,7 @@ from common.api import (
 from common.cluster import AlreadyExists, ApiError, Cluster, NotFound, Obj, UnknownKind
 from common.memcluster import copy_json
 from reconciler import collisions, probes
-from reconciler.collisions import ADOPT, COLLISION, CREATE, OWNED, PROGRESSED, Decision
+from reconciler.collisions import ADOPT, COLLISION, CREATE, PROGRESSED, Decision
 
 IDLE = "Idle"
 APPLY = "Apply"

@@ -347,3 +347,23 @@ def test_status_written_only_on_change_and_transition_time_only_on_status_change
     avail = cond(mc, "ext-1", "Available")
     assert avail["lastTransitionTime"] == "2026-03-01T12:01:00Z"
     assert avail["observedGeneration"] == 1
+
+
+def test_unreadable_cos_is_a_retryable_error_and_absent_cos_is_nothing() -> None:
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("p", cm("a"))))
+    mc.fail("get", Forbidden("denied"), kind=KIND)
+    result = run(mc, "ext-1")
+    assert str(result.error) == "getting ClusterObjectSet ext-1: denied"
+    assert mc.writes == 0
+    result = run(mc, "nope")
+    assert result.error is None and result.requeue_after is None and result.events == []
+
+
+def test_watched_kinds_known_even_when_a_ref_fails() -> None:
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("p", deployment("d"), {"ref": {"name": "missing", "key": "k"}})))
+    result = run(mc, "ext-1")
+    assert result.error is not None
+    assert result.watched_kinds == {("apps/v1", "Deployment")}
+    assert result.referenced_secrets == {("olmv1-system", "missing")}
