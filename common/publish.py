@@ -286,6 +286,7 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
             and not (latest.get("metadata") or {}).get("deletionTimestamp")
             and content_of(latest.get("spec") or {}) == content_of(packed.cos["spec"])):
         name = latest["metadata"]["name"]
+        _restore_secrets(cluster, latest, render(name, revision_of(latest)), actions, dry_run)
         patch = _mutable_patch(latest, packed.cos)
         if not patch:
             return Result("unchanged", name, revision_of(latest), actions, dry_run)
@@ -298,6 +299,35 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
     actions += retain(cluster, owner, dry_run=dry_run, revisions=revisions)
     actions += create_revision(cluster, packed, dry_run=dry_run)
     return Result("created", packed.cos["metadata"]["name"], number, actions, dry_run)
+
+
+def _refs(cos: Obj) -> list[Any]:
+    return [o.get("ref") for p in (cos.get("spec") or {}).get("phases") or [] for o in p.get("objects") or []]
+
+
+def _restore_secrets(cluster: Cluster, latest: Obj, packed: Packed, actions: list[Action], dry_run: bool) -> None:
+    """Recreate Secrets of the unchanged latest revision that went missing (deleted by hand, or by a concurrent
+    publisher's recovery before this COS existed), so republishing repairs a revision instead of calling a
+    broken one unchanged. Only possible when the revision was packed exactly like this (same refs): then its
+    Secrets are exactly ``packed.secrets``. One list request; no write when nothing is missing."""
+    if not packed.secrets or _refs(latest) != _refs(packed.cos):
+        return
+    name = latest["metadata"]["name"]
+    namespace = packed.secrets[0]["metadata"]["namespace"]
+    present = {s["metadata"]["name"] for s in cluster.list(
+        *_SECRET, namespace=namespace, label_selector=f"{api.LABEL_REVISION_NAME}={name}")}
+    missing = [s for s in packed.secrets if s["metadata"]["name"] not in present]
+    for secret in missing:
+        meta = secret["metadata"]
+        actions.append(Action("create", "Secret", meta["name"], meta["namespace"],
+                              f"missing Secret of ClusterObjectSet {name}"))
+        if dry_run:
+            continue
+        try:
+            live = cluster.create(secret)
+        except AlreadyExists:
+            live = cluster.get(*_SECRET, meta["name"], meta["namespace"])
+        _own_fresh(cluster, live, latest, actions)
 
 
 def _paths(patch: Obj) -> list[str]:

@@ -287,3 +287,20 @@ def test_recovery_only_touches_object_data_secrets_of_the_owner():
     assert [str(a) for a in recover(mc, owner="shop")] == [
         f"delete Secret {NS}/gone-1-aa: orphaned: its ClusterObjectSet does not exist"]
     assert sorted(s["metadata"]["name"] for s in mc.objects("v1", "Secret")) == ["gone-1-bb", "gone-1-cc"]
+
+
+def test_republishing_the_same_content_restores_deleted_secrets():
+    mc = MemCluster()
+    publish(mc, bundle(), owner="shop")
+    gone = secrets(mc)[1]["metadata"]["name"]
+    mc.remove("v1", "Secret", gone, NS)
+    mc.reset_requests()
+    result = publish(mc, bundle(), owner="shop")
+    assert result.outcome == "unchanged"
+    assert [str(a) for a in result.actions] == [
+        f"create Secret {NS}/{gone}: missing Secret of ClusterObjectSet shop-1",
+        f"patch Secret {NS}/{gone}: ownerReference to ClusterObjectSet shop-1"]
+    assert len(secrets(mc)) == 3
+    assert_consistent(mc)
+    mc.reset_requests()
+    assert publish(mc, bundle(), owner="shop").actions == [] and mc.writes == 0
