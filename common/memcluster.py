@@ -23,16 +23,21 @@ Every Protocol call is counted by verb in :attr:`MemCluster.requests` (``get``, 
 ``apply``, ``patch``, ``update``, ``update_status``, ``delete``; dry runs as ``<verb>:dry-run``) and logged in
 :attr:`MemCluster.log`, so tests can assert exactly which writes happened. The helpers for playing "another
 actor" (:meth:`put`, :meth:`edit`, :meth:`set_status`, :meth:`remove`, :meth:`peek`) are not counted.
-:meth:`fail` injects errors into the next matching requests.
+:meth:`fail` injects errors into the next matching requests. Every public method holds one lock, so worker
+threads may share an instance.
 
-Not modelled: watches (see :attr:`listeners` for a synchronous change hook), admission, namespace existence and
+Known simplifications: a plain ``create`` records its fields under ``field_manager`` (default ``"unknown"``),
+a manager distinct from any applier, as on a real server where POST and apply are separate managedFields
+entries. Not modelled: watches (see :attr:`listeners` for a synchronous change hook), admission, namespace existence and
 namespace deletion, defaulting, field validation beyond what is listed above.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import itertools
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -223,6 +228,15 @@ def _merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+def _locked(method: Callable) -> Callable:
+    """Serialise public calls: tests may drive the cluster from worker threads (one API server, many clients)."""
+    @functools.wraps(method)
+    def wrapper(self: "MemCluster", *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
 def _timestamp(dt: datetime) -> str:
     return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -244,6 +258,7 @@ class MemCluster:
         self.requests: Counter[str] = Counter()
         self.log: list[Request] = []
         self.listeners: list[Callable[[str, Obj], None]] = []
+        self._lock = threading.RLock()
         self._kinds: dict[tuple[str, str], KindInfo] = {}
         self._store: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
         self._fields: dict[tuple[str, str, str, str], dict[str, set[Path]]] = {}
@@ -256,6 +271,7 @@ class MemCluster:
 
     # ---- kinds --------------------------------------------------------------------------------------------
 
+    @_locked
     def register_kind(self, api_version: str, kind: str, *, namespaced: bool, plural: str = "",
                       status_subresource: bool = False) -> None:
         """Serve a kind (all versions of its group share storage, as with a real CRD's stored version)."""
@@ -264,6 +280,7 @@ class MemCluster:
                                                   status_subresource)
         self._store.setdefault((gvk.group, kind), {})
 
+    @_locked
     def unregister_kind(self, api_version: str, kind: str) -> None:
         """Stop serving a kind and drop its objects (what deleting a CRD does)."""
         gk = (GVK.parse(api_version, kind).group, kind)
@@ -285,14 +302,17 @@ class MemCluster:
         """Number of (non-dry-run) write requests so far."""
         return sum(n for verb, n in self.requests.items() if verb in WRITE_VERBS)
 
+    @_locked
     def reset_requests(self) -> None:
         self.requests.clear()
         self.log.clear()
 
+    @_locked
     def write_log(self) -> list[Request]:
         """The logged write requests, in order."""
         return [r for r in self.log if r.verb in WRITE_VERBS]
 
+    @_locked
     def fail(self, verb: str, error: ApiError, *, kind: str | None = None, name: str | None = None,
              times: int = 1) -> None:
         """Make the next ``times`` requests of ``verb`` (optionally only for ``kind``/``name``) raise ``error``."""
@@ -512,6 +532,7 @@ class MemCluster:
 
     # ---- the Cluster Protocol -----------------------------------------------------------------------------
 
+    @_locked
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
         self._request("get", api_version, kind, namespace, name)
         info = self._info(api_version, kind)
@@ -520,6 +541,7 @@ class MemCluster:
             raise self._not_found(info, name)
         return copy_json(obj)
 
+    @_locked
     def list(self, api_version: str, kind: str, namespace: str | None = None,
              label_selector: str | None = None) -> list[Obj]:
         self._request("list", api_version, kind, namespace, "")
@@ -536,6 +558,7 @@ class MemCluster:
                 out.append(copy_json(obj))
         return out
 
+    @_locked
     def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str = "unknown") -> Obj:
         """POST. ``field_manager`` (an extension; the Protocol does not pass it) names the creating manager."""
         meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
@@ -557,6 +580,7 @@ class MemCluster:
             self._track_update(info, None, self._lookup(info, name, namespace) or stored, manager)
         return stored
 
+    @_locked
     def apply(self, obj: Obj, *, field_manager: str, force: bool = True, dry_run: bool = False) -> Obj:
         meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
         self._request("apply:dry-run" if dry_run else "apply", str(obj.get("apiVersion") or ""),
@@ -613,6 +637,7 @@ class MemCluster:
             self._fields[fkey] = {m: p for m, p in owners.items() if p}
         return stored
 
+    @_locked
     def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
                     resource_version: str | None = None, field_manager: str = "unknown") -> Obj:
         self._request("patch", api_version, kind, namespace, name)
@@ -648,6 +673,7 @@ class MemCluster:
             self._track_update(info, live, stored, manager)
         return stored
 
+    @_locked
     def update(self, obj: Obj, *, field_manager: str = "unknown") -> Obj:
         meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
         self._request("update", str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""),
@@ -666,6 +692,7 @@ class MemCluster:
                 new.pop("status", None)
         return self._write_update(info, live, new, field_manager)
 
+    @_locked
     def update_status(self, obj: Obj) -> Obj:
         meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
         self._request("update_status", str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""),
@@ -685,6 +712,7 @@ class MemCluster:
             new.pop("status", None)
         return self._commit(info, live, new)
 
+    @_locked
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                uid: str | None = None, resource_version: str | None = None,
                propagation_policy: str | None = None) -> None:
@@ -710,22 +738,26 @@ class MemCluster:
             raise BadRequest(f"unsupported propagationPolicy {propagation_policy!r}")
         self._delete_obj(info, self._key(info, name, namespace), obj, propagation_policy=propagation_policy)
 
+    @_locked
     def is_namespaced(self, api_version: str, kind: str) -> bool:
         return self._info(api_version, kind).namespaced
 
     # ---- uncounted helpers for tests: "someone else" acting on the cluster ---------------------------------
 
+    @_locked
     def peek(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj | None:
         """The stored object (a copy) or ``None``; not counted."""
         info = self._info(api_version, kind)
         obj = self._lookup(info, name, namespace)
         return copy_json(obj) if obj is not None else None
 
+    @_locked
     def objects(self, api_version: str, kind: str) -> list[Obj]:
         """All stored objects of a kind (copies, sorted by namespace/name); not counted."""
         info = self._info(api_version, kind)
         return [copy_json(o) for _, o in sorted(self._store[(info.group, info.kind)].items())]
 
+    @_locked
     def put(self, obj: Obj, *, manager: str = "test") -> Obj:
         """Create ``obj``, or overwrite the stored one (status included), as ``manager``; not counted."""
         info, namespace, name = self._check_body(obj)
@@ -739,6 +771,7 @@ class MemCluster:
             return stored
         return self._write_update(info, live, copy_json(obj), manager)
 
+    @_locked
     def edit(self, api_version: str, kind: str, name: str, namespace: str | None,
              mutate: Callable[[Obj], None], *, manager: str = "kubectl-edit") -> Obj:
         """Change an object in place like ``kubectl edit`` as ``manager`` (status included); not counted."""
@@ -750,17 +783,20 @@ class MemCluster:
         mutate(new)
         return self._write_update(info, live, new, manager)
 
+    @_locked
     def set_status(self, api_version: str, kind: str, name: str, namespace: str | None, status: Obj) -> Obj:
         """Replace ``status`` like the object's controller would; not counted."""
         return self.edit(api_version, kind, name, namespace, lambda o: o.__setitem__("status", copy_json(status)),
                          manager="controller")
 
+    @_locked
     def remove(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                propagation_policy: str | None = None) -> None:
         """Delete like ``kubectl delete`` (finalizers and garbage collection apply); not counted."""
         self._delete(api_version, kind, name, namespace, uid=None, resource_version=None,
                      propagation_policy=propagation_policy)
 
+    @_locked
     def remove_finalizer(self, api_version: str, kind: str, name: str, namespace: str | None,
                          finalizer: str) -> None:
         """Drop one finalizer, as the controller owning it would; the object goes once none are left."""
@@ -768,6 +804,7 @@ class MemCluster:
             o["metadata"]["finalizers"] = [f for f in o["metadata"].get("finalizers") or [] if f != finalizer]
         self.edit(api_version, kind, name, namespace, drop, manager="controller")
 
+    @_locked
     def managers(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, set[str]]:
         """Field ownership, as dotted paths per manager (for asserting apply semantics)."""
         info = self._info(api_version, kind)

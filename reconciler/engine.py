@@ -182,8 +182,6 @@ class _Run:
             resolution = self.resolve()
         except refs.RefError as exc:
             return self.fail(str(exc), exc)
-        except ObjectError as exc:
-            return self.fail(str(exc), exc.cause)
         # 2. immutable Secrets
         mutable = resolution.mutable_secrets()
         if mutable:
@@ -315,8 +313,6 @@ class _Run:
             resolution = self.resolve()
         except refs.RefError as exc:
             return self.fail(str(exc), exc)
-        except ObjectError as exc:
-            return self.fail(str(exc), exc.cause)
         try:
             progress = teardown(self.cluster, [[o.manifest for o in p.objects] for p in resolution.phases],
                                 cos_name=self.name, cos_uid=self.uid)
