@@ -66,6 +66,7 @@ class RevisionState:
     owner: str
     conditions: list[Obj]
     phases: list[PhaseState]
+    notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> Obj:
         out = asdict(self)
@@ -121,7 +122,7 @@ def inspect(cluster: Cluster, cos: Obj, *, system_namespace: str = api.DEFAULT_S
     """Resolve every object of ``cos`` and read it live: applied by this revision? ready?"""
     meta = cos.get("metadata") or {}
     uid = meta.get("uid")
-    run_probe, _ = _probes(cos)
+    run_probe, probe_error = _probes(cos)
     secrets: dict[tuple[str, str], Obj | refs.RefError] = {}
     newer_names = _newer_revisions(cluster, cos)
     phases: list[PhaseState] = []
@@ -161,7 +162,8 @@ def inspect(cluster: Cluster, cos: Obj, *, system_namespace: str = api.DEFAULT_S
         lifecycle=str((cos.get("spec") or {}).get("lifecycleState") or ""),
         owner=str(labels.get(api.LABEL_OWNER_NAME) or ""),
         conditions=[condition(cos, t) for t in CONDITION_TYPES if condition(cos, t)],
-        phases=phases)
+        phases=phases,
+        notes=[f"progressionProbes not evaluated (built-in probes only): {probe_error}"] if probe_error else [])
 
 
 def _newer_revisions(cluster: Cluster, cos: Obj) -> set[str]:
@@ -200,6 +202,7 @@ def render(state: RevisionState) -> str:
     for c in state.conditions:
         lines.append(f"  {c.get('type', ''):<12} {c.get('status', ''):<8} {c.get('reason', ''):<25} "
                      f"{c.get('message', '')}".rstrip())
+    lines.extend(f"  note: {n}" for n in state.notes)
     total = len(state.phases)
     for i, phase in enumerate(state.phases, 1):
         verdict = "complete" if phase.complete else "incomplete"

@@ -286,3 +286,13 @@ def test_progression_probes_from_a_file_are_a_mutable_field(tmp_path):
     probes.write_text("selector: {}\n")
     code, out, err = cosctl("pack", bundle, "--name", "x", "--progression-probes", str(probes))
     assert (code, out, err) == (1, "", f"cosctl pack: {probes}: progression probes must be a list\n")
+
+
+def test_status_notes_progression_probes_it_cannot_evaluate(tmp_path):
+    mc = MemCluster()
+    cosctl("publish", str(write_bundle(tmp_path / "b")), "--owner", "shop", cluster=mc)
+    mc.edit(*COS, "shop-1", None, lambda o: o["spec"].__setitem__(
+        "progressionProbes", [{"selector": {"type": "Nope"}, "assertions": []}]))
+    out = cosctl("status", "shop-1", cluster=mc)[1]
+    assert out.splitlines()[1] == ("  note: progressionProbes not evaluated (built-in probes only): "
+                                   "spec.progressionProbes[0].selector.type: unsupported value 'Nope'")
