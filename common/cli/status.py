@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from common import api, refs
 from common.cli._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, run
-from common.cluster import ApiError, Cluster, GVK, NotFound, Obj, UnknownKind
+from common.cluster import GVK, Cluster, NotFound, Obj, UnknownKind
 from common.packing import object_label
 from common.publish import owner_revisions, revision_of
 

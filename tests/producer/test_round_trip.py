@@ -7,7 +7,6 @@ import base64
 import io
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import yaml
