@@ -318,7 +318,7 @@ class KubeApi:
         self.rest = api_client.rest_client
         self.timeout = timeout
 
-    def _request(self, what: str, method: str, path: str, body: Obj | None = None) -> Obj:
+    def request(self, what: str, method: str, path: str, body: Obj | None = None) -> Obj:
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
@@ -365,20 +365,20 @@ class KubeApi:
         return f"/apis/admissionregistration.k8s.io/v1/{plural}/{quote(name, safe='')}"
 
     def get_secret(self, namespace: str, name: str) -> Obj:
-        return self._request(f"reading Secret {namespace}/{name}", "GET", self._secret_path(namespace, name))
+        return self.request(f"reading Secret {namespace}/{name}", "GET", self._secret_path(namespace, name))
 
     def create_secret(self, namespace: str, obj: Obj) -> Obj:
-        return self._request(f"creating Secret {namespace}/{obj['metadata']['name']}", "POST",
+        return self.request(f"creating Secret {namespace}/{obj['metadata']['name']}", "POST",
                              self._secret_path(namespace), obj)
 
     def replace_secret(self, namespace: str, name: str, obj: Obj) -> Obj:
-        return self._request(f"updating Secret {namespace}/{name}", "PUT", self._secret_path(namespace, name), obj)
+        return self.request(f"updating Secret {namespace}/{name}", "PUT", self._secret_path(namespace, name), obj)
 
     def get_config(self, kind: str, name: str) -> Obj:
-        return self._request(f"reading {kind} {name}", "GET", self._config_path(kind, name))
+        return self.request(f"reading {kind} {name}", "GET", self._config_path(kind, name))
 
     def replace_config(self, kind: str, name: str, obj: Obj) -> Obj:
-        return self._request(f"updating {kind} {name}", "PUT", self._config_path(kind, name), obj)
+        return self.request(f"updating {kind} {name}", "PUT", self._config_path(kind, name), obj)
 
 
 # --- one run -------------------------------------------------------------------------------------------------
