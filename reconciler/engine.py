@@ -19,7 +19,8 @@ from common.api import (
 )
 from common.cluster import ApiError, Cluster, NotFound, Obj
 from common.memcluster import copy_json
-from reconciler import collisions, conditions, digest, probes
+from common import probes
+from reconciler import collisions, conditions, digest
 from reconciler.conditions import Situation
 from reconciler.resolve import Resolution, inline_kinds, referenced_secrets, resolve
 from reconciler.rollout import ObjectError, Outcome, Owner, reconcile_object

@@ -15,7 +15,8 @@ from common.api import (
 )
 from common.cluster import AlreadyExists, ApiError, Cluster, NotFound, Obj, UnknownKind
 from common.memcluster import copy_json
-from reconciler import collisions, probes
+from common import probes
+from reconciler import collisions
 from reconciler.collisions import ADOPT, COLLISION, CREATE, PROGRESSED, Decision
 
 IDLE = "Idle"

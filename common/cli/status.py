@@ -2,7 +2,7 @@
 
 The COS conditions are the reconciler's verdict and are shown as they are. The per-object detail (is it there,
 is it ours, is it ready) is read live from the cluster and judged with the reconciler's own readiness probes
-(:mod:`reconciler.probes`), so what ``status`` calls "not ready" is what holds the rollout back.
+(:mod:`common.probes`), so what ``status`` calls "not ready" is what holds the rollout back.
 
 ``--watch`` polls until the rollout ends and says how through the exit code: 0 succeeded, 3 blocked,
 4 progress deadline exceeded, 5 archived, 6 ``--timeout`` reached; 1 when the COS cannot be read.
@@ -109,7 +109,7 @@ def _controller(live: Obj) -> Obj | None:
 
 def _probes(cos: Obj) -> tuple[Callable[[Obj], Any], str | None]:
     """The reconciler's probe function for this COS (built-in plus its progressionProbes)."""
-    from reconciler import probes  # the reconciler's verdict, not a re-implementation
+    from common import probes  # the reconciler's verdict, not a re-implementation
 
     try:
         parsed = probes.parse_probes((cos.get("spec") or {}).get("progressionProbes"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.probes import (
+from common.probes import (
     FALSE, TRUE, UNKNOWN, ProbeResult, ProbeSpecError, combine, condition_equal, field_value, fields_equal,
     parse_probes, probe,
 )

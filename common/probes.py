@@ -1,5 +1,8 @@
 """Readiness probes: is a live object ready, and if not, why (in words a user can act on).
 
+Shared by the reconciler (which gates phases on them) and `cosctl status` (which shows what holds a
+rollout back), so both say the same thing.
+
 Two sources, combined: the built-in probes for well-known kinds (run for every COS, so a producer that forgets
 them still gets a safe rollout) and the COS's own ``spec.progressionProbes``. Each probe yields a status
 (True / False / Unknown) and messages; combining keeps the worst status (Unknown > False > True) and the
