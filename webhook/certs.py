@@ -28,6 +28,7 @@ import datetime as dt
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import quote
@@ -49,6 +50,7 @@ CONFIG_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"
 IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 MAX_ATTEMPTS = 5
 EXIT_CHANGES_NEEDED = 3
+CONFIG_POLL_SECONDS = 1.0
 
 
 class CertsError(Exception):
@@ -407,11 +409,16 @@ def _describe(exc: ApiError, what: str) -> CertsError:
 
 
 def ensure(api: Api, policy: Policy, secret_name: str, config_name: str, *, now: dt.datetime,
-           check_only: bool = False) -> Outcome:
-    """Bring the Secret and both webhook configurations in line; with ``check_only``, report only."""
+           check_only: bool = False, wait_for_configurations: float = 0.0) -> Outcome:
+    """Bring the Secret and both webhook configurations in line; with ``check_only``, report only.
+
+    ``wait_for_configurations``: seconds to keep polling for a webhook configuration that does not exist yet.
+    ``kubectl apply -k`` creates webhook configurations last, so the install Job may start before them.
+    """
     outcome = Outcome()
+    deadline = time.monotonic() + wait_for_configurations
     ns, where = policy.namespace, f"Secret {policy.namespace}/{secret_name}"
-    for attempt in range(MAX_ATTEMPTS):
+    for _ in range(MAX_ATTEMPTS):
         try:
             existing: Obj | None = api.get_secret(ns, secret_name)
         except NotFound:
@@ -450,10 +457,14 @@ def ensure(api: Api, policy: Policy, secret_name: str, config_name: str, *, now:
 
     for kind in CONFIG_KINDS:
         what = f"{kind} {config_name}"
-        for attempt in range(MAX_ATTEMPTS):
+        attempts = 0
+        while attempts < MAX_ATTEMPTS:
             try:
                 config = api.get_config(kind, config_name)
             except NotFound:
+                if time.monotonic() < deadline:
+                    time.sleep(CONFIG_POLL_SECONDS)
+                    continue
                 raise CertsError(f"{what} not found; apply the deploy/ manifests first (it is created "
                                  "without a caBundle, which this command fills in)") from None
             except ApiError as exc:
@@ -468,6 +479,7 @@ def ensure(api: Api, policy: Policy, secret_name: str, config_name: str, *, now:
             try:
                 api.replace_config(kind, config_name, config)
             except Conflict:
+                attempts += 1
                 continue
             except ApiError as exc:
                 raise _describe(exc, f"updating {what}") from None
@@ -526,6 +538,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--renew-before-days", type=_positive, default=30, metavar="N",
                         help="renew the serving certificate this many days before it expires (default: "
                              "%(default)s)")
+    parser.add_argument("--wait-for-configurations", type=float, default=0.0, metavar="SECONDS",
+                        help="keep polling this long for webhook configurations that do not exist yet, as at "
+                             "install time (default: %(default)s)")
     parser.add_argument("--check", action="store_true",
                         help=f"change nothing; exit {EXIT_CHANGES_NEEDED} if a run would write something")
     return parser
@@ -545,7 +560,8 @@ def main(argv: list[str]) -> int:
     try:
         kube = KubeApi(args.kubeconfig)
         outcome = ensure(kube, policy, args.secret, args.webhook_configuration,
-                         now=dt.datetime.now(dt.timezone.utc), check_only=args.check)
+                         now=dt.datetime.now(dt.timezone.utc), check_only=args.check,
+                         wait_for_configurations=args.wait_for_configurations)
     except CertsError as exc:
         print(f"cos-webhook certs: error: {exc}", file=sys.stderr)
         return 1

@@ -309,3 +309,17 @@ def test_output_never_contains_key_material(kube: FakeKube, tmp_path: Path,
         assert "PRIVATE KEY" not in text and "CERTIFICATE" not in text
         for value in data.values():
             assert base64.b64encode(value).decode()[:40] not in text
+
+
+def test_install_job_waits_for_webhook_configurations_created_after_it(kube: FakeKube, tmp_path: Path) -> None:
+    """`kubectl apply -k` creates the webhook configurations last, possibly after the Job started."""
+    saved = {kind: kube.objects.pop((kind, "", "cos-webhook")) for kind in KINDS}
+    timer = threading.Timer(1.5, lambda: [kube.put(kind, obj) for kind, obj in saved.items()])
+    timer.start()
+    try:
+        assert run(kube, tmp_path, "--wait-for-configurations", "30") == 0
+    finally:
+        timer.join()
+    assert ca_bundles(kube) == [secret_bytes(kube)["ca.crt"]] * 4
+    gets = [r for r in kube.requests if r == ("GET", VWC_PATH)]
+    assert 2 <= len(gets) <= 4  # polled about once a second until it appeared

@@ -220,6 +220,7 @@ def test_command_lines_parse_with_the_real_parsers(rendered: dict[str, list[Obj]
         options = certs.build_parser().parse_args(container["args"])
         assert (options.service, options.secret, options.webhook_configuration) == \
             ("cos-webhook", "cos-webhook-tls", "cos-webhook")
+        assert options.wait_for_configurations == (120 if kind == "Job" else 0)
 
     try:
         from reconciler import cli as reconciler_cli
