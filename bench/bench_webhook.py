@@ -62,7 +62,7 @@ def deployment(phase: int, index: int) -> dict[str, Any]:
                 "spec": {"serviceAccountName": "bench", "containers": [{
                     "name": "main", "image": "registry.example.com/team/app:1.2.3",
                     "args": ["--port=8080", "--log-level=info"],
-                    "env": [{"name": f"SETTING_{i}", "value": f"value-{i}"} for i in range(6)],
+                    "env": [{"name": f"SETTING_{i}", "value": f"value-{i}"} for i in range(9)],
                     "ports": [{"containerPort": 8080, "name": "http"}],
                     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
                                   "limits": {"cpu": "1", "memory": "512Mi"}},

@@ -12,6 +12,7 @@ Three things here are about running several worker processes correctly:
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import shutil
@@ -108,8 +109,13 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
         from webhook.app import create_app
 
         logging.getLogger("cos_webhook").setLevel(self.options.log_level.upper())
-        return create_app(Config(self.options.system_namespace), max_body_bytes=self.options.max_body_bytes,
-                          noop=self.options.noop)
+        app = create_app(Config(self.options.system_namespace), max_body_bytes=self.options.max_body_bytes,
+                         noop=self.options.noop)
+        # Everything loaded so far (Flask, jsonschema, compiled rules) lives as long as the worker. Moving it
+        # out of the collector's generations keeps the full collections that parsing a ~1 MiB review
+        # triggers from re-scanning it on every request (about halves the median parse time).
+        gc.freeze()
+        return app
 
 
 def prepare_metrics_dir(cleanup: list[Path]) -> Path:
