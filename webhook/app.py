@@ -24,6 +24,8 @@ from webhook.review import (COS, DEFAULT_MAX_BODY_BYTES, SECRET, TOO_DEEP, BodyT
 
 log = logging.getLogger("cos_webhook.admission")
 
+DEFAULT_BODY_TIMEOUT = 10.0  # seconds; the API server's default webhook timeout
+
 Judge = Callable[[Request, Config], Decision]
 
 
@@ -79,7 +81,7 @@ def _warm_up(config: Config) -> bool:
 
 
 def create_app(config: Config = Config(), *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-               noop: bool = False) -> Flask:
+               body_timeout: float = DEFAULT_BODY_TIMEOUT, noop: bool = False) -> Flask:
     """The webhook application. ``noop`` answers every review "allowed" unjudged: for the bench only."""
     logs.setup()
     app = Flask("cos_webhook")
@@ -101,7 +103,7 @@ def create_app(config: Config = Config(), *, max_body_bytes: int = DEFAULT_MAX_B
             return resp
 
         try:
-            body = _read_body(max_body_bytes)
+            body = _read_body(max_body_bytes, body_timeout)
             fields["read_ms"] = _ms(started)
             review = parse(body, route.expected, max_body_bytes)
             fields["parse_ms"] = _ms(started) - fields["read_ms"]
@@ -124,7 +126,12 @@ def create_app(config: Config = Config(), *, max_body_bytes: int = DEFAULT_MAX_B
         fields["judge_ms"] = _ms(judging)
         fields.update(allowed=decision.allowed, code=(decision.status or {}).get("code", 200),
                       warnings=len(decision.warnings), patch_ops=len(decision.patch))
-        out = encode(review.uid, decision)
+        try:
+            out = encode(review.uid, decision)
+        except Exception as exc:  # noqa: BLE001 - e.g. a value the logic put in a message that JSON cannot carry
+            decision, result = internal_error(review.uid), "error"
+            fields.update(exception=logs.exception_site(exc), allowed=False, code=500)
+            out = encode(review.uid, decision)
         metrics.REQUESTS.labels(route.stage, req.kind, req.operation, result).inc()
         metrics.DURATION.labels(route.stage).observe(time.perf_counter() - started)
         (log.error if result == "error" else log.info)("admission review", extra={"fields": _done(fields, started)})
@@ -152,15 +159,24 @@ def create_app(config: Config = Config(), *, max_body_bytes: int = DEFAULT_MAX_B
     return app
 
 
-def _read_body(limit: int) -> bytes:
-    """The request body, reading at most ``limit + 1`` bytes whatever Content-Length claims."""
+def _read_body(limit: int, timeout: float) -> bytes:
+    """The request body, reading at most ``limit + 1`` bytes whatever Content-Length claims.
+
+    A client that stops sending mid-body would otherwise hold a worker thread forever; the API server
+    gives up on a webhook after at most 30 s anyway.
+    """
     length = request.content_length
     if length is not None and length > limit:
         raise BodyTooLarge(f"request body exceeds {limit} bytes")
+    sock = request.environ.get("gunicorn.socket")
+    if sock is not None:
+        sock.settimeout(timeout)
     try:
         body = request.stream.read(limit + 1)
     except BadRequest:  # werkzeug's ClientDisconnected: fewer bytes arrived than Content-Length announced
         raise MalformedReview("request body ended before Content-Length bytes arrived") from None
+    except (TimeoutError, OSError):
+        raise MalformedReview(f"request body did not arrive within {timeout:g} s") from None
     if len(body) > limit:
         raise BodyTooLarge(f"request body exceeds {limit} bytes")
     if length is not None and len(body) < length:

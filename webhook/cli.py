@@ -19,6 +19,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cos-webhook",
@@ -43,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="namespace the mutating webhook sets on refs without one (default: %(default)s)")
     parser.add_argument("--max-body-bytes", type=_positive, default=DEFAULT_MAX_BODY_BYTES, metavar="N",
                         help="larger request bodies get a 400 (default: %(default)s)")
+    parser.add_argument("--body-timeout", type=_seconds, default=10.0, metavar="SECONDS",
+                        help="a request body that has not fully arrived after this long gets a 400 "
+                             "(default: %(default)s)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     # The bench's baseline: the same server answering every review "allowed" without judging it.
     parser.add_argument("--noop-handler", action="store_true", help=argparse.SUPPRESS)
@@ -74,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         cert_file, key_file = args.cert_file, args.key_file
     options = server.Options(cert_file=cert_file, key_file=key_file, bind=args.bind, workers=args.workers,
                              threads=args.threads, system_namespace=args.system_namespace,
-                             max_body_bytes=args.max_body_bytes, log_level=args.log_level,
+                             max_body_bytes=args.max_body_bytes, body_timeout=args.body_timeout,
+                             log_level=args.log_level,
                              noop=args.noop_handler, cleanup=cleanup)
     return server.run(options)
 

@@ -39,6 +39,7 @@ class Options:
     threads: int = 2
     system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    body_timeout: float = 10.0
     log_level: str = "info"
     noop: bool = False  # bench baseline only
     cleanup: list[Path] = field(default_factory=list)
@@ -110,7 +111,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
 
         logging.getLogger("cos_webhook").setLevel(self.options.log_level.upper())
         app = create_app(Config(self.options.system_namespace), max_body_bytes=self.options.max_body_bytes,
-                         noop=self.options.noop)
+                         body_timeout=self.options.body_timeout, noop=self.options.noop)
         # Everything loaded so far (Flask, jsonschema, compiled rules) lives as long as the worker. Moving it
         # out of the collector's generations keeps the full collections that parsing a ~1 MiB review
         # triggers from re-scanning it on every request (about halves the median parse time).

@@ -19,6 +19,6 @@ def ca(tmp_path_factory: pytest.TempPathFactory) -> CA:
 @pytest.fixture(scope="module")
 def server(ca: CA, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = Server(ca, tmp_path_factory.mktemp("server"),
-                 args=["--workers", "2", "--max-body-bytes", str(BODY_LIMIT)]).start()
+                 args=["--workers", "2", "--max-body-bytes", str(BODY_LIMIT), "--body-timeout", "1.5"]).start()
     yield srv
     srv.stop()

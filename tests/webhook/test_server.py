@@ -202,6 +202,19 @@ def test_a_body_cut_short_does_not_hang_the_server(server: Server) -> None:
     assert server.request("GET", "/healthz")[0] == 200
 
 
+def test_a_body_that_stops_arriving_gets_a_400_instead_of_holding_a_worker(server: Server) -> None:
+    conn = server.connection(timeout=20)
+    conn.putrequest("POST", "/validate/clusterobjectsets")
+    conn.putheader("Content-Length", "5000")
+    conn.endheaders()
+    conn.send(b'{"apiVersion":')  # ...and nothing more, connection kept open
+    started = time.monotonic()
+    resp = conn.getresponse()
+    assert (resp.status, resp.read()) == (400, b"request body did not arrive within 1.5 s\n")
+    assert 1.4 < time.monotonic() - started < 10
+    conn.close()
+
+
 # ---- logs, metrics, secrets ----
 
 def admission_lines(server: Server, uid: str) -> list[dict[str, Any]]:
