@@ -6,7 +6,8 @@ everything else with a clear error (naming the kustomization file and field) ins
 something ``kubectl apply -k`` would not:
 
 - ``resources``: files (all YAML documents) and directories holding a kustomization; files must be inside or
-  below the kustomization's directory (kustomize's default load restriction), directories may be anywhere;
+  below the kustomization's directory (kustomize's default load restriction); directories may be anywhere
+  except the kustomization's own directory or a parent of it (kustomize calls that a cycle);
 - ``patches``: JSON6902 patches (a YAML list of operations, applied with ``jsonpatch``) to every resource the
   ``target`` selects, and strategic-merge patches that either delete a whole resource (``$patch: delete``) or
   merge maps (lists in a strategic-merge patch are refused: their merge semantics depend on the schema);
@@ -302,7 +303,13 @@ def _render(directory: Path, stack: tuple[Path, ...]) -> list[Obj]:
             raise RenderError(f"{where}: only local paths are supported (got {entry!r})")
         path = directory / entry
         if path.is_dir():
-            resources.extend(_render(path, stack + (directory,)))
+            visited = stack + (directory,)
+            for root in visited:
+                if _inside(root, path):
+                    raise RenderError(f"{where}: cycle detected: candidate root {path.resolve()} contains "
+                                      f"visited root {root} (kustomize refuses a kustomization that includes "
+                                      "its own directory or a parent of it)")
+            resources.extend(_render(path, visited))
         elif path.is_file():
             if not _inside(path, directory):
                 raise RenderError(f"{where}: security; file {entry} is not in or below {directory} "
