@@ -77,6 +77,7 @@ class Informer:
         self.lists = 0     # list calls made (1 + one per 410)
         self.watches = 0   # watch requests made
         self._store: dict[ObjKey, Obj] = {}
+        self._tombstones: dict[ObjKey, int] = {}  # resourceVersion of each recent DELETED event
         self._lock = threading.Lock()
         self._rv = ""
         self._stop = threading.Event()
@@ -144,10 +145,16 @@ class Informer:
         every real API server uses; opaque ones are simply not compared)."""
         if not self.holds(obj):
             return
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            return  # the write removed the last finalizer: the object is gone, do not resurrect it
         obj = self._slim(copy.deepcopy(obj))
         with self._lock:
             cur = self._store.get(_key(obj))
             new_rv, cur_rv = _rv_int(obj), _rv_int(cur)
+            dead_rv = self._tombstones.get(_key(obj))
+            if dead_rv is not None and (new_rv is None or new_rv <= dead_rv):
+                return  # its DELETED event already came: a late write result must not bring it back
             if cur is None or new_rv is None or cur_rv is None or new_rv >= cur_rv:
                 self._store[_key(obj)] = obj
 
@@ -252,7 +259,11 @@ class Informer:
             prev = self._store.get(k)
             if etype == "DELETED":
                 self._store.pop(k, None)
+                self._tombstones[k] = _rv_int(obj) or 0
+                if len(self._tombstones) > 10_000:
+                    self._tombstones.pop(next(iter(self._tombstones)))
             else:
+                self._tombstones.pop(k, None)
                 prev_rv, new_rv = _rv_int(prev), _rv_int(obj)
                 if prev_rv is not None and new_rv is not None and new_rv < prev_rv:
                     stale = True  # an older event than a write-through already stored

@@ -74,9 +74,11 @@ class CachedCluster:
     """``Cluster`` for the engine: reads from the caches when one covers them, writes to the API server
     (and straight into the cache, so the next reconcile does not act on what it just changed)."""
 
-    def __init__(self, kube: KubeCluster, caches: Caches) -> None:
+    def __init__(self, kube: KubeCluster, caches: Caches,
+                 lazy: Callable[[str, str], Informer | None] | None = None) -> None:
         self.kube = kube
         self.caches = caches
+        self.lazy = lazy  # starts (and waits for) the managed-objects cache of a kind on its first read
         self._outside: set[tuple[str, str, str, str]] = set()  # (apiVersion, kind, ns, name) not in caches
         self._lock = threading.Lock()
 
@@ -87,6 +89,12 @@ class CachedCluster:
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
         ns = namespace or ""
         infs = self._informers(api_version, kind)
+        if not infs and self.lazy is not None and (api_version, kind) != ("v1", "Secret"):
+            # First read of a kind: one list+watch instead of a GET per object. Secrets are the exception:
+            # referenced object-data Secrets carry no managed-by label, so they are read live until their
+            # namespace is watched.
+            inf = self.lazy(api_version, kind)
+            infs = [inf] if inf is not None else []
         full = [i for i in infs if i.covers(ns, None)]
         filtered = [i for i in infs if i.key.label_selector and
                     (i.key.namespace is None or i.key.namespace == ns)]
@@ -234,7 +242,9 @@ class ReconcilerProcess:
         self.reconcile_fn = reconcile or engine_reconcile(config.system_namespace)
         self.queue = WorkQueue()
         self.caches = Caches(kube, self._on_event, watch_timeout=watch_timeout)
-        self.cluster = CachedCluster(kube, self.caches)
+        self.cluster = CachedCluster(kube, self.caches, lazy=self._lazy_informer)
+        self._lazy: dict[InformerKey, float] = {}  # informers started by a read, kept while reconciles run
+        self._in_flight = 0
         self.recorder = EventRecorder(kube, "cos-reconciler", config.identity, self.metrics)
         self.metrics.bind_gauges(lambda: len(self.queue), self._objects_managed,
                                  lambda: len(self.caches.informers()))
@@ -398,6 +408,15 @@ class ReconcilerProcess:
             self._secrets[name] = set(secrets)
         self._sync_informers()
 
+    def _lazy_informer(self, api_version: str, kind: str) -> Informer | None:
+        """Start the managed-objects cache of a kind on its first read and wait (bounded) for it."""
+        self.kube.resource(api_version, kind)  # UnknownKind for a kind not served yet: nothing to watch
+        key = InformerKey(api_version, kind, None, MANAGED_SELECTOR)
+        with self._lock:
+            self._lazy[key] = time.monotonic()
+        inf = self.caches.ensure(key)
+        return inf if inf.synced.wait(10.0) else None
+
     def _sync_informers(self) -> None:
         """Watch exactly what some COS needs: its managed kinds (label-filtered, all namespaces) and the
         namespaces of its referenced Secrets."""
@@ -408,7 +427,10 @@ class ReconcilerProcess:
                     wanted.add(InformerKey(av, kind, None, MANAGED_SELECTOR))
             for ns, _ in self._secret_users:
                 wanted.add(InformerKey("v1", "Secret", ns or self.config.system_namespace, None))
-        self.caches.retain(wanted)
+            # An informer a read started is kept, even if no result names its kind yet, until no
+            # reconcile is running any more: the one that started it has then reported its kinds.
+            keep = set(self._lazy)
+        self.caches.retain(wanted, keep)
 
     # -------------------------------------------------------------------------------------- workers
     def _worker(self) -> None:
@@ -423,6 +445,20 @@ class ReconcilerProcess:
                 self.queue.done(name)
 
     def _process(self, name: str) -> None:
+        with self._lock:
+            self._in_flight += 1
+        try:
+            self._reconcile_one(name)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                release = self._in_flight == 0 and bool(self._lazy)
+                if release:
+                    self._lazy.clear()
+            if release:
+                self._sync_informers()
+
+    def _reconcile_one(self, name: str) -> None:
         started = time.monotonic()
         try:
             result = self.reconcile_fn(self.cluster, name)
@@ -436,7 +472,10 @@ class ReconcilerProcess:
         requeue_after = getattr(result, "requeue_after", None)
         kinds = set(getattr(result, "watched_kinds", set()) or set())
         secrets = set(getattr(result, "referenced_secrets", set()) or set())
-        if kinds or secrets or name in self._kinds:
+        cos_inf = self.caches.get(COS_KEY)
+        if cos_inf is not None and cos_inf.synced.is_set() and cos_inf.get(None, name) is None:
+            self._forget(name)  # deleted meanwhile (its DELETED event may have come before this result)
+        elif kinds or secrets or name in self._kinds:
             self._remember(name, kinds, secrets)
         events = list(getattr(result, "events", []) or [])
         if events:

@@ -169,3 +169,17 @@ def test_caches_start_on_demand_and_stop_when_unwanted(kube: KubeCluster, server
     finally:
         caches.stop_all()
     wait_for(lambda: server.open_watch_count() == 0)
+
+
+def test_a_late_write_result_does_not_resurrect_a_deleted_object(kube: KubeCluster, server: FakeApiServer,
+                                                                 informer: Informer) -> None:
+    informer.start()
+    assert informer.synced.wait(5)
+    live = kube.create(cm("a"))
+    informer._apply_event("DELETED", {**live, "metadata": {**live["metadata"], "resourceVersion": "99"}})
+    informer.write_through(live)
+    assert informer.get("ns1", "a") is None
+    finalized = {**live, "metadata": {**live["metadata"], "resourceVersion": "100",
+                                      "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    informer.write_through(finalized)  # the write that removed the last finalizer
+    assert informer.get("ns1", "a") is None

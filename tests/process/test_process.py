@@ -56,6 +56,8 @@ def test_rollout_then_steady_state_sends_no_writes(server: FakeApiServer, proc: 
     wait_for(lambda: settled(get_cos(server, "c1")))
     objs = server.objects("v1", "ConfigMap")
     assert sorted(o["metadata"]["name"] for o in objs) == ["x", "y", "z"]
+    # the first read of the kind started its cache: one list, no GET per object
+    assert [r.verb for r in server.requests if "/configmaps" in r.path and r.verb in ("get", "list")] == ["list"]
     assert all(o["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "olm.operatorframework.io" for o in objs)
     wait_for(lambda: proc.caches.get(InformerKey("v1", "ConfigMap", None, MANAGED_SELECTOR)) is not None)
     wait_for(lambda: proc.queue.idle())
