@@ -323,3 +323,60 @@ def test_install_job_waits_for_webhook_configurations_created_after_it(kube: Fak
     assert ca_bundles(kube) == [secret_bytes(kube)["ca.crt"]] * 4
     gets = [r for r in kube.requests if r == ("GET", VWC_PATH)]
     assert 2 <= len(gets) <= 4  # polled about once a second until it appeared
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get_readyz(port: int, ca_pem: bytes) -> tuple[int, str]:
+    import http.client
+
+    ctx = ssl.create_default_context(cadata=ca_pem.decode())
+    raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+    conn = http.client.HTTPSConnection(HOST, port, context=ctx, timeout=5)
+    conn.sock = ctx.wrap_socket(raw, server_hostname=HOST)  # dial loopback, verify as the API server would
+    try:
+        conn.request("GET", "/readyz")
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode()
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_the_real_webhook_server_serves_the_written_certificate(kube: FakeKube, tmp_path: Path) -> None:
+    """What the API server does after an install: call cos-webhook.<ns>.svc trusting only the caBundle."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    assert run(kube, tmp_path) == 0
+    data = secret_bytes(kube)
+    tls_dir = tmp_path / "tls"  # what the pod's Secret volume holds: tls.crt and tls.key only
+    tls_dir.mkdir()
+    (tls_dir / "tls.crt").write_bytes(data["tls.crt"])
+    (tls_dir / "tls.key").write_bytes(data["tls.key"])
+    port = _free_port()
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "webhook.cli", "--cert-file", str(tls_dir / "tls.crt"),
+                             "--key-file", str(tls_dir / "tls.key"), "--bind", f"127.0.0.1:{port}",
+                             "--workers", "1"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status = _get_readyz(port, ca_bundles(kube)[0])
+                break
+            except (ConnectionRefusedError, ssl.SSLEOFError, ConnectionResetError):
+                assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+                assert time.monotonic() < deadline, "webhook did not start"
+                time.sleep(0.2)
+        assert status == (200, "ok\n")
+    finally:
+        proc.terminate()
+        proc.wait(15)
