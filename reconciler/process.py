@@ -291,8 +291,8 @@ class ReconcilerProcess:
                         self.config.sync_timeout)
         for i in range(max(1, self.config.workers)):
             t = threading.Thread(target=self._worker, name=f"worker-{i}", daemon=True)
-            self._workers.append(t)
             t.start()
+            self._workers.append(t)  # only started threads: stop() may join them at any moment
         log.info("started %d workers", len(self._workers))
 
     def _lost_lease(self) -> None:
@@ -312,7 +312,7 @@ class ReconcilerProcess:
         self._stopping.set()
         self.queue.shutdown()
         deadline = time.monotonic() + self.config.shutdown_grace
-        for t in self._workers:
+        for t in list(self._workers):
             t.join(max(0.0, deadline - time.monotonic()))
         if self.elector is not None:
             self.elector.stop()
