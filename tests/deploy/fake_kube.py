@@ -34,6 +34,7 @@ class FakeKube:
         self.requests: list[tuple[str, str]] = []
         self.bodies: list[Obj | None] = []
         self.fail_next: list[tuple[str, str, int, str]] = []  # (method, path, code, reason)
+        self.on_request: list[Any] = []  # callables (method, path), run before each request is answered
         self.unauthorized = 0
         self._rv = 100
         self._lock = threading.Lock()
@@ -91,6 +92,8 @@ class FakeKube:
                 path = self.path.split("?", 1)[0]
                 fake.requests.append((self.command, path))
                 fake.bodies.append(body)
+                for hook in list(fake.on_request):
+                    hook(self.command, path)
                 if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                     fake.unauthorized += 1
                     return self._answer(401, status(401, "Unauthorized", "Unauthorized"))
