@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +70,21 @@ def _reject_constant(name: str) -> Any:
     raise MalformedReview(f"request body is not valid JSON: {name} is not a JSON value")
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replace_lone_surrogates(node: Any) -> Any:
+    """Go's decoder turns an unpaired ``\\uD800``-style escape into U+FFFD; Python keeps an unencodable
+    surrogate that would break every later ``.encode()``. Do as the API server does."""
+    if isinstance(node, str):
+        return _LONE_SURROGATE.sub("\ufffd", node)
+    if isinstance(node, list):
+        return [_replace_lone_surrogates(v) for v in node]
+    if isinstance(node, dict):
+        return {_replace_lone_surrogates(k): _replace_lone_surrogates(v) for k, v in node.items()}
+    return node
+
+
 def decode_json(body: bytes) -> Any:
     """Strict JSON decoding: UTF-8 only (no BOM sniffing of other encodings), no NaN/Infinity."""
     try:
@@ -76,7 +92,10 @@ def decode_json(body: bytes) -> Any:
     except UnicodeDecodeError:
         raise MalformedReview("request body is not valid UTF-8") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        doc = json.loads(text, parse_constant=_reject_constant)
+        if b"\\ud" in body or b"\\uD" in body:  # only escapes can produce surrogates; rare, so checked lazily
+            doc = _replace_lone_surrogates(doc)
+        return doc
     except MalformedReview:
         raise
     except RecursionError:

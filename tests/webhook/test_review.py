@@ -237,3 +237,15 @@ def test_a_bug_in_the_logic_is_a_denial_without_detail_never_a_500(monkeypatch, 
     line = [json.loads(x) for x in err.splitlines() if '"event":"admission"' in x][-1]
     assert line["exception"].startswith("KeyError at ") and line["exception"].endswith(" in broken")
     assert line["allowed"] is False and line["code"] == 500
+
+
+def test_unpaired_surrogate_escapes_become_replacement_characters_as_in_go(client) -> None:
+    raw = body(VALID).replace(b'"name": "config"', b'"name": "PH\\ud800"').replace(
+        b'"greeting": "hello"', b'"greeting": "\\ud83d\\ude00 \\udfff"')
+    parsed = review.parse(raw, review.COS).request.object
+    assert parsed["spec"]["phases"][0]["name"] == "PH\ufffd"
+    assert parsed["spec"]["phases"][0]["objects"][0]["object"]["data"]["greeting"] == "\U0001f600 \ufffd"
+    answer = client.post("/validate/clusterobjectsets", data=raw, content_type="application/json").get_json()
+    assert answer["response"]["allowed"] is False
+    assert answer["response"]["status"]["reason"] == "Invalid"
+    assert 'spec.phases[0].name: Invalid value: "PH\ufffd"' in answer["response"]["status"]["message"]

@@ -263,7 +263,7 @@ def test_metrics_add_up_across_workers_and_survive_a_worker_restart(server: Serv
             "response"]["allowed"]
         sent += 1
         pids.update(line["pid"] for line in admission_lines(server, uid))
-    assert len(pids) == 2, "both workers should have served requests"
+    assert len(pids) == 2, f"both workers should have served requests ({sent} sent)"
     for _ in range(6):  # each scrape may land on either worker: every one sees the total of both
         assert requests_total(scrape(server), "allowed") == before + sent
     os.kill(pids.pop(), signal.SIGTERM)  # gunicorn replaces the worker; its counts must not be lost
