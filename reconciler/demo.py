@@ -1,0 +1,96 @@
+"""``make demo`` on a real cluster: send the examples to the API server and run the reconciler on them.
+
+``examples/demo.py`` (the webhook's demo) calls ``run_on_cluster`` when ``KUBECONFIG`` is set. The API
+server does the admission (its CRD rules, and the webhook if it is deployed); this module installs the CRD
+if it is missing, creates the system namespace and each example document (an object that already exists is
+left as it is: COS revisions are immutable by design), then runs the reconciler in-process until every
+ClusterObjectSet has settled (rolled out, archived or blocked) or the timeout passes, and prints where each
+one stands. ``cluster_problem`` says, in one sentence, why a cluster cannot be used, so the demo can print
+what it would need instead of a stack trace.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from common import api
+from common.cluster import AlreadyExists, ApiError, NotFound
+from common.kube import KubeCluster
+from reconciler.process import run_until_settled, settled
+
+ROOT = Path(__file__).resolve().parents[1]
+CRD_FILE = ROOT / "deploy" / "crd" / "olm.operatorframework.io_clusterobjectsets.yaml"
+CRD_API = "apiextensions.k8s.io/v1"
+
+
+def cluster_problem(kubeconfig: str | None) -> str | None:
+    """None when the cluster named by ``kubeconfig`` answers; else why not, in one sentence."""
+    if not kubeconfig:
+        return ("KUBECONFIG is not set: point it at a cluster (for example a kind or minikube cluster) to also "
+                "run the reconciler against it")
+    if not all(Path(p).is_file() for p in kubeconfig.split(":") if p):
+        return f"KUBECONFIG={kubeconfig}: no such file"
+    try:
+        kube = KubeCluster.from_kubeconfig(kubeconfig.split(":")[0], max_retries=0, request_timeout=5)
+        kube.list("v1", "Namespace", label_selector="cos-demo-reachability-check")
+        kube.close()
+    except ApiError as e:
+        return f"the cluster in KUBECONFIG={kubeconfig} refused the demo ({e.code} {e.reason}: {e.message})"
+    except Exception as e:  # broken kubeconfig, unreachable host, TLS trouble
+        return f"the cluster in KUBECONFIG={kubeconfig} is not usable ({type(e).__name__}: {e})"
+    return None
+
+
+def documents(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    out = []
+    for path in paths:
+        for doc in yaml.safe_load_all(Path(path).read_text(encoding="utf-8")):
+            if isinstance(doc, dict) and doc:
+                out.append(doc)
+    return out
+
+
+def run_on_cluster(kubeconfig: str, example_files: Iterable[Path], *, timeout: float = 300.0,
+                   system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, out: TextIO = sys.stdout) -> int:
+    """Create the examples on the cluster and reconcile them; 0 when every COS settled, else 1."""
+    kube = KubeCluster.from_kubeconfig(kubeconfig.split(":")[0])
+    try:
+        kube.get(CRD_API, "CustomResourceDefinition", api.CRD_NAME)
+    except NotFound:
+        kube.create(yaml.safe_load(CRD_FILE.read_text(encoding="utf-8")))
+        print(f"installed CustomResourceDefinition {api.CRD_NAME}", file=out)
+    try:
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": system_namespace}})
+    except AlreadyExists:
+        pass
+    names = []
+    for doc in documents(example_files):
+        meta = doc.get("metadata") or {}
+        what = f"{doc.get('kind')} {meta.get('namespace') + '/' if meta.get('namespace') else ''}{meta.get('name')}"
+        try:
+            kube.create(doc)
+            print(f"{what} created", file=out)
+        except AlreadyExists:
+            print(f"{what} exists (left as it is)", file=out)
+        except (ApiError, ValueError) as e:
+            print(f"{what} refused: {e}", file=out)
+            continue
+        if doc.get("kind") == api.KIND:
+            names.append(str(meta.get("name")))
+    print(f"running the reconciler until {len(names)} ClusterObjectSet(s) settle (up to {timeout:.0f}s)...",
+          file=out)
+    ok, items = run_until_settled(kube, system_namespace=system_namespace, timeout=timeout)
+    by_name = {c["metadata"]["name"]: c for c in items}
+    for name in names:
+        cos = by_name.get(name) or {}
+        conds = {c.get("type"): c for c in (cos.get("status") or {}).get("conditions") or []}
+        prog, avail = conds.get("Progressing") or {}, conds.get("Available") or {}
+        print(f"{name}: Progressing={prog.get('status', '?')} {prog.get('reason', '')}: {prog.get('message', '')}"
+              f" | Available={avail.get('status', '?')} {avail.get('reason', '')}", file=out)
+    kube.close()
+    return 0 if ok and all(settled(by_name.get(n, {})) for n in names) else 1
