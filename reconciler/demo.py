@@ -94,3 +94,29 @@ def run_on_cluster(kubeconfig: str, example_files: Iterable[Path], *, timeout: f
               f" | Available={avail.get('status', '?')} {avail.get('reason', '')}", file=out)
     kube.close()
     return 0 if ok and all(settled(by_name.get(n, {})) for n in names) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m reconciler.demo FILE...``: run the given examples on the cluster named by $KUBECONFIG."""
+    import argparse
+    import os
+
+    ap = argparse.ArgumentParser(prog="python -m reconciler.demo", description=main.__doc__)
+    ap.add_argument("files", nargs="+", type=Path)
+    ap.add_argument("--timeout", type=float, default=300.0)
+    args = ap.parse_args(argv)
+    kubeconfig = os.environ.get("KUBECONFIG")
+    problem = cluster_problem(kubeconfig)
+    if problem:
+        print(f"not running the reconciler on a cluster: {problem}")
+        return 2
+    missing = [str(f) for f in args.files if not f.is_file()]
+    if missing:
+        print(f"no such file: {', '.join(missing)}")
+        return 2
+    assert kubeconfig is not None
+    return run_on_cluster(kubeconfig, args.files, timeout=args.timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
