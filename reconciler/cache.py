@@ -69,7 +69,7 @@ class Informer:
         self.kube = kube
         self.key = key
         self.handler = handler
-        self.watch_timeout = watch_timeout
+        self.watch_timeout = watch_timeout  # seconds; each watch asks for 1x..2x this, like client-go
         self.strip_managed_fields = strip_managed_fields
         self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
         self.selector = labels.parse(key.label_selector)
@@ -177,7 +177,8 @@ class Informer:
                 self.watches += 1
                 for ev in self.kube.watch(self.key.api_version, self.key.kind, self.key.namespace,
                                           label_selector=self.key.label_selector, resource_version=self._rv,
-                                          timeout_seconds=self.watch_timeout, on_open=self._opened):
+                                          timeout_seconds=int(self.watch_timeout * (1 + random.random())),
+                                          on_open=self._opened):
                     if self._stop.is_set():
                         break
                     got_event = True

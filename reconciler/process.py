@@ -264,7 +264,12 @@ class ReconcilerProcess:
             if not lc.identity:
                 lc = LeaderConfig(lc.name, lc.namespace, config.identity, lc.lease_duration, lc.renew_deadline,
                                   lc.retry_period)
-            self.elector = LeaderElector(kube, lc, on_started_leading=self._start_workers,
+            # Lease calls get their own client settings: no retries and a short timeout, so a hung API server
+            # cannot keep one renewal attempt going past the renew deadline (the lease would expire while
+            # this replica still believed it led).
+            lease_kube = KubeCluster(kube.api_client, max_retries=0, request_timeout=max(1.0, lc.renew_deadline / 4),
+                                     observer=kube.observer)
+            self.elector = LeaderElector(lease_kube, lc, on_started_leading=self._start_workers,
                                          on_stopped_leading=self._lost_lease)
 
     # ------------------------------------------------------------------------------------- lifecycle
