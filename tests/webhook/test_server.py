@@ -152,6 +152,33 @@ def test_malformed_reviews_get_a_plain_400_over_https(server: Server, case: str,
     assert headers["content-type"].startswith("text/plain")
 
 
+def wrong_types() -> list[tuple[str, dict[str, Any]]]:
+    cases = []
+    for where, value in [("spec", "x"), ("spec", []), ("spec", None), ("metadata", "x"), ("spec.phases", "x"),
+                         ("spec.phases", [1]), ("spec.revision", "1"), ("spec.revision", 1.5),
+                         ("spec.lifecycleState", 1), ("spec.phases.0.objects", {}),
+                         ("spec.phases.0.objects.0.object", "x"), ("spec.phases.0.objects.0.object.metadata", 1),
+                         ("spec.progressionProbes", "x"), ("spec.progressionProbes.0.assertions", [None])]:
+        cos = valid_cos()
+        *parents, last = where.split(".")
+        node: Any = cos
+        for step in parents:
+            node = node[int(step)] if isinstance(node, list) else node[step]
+        node[int(last) if isinstance(node, list) else last] = value
+        cases.append((f"{where}={json.dumps(value)}", cos))
+    return cases
+
+
+@pytest.mark.parametrize("case,cos", wrong_types(), ids=[c for c, _ in wrong_types()])
+def test_wrong_types_inside_the_object_are_denied_as_invalid(server: Server, case: str, cos: dict) -> None:
+    for stage in ("mutate", "validate"):
+        answer = server.review(f"/{stage}/clusterobjectsets", admission_review(cos))["response"]
+        if stage == "validate" or not answer["allowed"]:
+            assert answer["allowed"] is False, case
+            assert answer["status"]["code"] == 422 and answer["status"]["reason"] == "Invalid", answer["status"]
+            assert answer["status"]["details"]["causes"]
+
+
 def test_update_without_old_object_is_refused_not_crashed(server: Server) -> None:
     answer = server.review("/validate/clusterobjectsets", admission_review(valid_cos(), operation="UPDATE"))
     assert answer["response"]["allowed"] is False
