@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from common.cluster import AlreadyExists, NotFound
+from common.cluster import AlreadyExists, NotFound, UnknownKind
 from common.kube import KubeCluster
 from reconciler.cache import InformerKey
 from reconciler.process import (
@@ -204,3 +204,23 @@ def test_health_and_readiness(kube: KubeCluster, server: FakeApiServer, proc: Re
     proc.start()
     wait_for(lambda: ready["informer-sync"]() is None)
     assert ready["leader-election"]() is None and live["leader-election"]() is None
+
+
+def test_cr_of_a_crd_from_an_earlier_phase_is_applied_once_the_crd_is_served(tmp_path) -> None:
+    from tests.process.test_kube_http import crd
+
+    with FakeApiServer(crd_discovery_delay=0.5) as server:
+        kube = KubeCluster.from_kubeconfig(server.write_kubeconfig(str(tmp_path / "kc")),
+                                           discovery_refresh_interval=3600)  # only the CRD's watch refreshes
+        p = ReconcilerProcess(kube, ProcessConfig(workers=2), watch_timeout=30)
+        try:
+            widget = {"apiVersion": "example.com/v1", "kind": "Widget",
+                      "metadata": {"name": "w1", "namespace": "ns"}, "spec": {"size": 3}}
+            with pytest.raises(UnknownKind):  # a cached discovery miss that only the CRD's event can clear
+                kube.resource("example.com/v1", "Widget")
+            server.put_object(cos("c1", 1, phase("crds", crd()), phase("crs", widget)))
+            p.start()
+            wait_for(lambda: settled(get_cos(server, "c1")), timeout=15)
+            assert server.get_object("example.com/v1", "Widget", "w1", "ns")["spec"] == {"size": 3}
+        finally:
+            p.stop()

@@ -107,9 +107,10 @@ def holder(server: FakeApiServer) -> str:
     return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
 
 
-def writers(server: FakeApiServer, path_part: str) -> set[str]:
+def writers(server: FakeApiServer, path_part: str, *, succeeded_only: bool = False) -> set[str]:
     """Tokens (= process identities) that sent writes to paths containing ``path_part``."""
-    return {r.token for r in list(server.requests) if r.method != "GET" and path_part in r.path}
+    return {r.token for r in list(server.requests) if r.method != "GET" and path_part in r.path
+            and (not succeeded_only or r.status < 400)}
 
 
 def is_settled(server: FakeApiServer, name: str) -> bool:
@@ -128,7 +129,8 @@ def test_exactly_one_reconciles_sigkill_hands_over_sigterm_releases(server: Fake
     time.sleep(3 * RETRY)
     assert writers(server, "/clusterobjectsets") == {leader.identity}
     assert writers(server, "/configmaps") == {leader.identity}
-    assert writers(server, "/leases") == {leader.identity}  # the standby only reads the Lease
+    # the standby may have lost a race to create the Lease, but never wrote it successfully
+    assert writers(server, "/leases", succeeded_only=True) == {leader.identity}
 
     # SIGKILL: no release; the standby takes over once the lease has expired on its clock.
     killed_at = time.monotonic()

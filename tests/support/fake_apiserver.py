@@ -89,6 +89,7 @@ class Recorded:
     content_type: str
     body: Any
     token: str = ""  # the bearer token sent: tells apart clients with different kubeconfigs
+    status: int = 0  # the HTTP status answered
 
     @property
     def verb(self) -> str:
@@ -428,7 +429,24 @@ class FakeApiServer:
                 self.register(k)
 
         if self.crd_discovery_delay > 0:
-            threading.Timer(self.crd_discovery_delay, register).start()
+            # Like a real server: the CRD is first only NamesAccepted; when its kinds are served it becomes
+            # Established, a status update that watchers of CRDs see as MODIFIED.
+            crd["status"]["conditions"] = crd["status"]["conditions"][:1]
+            name = crd["metadata"]["name"]
+
+            def establish() -> None:
+                with self._lock:
+                    register()
+                    kind = self.kinds[("apiextensions.k8s.io/v1", "CustomResourceDefinition")]
+                    live = self._store.get((kind.group, kind.plural), {}).get(("", name))
+                    if live is None:
+                        return
+                    new = copy.deepcopy(live)
+                    new["status"]["conditions"].append({"type": "Established", "status": "True",
+                                                        "reason": "InitialNamesAccepted", "message": ""})
+                    self._finish(kind, "", live, new)
+
+            threading.Timer(self.crd_discovery_delay, establish).start()
         else:
             register()
 
@@ -668,8 +686,16 @@ class FakeApiServer:
             except (ValueError, yaml.YAMLError) as e:
                 return 400, {}, status_body(400, "BadRequest", f"error decoding request body: {e}")
         with self._lock:
+            rec = Recorded(method, path, dict(query), content_type, body, token)
             if self.record:
-                self.requests.append(Recorded(method, path, dict(query), content_type, body, token))
+                self.requests.append(rec)
+            code, headers, answer = self._answer(method, path, query, content_type, body)
+            rec.status = code
+            return code, headers, answer
+
+    def _answer(self, method: str, path: str, query: dict[str, str], content_type: str,
+                body: Any) -> tuple[int, dict[str, str], Obj | None]:
+        with self._lock:
             for f in self._faults:
                 if f.times > 0 and f.method == method and f.path.fullmatch(path) and \
                         all(query.get(k) == v for k, v in f.query.items()):
@@ -755,7 +781,7 @@ class FakeApiServer:
                      token: str = "") -> tuple[Kind, str | None, selectors.Selector, int]:
         with self._lock:
             if self.record:
-                self.requests.append(Recorded("GET", path, dict(query), "", None, token))
+                self.requests.append(Recorded("GET", path, dict(query), "", None, token, 200))
             for f in self._faults:
                 if f.times > 0 and f.method == "GET" and f.path.fullmatch(path) and \
                         all(query.get(k) == v for k, v in f.query.items()):
