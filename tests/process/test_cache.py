@@ -183,3 +183,21 @@ def test_a_late_write_result_does_not_resurrect_a_deleted_object(kube: KubeClust
                                       "deletionTimestamp": "2026-01-01T00:00:00Z"}}
     informer.write_through(finalized)  # the write that removed the last finalizer
     assert informer.get("ns1", "a") is None
+
+
+def test_filtered_watch_sees_objects_enter_and_leave_its_selector(kube: KubeCluster, server: FakeApiServer,
+                                                                  rec: Recorder) -> None:
+    inf = Informer(kube, InformerKey("v1", "ConfigMap", None, "team=a"), rec, watch_timeout=30).start()
+    try:
+        assert inf.synced.wait(5)
+        wait_for(lambda: server.open_watch_count() == 1)
+        obj = server.put_object(cm("x"))
+        obj["metadata"]["labels"] = {"team": "a"}
+        obj = server.put_object(obj)
+        wait_for(lambda: rec.events == [("ADDED", "x")])
+        obj["metadata"]["labels"] = {"team": "b"}
+        server.put_object(obj)
+        wait_for(lambda: rec.events == [("ADDED", "x"), ("DELETED", "x")])
+        assert inf.get("ns1", "x") is None
+    finally:
+        inf.stop()

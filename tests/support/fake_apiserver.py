@@ -214,7 +214,8 @@ class FakeApiServer:
         self._applied: dict[tuple[str, str, str, str, str], Obj] = {}  # (group, plural, ns, name, mgr)
         self._rv = itertools.count(1)
         self._last_rv = 0
-        self._history: deque[tuple[int, str, str, str, Obj]] = deque(maxlen=history)
+        # (rv, group, plural, type, object, labels before the change)
+        self._history: deque[tuple[int, str, str, str, Obj, dict | None]] = deque(maxlen=history)
         self._compacted_rv = 0
         self._faults: list[_Fault] = []
         self._watch_gen = 0
@@ -375,9 +376,10 @@ class FakeApiServer:
         self._last_rv = next(self._rv)
         return self._last_rv
 
-    def _emit(self, kind: Kind, etype: str, obj: Obj) -> None:
+    def _emit(self, kind: Kind, etype: str, obj: Obj, old: Obj | None = None) -> None:
         rv = int(obj["metadata"]["resourceVersion"])
-        self._history.append((rv, kind.group, kind.plural, etype, copy.deepcopy(obj)))
+        old_labels = dict((old.get("metadata") or {}).get("labels") or {}) if old is not None else None
+        self._history.append((rv, kind.group, kind.plural, etype, copy.deepcopy(obj), old_labels))
         self._changed.notify_all()
 
     def _create(self, kind: Kind, ns: str, obj: Obj, *, dry_run: bool = False) -> Obj:
@@ -461,7 +463,7 @@ class FakeApiServer:
             self._emit(kind, "DELETED", new)
             return copy.deepcopy(new)
         bucket[(ns, meta["name"])] = new
-        self._emit(kind, "MODIFIED", new)
+        self._emit(kind, "MODIFIED", new, old)
         return copy.deepcopy(new)
 
     def _forget_applied(self, kind: Kind, ns: str, name: str) -> None:
@@ -804,11 +806,20 @@ class FakeApiServer:
         """Matching events after ``since``, oldest first; walks the history from its newest end so a
         waiting watch costs O(new events), not O(history)."""
         out = []
-        for rv, g, p, t, o in reversed(self._history):
+        for rv, g, p, t, o, old_labels in reversed(self._history):
             if rv <= since:
                 break
-            if self._matches(kind, ns, sel, g, p, o):
-                out.append((rv, t, o))
+            now = self._matches(kind, ns, sel, g, p, o)
+            if old_labels is None:
+                if now:
+                    out.append((rv, t, o))
+                continue
+            before = self._matches(kind, ns, sel, g, p, {"metadata": {**o["metadata"], "labels": old_labels}})
+            # A filtered watch sees objects enter and leave its selector, as on a real server.
+            if now:
+                out.append((rv, "MODIFIED" if before else "ADDED", o))
+            elif before:
+                out.append((rv, "DELETED", o))
         out.reverse()
         return out
 
