@@ -22,7 +22,9 @@ class JSONFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
             "pid": record.process,
-            "msg": str(record.msg),  # never interpolate args: they could carry values
+            # Our own records never interpolate args (they could carry values); gunicorn's carry pids,
+            # addresses and signal names only.
+            "msg": str(record.msg) if record.name.startswith("cos_webhook") else record.getMessage(),
         }
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
@@ -56,6 +58,22 @@ class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     @stream.setter
     def stream(self, value: Any) -> None:
         pass
+
+
+def gunicorn_config(level: str) -> dict[str, Any]:
+    """``logconfig_dict`` for gunicorn: its own messages as JSON lines on stderr too, exceptions reduced to
+    their site like ours (a traceback could quote a value), no access log (the admission line says more)."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "webhook.logs.JSONFormatter"}},
+        "handlers": {"json": {"()": "webhook.logs.StderrHandler", "formatter": "json"}},
+        "root": {"level": "WARNING", "handlers": ["json"]},
+        "loggers": {
+            "gunicorn.error": {"level": level.upper(), "handlers": ["json"], "propagate": False},
+            "gunicorn.access": {"level": "WARNING", "handlers": [], "propagate": False},
+        },
+    }
 
 
 def setup(level: int = logging.INFO) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from common import api
+from webhook import logs
 from webhook.review import DEFAULT_MAX_BODY_BYTES
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -97,6 +98,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             "accesslog": None,
             "errorlog": "-",
             "loglevel": opts.log_level,
+            "logconfig_dict": logs.gunicorn_config(opts.log_level),
             "proc_name": "cos-webhook",
             "preload_app": False,
             # No shared control socket in $HOME: several webhooks (tests, the bench) run side by side.

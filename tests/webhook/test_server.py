@@ -353,3 +353,13 @@ def test_secret_data_never_appears_in_responses_or_logs(server: Server) -> None:
     for text in answers + [server.logs()]:
         for needle in encoded:
             assert needle not in text  # ...never the content
+
+
+def test_every_log_line_of_server_and_gunicorn_is_one_json_object(server: Server) -> None:
+    server.request("POST", "/validate/clusterobjectsets", b"garbage")
+    lines = server.stderr.read_text().splitlines()
+    assert lines and server.stdout.read_text() == ""
+    records = [json.loads(line) for line in lines]  # fails on any line that is not JSON
+    assert {"Booting worker with pid: %d" % pid for pid in {r["pid"] for r in records
+                                                             if r.get("event") == "admission"}} <= {
+        r["msg"] for r in records if r["logger"] == "gunicorn.error"}
