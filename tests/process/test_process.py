@@ -224,3 +224,17 @@ def test_cr_of_a_crd_from_an_earlier_phase_is_applied_once_the_crd_is_served(tmp
             assert server.get_object("example.com/v1", "Widget", "w1", "ns")["spec"] == {"size": 3}
         finally:
             p.stop()
+
+
+def test_managed_by_label_removed_by_a_user_is_restored(server: FakeApiServer, proc: ReconcilerProcess) -> None:
+    server.put_object(cos("c1", 1, phase("a", cm("x"))))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    wait_for(lambda: proc.caches.get(InformerKey("v1", "ConfigMap", None, MANAGED_SELECTOR)) is not None)
+    live = server.get_object("v1", "ConfigMap", "x", "ns")
+    del live["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+    server.put_object(live)  # leaves the filtered cache: DELETED for the informer, the owner is enqueued
+    wait_for(lambda: (server.get_object("v1", "ConfigMap", "x", "ns")["metadata"].get("labels") or {})
+             .get("app.kubernetes.io/managed-by") == "olm.operatorframework.io")
+    verbs = [r.verb for r in server.requests if r.path.startswith("/api/v1/namespaces/ns/configmaps")]
+    assert verbs[-3:] == ["create", "get", "apply"]  # cache miss -> create -> AlreadyExists -> live read
