@@ -82,7 +82,7 @@ def test_a_dead_leader_is_replaced_after_the_lease_duration(kube: KubeCluster, s
     a.elector.release = lambda: False  # type: ignore[method-assign]
     b = Candidate(kube, "b").start()
     took = wait_for(b.started.is_set, timeout=10)
-    assert 1.0 <= took <= 1.5 + 0.2 + 1.0
+    assert 1.5 <= took <= 2.0 + 0.2 + 2.0  # the Lease says 2 s (1.5 rounded up), judged from b's first look
     lease = server.get_object("coordination.k8s.io/v1", "Lease", "cos-reconciler", "sys")
     assert lease["spec"]["holderIdentity"] == "b" and lease["spec"]["leaseTransitions"] == 1
     b.elector.stop()
@@ -95,7 +95,7 @@ def test_leader_that_cannot_renew_stops_leading_after_the_renew_deadline(
     wait_for(a.started.is_set)
     server.inject("GET", LEASE_PATH, 500, times=10_000)
     took = wait_for(a.stopped.is_set, timeout=5)
-    assert took <= 1.0 + 0.2 + 0.5
+    assert took <= 1.0 + 0.2 + 1.5
     assert not a.elector.leading.is_set()
 
 
