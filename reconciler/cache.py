@@ -78,6 +78,7 @@ class Informer:
         self.watches = 0   # watch requests made
         self._store: dict[ObjKey, Obj] = {}
         self._tombstones: dict[ObjKey, int] = {}  # resourceVersion of each recent DELETED event
+        self._left: set[ObjKey] = set()  # objects that left the label selector (still exist, not cached)
         self._lock = threading.Lock()
         self._rv = ""
         self._stop = threading.Event()
@@ -115,6 +116,16 @@ class Informer:
         with self._lock:
             objs = list(self._store.values())
         return [copy.deepcopy(o) for o in objs]
+
+    def left(self, namespace: str | None, name: str) -> bool:
+        """Whether the object left this cache's label selector (its DELETED event carried non-matching
+        labels): it exists, so a read must go to the API server rather than answer NotFound."""
+        with self._lock:
+            return (namespace or "", name) in self._left
+
+    def forget_left(self, namespace: str | None, name: str) -> None:
+        with self._lock:
+            self._left.discard((namespace or "", name))
 
     def keys(self) -> list[ObjKey]:
         with self._lock:
@@ -261,10 +272,13 @@ class Informer:
             if etype == "DELETED":
                 self._store.pop(k, None)
                 self._tombstones[k] = _rv_int(obj) or 0
+                if self.key.label_selector and not self.selector.matches((obj.get("metadata") or {}).get("labels")):
+                    self._left.add(k)  # it still exists: it only stopped matching our selector
                 if len(self._tombstones) > 10_000:
                     self._tombstones.pop(next(iter(self._tombstones)))
             else:
                 self._tombstones.pop(k, None)
+                self._left.discard(k)
                 prev_rv, new_rv = _rv_int(prev), _rv_int(obj)
                 if prev_rv is not None and new_rv is not None and new_rv < prev_rv:
                     stale = True  # an older event than a write-through already stored

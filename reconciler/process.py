@@ -110,13 +110,15 @@ class CachedCluster:
             key = (api_version, kind, ns, name)
             with self._lock:
                 outside = key in self._outside
-            if not outside:
+            if not outside and not any(i.left(ns, name) for i in filtered):
                 raise NotFound(f'{kind} "{name}" not found')
             try:
                 return self.kube.get(api_version, kind, name, namespace)
             except NotFound:
                 with self._lock:
                     self._outside.discard(key)
+                for inf in filtered:
+                    inf.forget_left(ns, name)
                 raise
         return self.kube.get(api_version, kind, name, namespace)
 

@@ -199,5 +199,10 @@ def test_filtered_watch_sees_objects_enter_and_leave_its_selector(kube: KubeClus
         server.put_object(obj)
         wait_for(lambda: rec.events == [("ADDED", "x"), ("DELETED", "x")])
         assert inf.get("ns1", "x") is None
+        assert inf.left("ns1", "x")  # it exists: readers must ask the API server
+        obj["metadata"]["labels"] = {"team": "a"}
+        server.put_object(obj)
+        wait_for(lambda: inf.get("ns1", "x") is not None)
+        assert not inf.left("ns1", "x")
     finally:
         inf.stop()
