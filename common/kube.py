@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import threading
 import time
@@ -116,6 +117,8 @@ class KubeCluster:
         from kubernetes import client, config
 
         cfg = client.Configuration()
+        # The client reads $KUBECONFIG once, at import; read it now so a caller's environment counts.
+        path = path or os.environ.get("KUBECONFIG") or None
         config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
                                 persist_config=False)
         return cls(client.ApiClient(cfg), **kwargs)

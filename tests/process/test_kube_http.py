@@ -312,3 +312,10 @@ def test_bearer_token_from_the_kubeconfig_is_sent(server: FakeApiServer, tmp_pat
     k = KubeCluster.from_kubeconfig(server.write_kubeconfig(str(tmp_path / "kc"), token="s3cret"))
     k.create(CM)
     assert {r.token for r in server.requests} == {"s3cret"}
+
+
+def test_kubeconfig_from_the_environment_at_call_time(server: FakeApiServer, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", server.write_kubeconfig(str(tmp_path / "kc"), token="from-env"))
+    k = KubeCluster.from_kubeconfig(None)
+    k.create(CM)
+    assert {r.token for r in server.requests} == {"from-env"}
