@@ -76,6 +76,10 @@ class Reconciler:
     def ready(self) -> bool:
         return http_status(f"http://127.0.0.1:{self.health}/readyz") == 200
 
+    def scrape(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics}/metrics", timeout=5) as r:
+            return r.read().decode()
+
     def logs(self) -> list[dict]:
         self.log.flush()
         self.log.seek(0)
@@ -131,6 +135,12 @@ def test_exactly_one_reconciles_sigkill_hands_over_sigterm_releases(server: Fake
     assert writers(server, "/configmaps") == {leader.identity}
     # the standby may have lost a race to create the Lease, but never wrote it successfully
     assert writers(server, "/leases", succeeded_only=True) == {leader.identity}
+
+    lm, sm = leader.scrape(), standby.scrape()
+    assert "cos_leader 1.0" in lm and "cos_leader 0.0" in sm
+    assert 'cos_reconciles_total{result="success"}' in lm
+    assert 'cos_reconciles_total{result=' not in sm
+    assert 'cos_api_requests_total{code="201",verb="create"}' in lm
 
     # SIGKILL: no release; the standby takes over once the lease has expired on its clock.
     killed_at = time.monotonic()
