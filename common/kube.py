@@ -42,6 +42,7 @@ CONTENT_APPLY = "application/apply-patch+yaml"
 CONTENT_MERGE = "application/merge-patch+json"
 
 RETRYABLE_CODES = frozenset({500, 502, 503, 504})
+_NO_URLLIB3_RETRIES = urllib3.Retry(total=0, redirect=0, raise_on_status=False, respect_retry_after_header=False)
 
 # Called once per HTTP request with (verb, HTTP code or 0 for a connection failure): feeds the
 # "API requests by verb and code" metric without this module knowing about Prometheus.
@@ -92,10 +93,11 @@ class KubeCluster:
         self.api_client = api_client
         # urllib3 would otherwise retry 429/503 answers and connection errors on its own, out of sight of
         # our policy, metrics and tests: every retry happens in ``request``.
+        # Several KubeClusters may share one ApiClient (the Lease client of the reconciler does): only the
+        # first changes the pool, so connections others are using are never dropped.
         pool = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
-        if pool is not None:
-            pool.connection_pool_kw["retries"] = urllib3.Retry(
-                total=0, redirect=0, raise_on_status=False, respect_retry_after_header=False)
+        if pool is not None and pool.connection_pool_kw.get("retries") is not _NO_URLLIB3_RETRIES:
+            pool.connection_pool_kw["retries"] = _NO_URLLIB3_RETRIES
             pool.clear()
         self.max_retries = max_retries
         self.backoff_base = backoff_base
