@@ -238,3 +238,21 @@ def test_managed_by_label_removed_by_a_user_is_restored(server: FakeApiServer, p
              .get("app.kubernetes.io/managed-by") == "olm.operatorframework.io")
     verbs = [r.verb for r in server.requests if r.path.startswith("/api/v1/namespaces/ns/configmaps")]
     assert verbs[-2:] == ["get", "apply"]  # it left the filtered cache, so it is read live, then re-labelled
+
+
+def test_change_made_while_watches_were_down_and_history_compacted_is_still_seen(
+        server: FakeApiServer, proc: ReconcilerProcess) -> None:
+    server.put_object(cos("c1", 1, phase("a", cm("x", k="v"))))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    key = InformerKey("v1", "ConfigMap", None, MANAGED_SELECTOR)
+    wait_for(lambda: proc.caches.get(key) is not None and proc.caches.synced())
+    lists_before = proc.caches.get(key).lists
+    with server._lock:  # atomically: cut the watches, change the object, forget the history
+        server.drop_watches(abrupt=True)
+        live = server.get_object("v1", "ConfigMap", "x", "ns")
+        live["data"] = {"k": "tampered"}
+        server.put_object(live)
+        server.compact()
+    wait_for(lambda: server.get_object("v1", "ConfigMap", "x", "ns")["data"] == {"k": "v"})
+    assert proc.caches.get(key).lists == lists_before + 1  # the 410 re-list delivered the change
