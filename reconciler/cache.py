@@ -211,8 +211,11 @@ class Informer:
                 self._stop.wait(self._delay(failures))
             except ApiError as e:
                 failures += 1
-                log.warning("%s: watch failed: %s (%d)", self.key, e.message, e.code)
-                self._stop.wait(self._delay(failures))
+                delay = self._delay(failures)
+                if e.retry_after is not None:  # 429/503 with Retry-After: the server says when
+                    delay = max(delay, min(e.retry_after, self.backoff_cap))
+                log.warning("%s: watch failed: %s (%d); retrying in %.2fs", self.key, e.message, e.code, delay)
+                self._stop.wait(delay)
             except (urllib3.exceptions.HTTPError, OSError) as e:
                 if self._stop.is_set():
                     break

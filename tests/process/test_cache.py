@@ -206,3 +206,13 @@ def test_filtered_watch_sees_objects_enter_and_leave_its_selector(kube: KubeClus
         assert not inf.left("ns1", "x")
     finally:
         inf.stop()
+
+
+def test_watch_throttled_with_retry_after_waits_that_long(server: FakeApiServer, informer: Informer) -> None:
+    server.inject("GET", "/api/v1/namespaces/ns1/configmaps", 429, query={"watch": "true"},
+                  headers={"Retry-After": "1"})
+    informer.start()
+    wait_for(lambda: len(watch_requests(server)) == 1)
+    time.sleep(0.6)
+    assert len(watch_requests(server)) == 1  # the 50 ms backoff alone would have retried already
+    wait_for(lambda: len(watch_requests(server)) == 2, timeout=3)

@@ -144,9 +144,10 @@ def status_body(code: int, reason: str, message: str, details: Obj | None = None
 
 
 class _HttpError(Exception):
-    def __init__(self, code: int, reason: str, message: str) -> None:
+    def __init__(self, code: int, reason: str, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.code, self.reason, self.message = code, reason, message
+        self.headers = headers or {}
 
 
 def _merge(base: Any, patch: Any) -> Any:
@@ -790,7 +791,7 @@ class FakeApiServer:
                     f.times -= 1
                     raise _HttpError(f.status, {410: "Expired", 429: "TooManyRequests"}.get(f.status,
                                                                                             "InternalError"),
-                                     f"injected {f.status} for watch {path}")
+                                     f"injected {f.status} for watch {path}", f.headers)
             kind, ns, name, sub, doc = self._resolve(path)
             if kind is None or name is not None:
                 raise _HttpError(405, "MethodNotAllowed", "watch needs a collection path")
@@ -887,7 +888,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             kind, ns, sel, since = api.watch_events(path, query, token)
         except _HttpError as e:
-            self._send(e.code, {}, status_body(e.code, e.reason, e.message))
+            self._send(e.code, e.headers, status_body(e.code, e.reason, e.message))
             return
         timeout = float(query.get("timeoutSeconds") or 1800)
         bookmarks = query.get("allowWatchBookmarks") == "true"
