@@ -32,7 +32,7 @@ from urllib.parse import quote, urlencode
 import urllib3
 
 from common.cluster import (
-    ApiError, Conflict, GVK, InternalError, NotFound, Obj, ServiceUnavailable, UnknownKind, error_from_status,
+    ApiError, BadRequest, Conflict, GVK, InternalError, NotFound, Obj, ServiceUnavailable, UnknownKind, error_from_status,
 )
 
 log = logging.getLogger(__name__)
@@ -66,9 +66,9 @@ class Resource:
 
     def item_path(self, name: str, namespace: str | None, subresource: str = "") -> str:
         if not name:
-            raise ValueError(f"{self.gvk.kind}: metadata.name is required")
+            raise BadRequest(f"{self.gvk.kind}: metadata.name is required")
         if self.namespaced and not namespace:
-            raise ValueError(f"{self.gvk.kind} {name}: metadata.namespace is required (the kind is namespaced)")
+            raise BadRequest(f"{self.gvk.kind} {name}: metadata.namespace is required (the kind is namespaced)")
         path = f"{self.collection_path(namespace)}/{quote(name, safe='')}"
         return f"{path}/{subresource}" if subresource else path
 
@@ -354,7 +354,7 @@ class KubeCluster:
     def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
         res, name, ns = self._target(obj)
         if res.namespaced and not ns:
-            raise ValueError(f"{res.gvk.kind} {name}: metadata.namespace is required (the kind is namespaced)")
+            raise BadRequest(f"{res.gvk.kind} {name}: metadata.namespace is required (the kind is namespaced)")
         query = {"dryRun": "All"} if dry_run else None
         return self.request("create", "POST", res.collection_path(ns), query=query, body=obj)
 
@@ -417,7 +417,7 @@ class KubeCluster:
 
     def _target(self, obj: Obj) -> tuple[Resource, str, str | None]:
         if not isinstance(obj, dict):
-            raise ValueError("object must be a mapping")
+            raise BadRequest("object must be a mapping")
         res = self.resource(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
         meta = obj.get("metadata") or {}
         return res, str(meta.get("name") or ""), (meta.get("namespace") or None) if res.namespaced else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from common.cluster import (
-    AlreadyExists, Conflict, Forbidden, InternalError, Invalid, NotFound, ServiceUnavailable, UnknownKind,
+    AlreadyExists, BadRequest, Conflict, Forbidden, InternalError, Invalid, NotFound, ServiceUnavailable, UnknownKind,
 )
 from common.kube import KubeCluster
 from tests.support.fake_apiserver import FakeApiServer, status_body
@@ -65,9 +65,13 @@ def test_cluster_scoped_and_grouped_paths_come_from_discovery(kube: KubeCluster,
     assert kube.is_namespaced("v1", "Namespace") is False
 
 
-def test_namespaced_kind_without_namespace_is_a_clear_error(kube: KubeCluster) -> None:
-    with pytest.raises(ValueError, match="ConfigMap cm1: metadata.namespace is required"):
+def test_namespaced_kind_without_namespace_is_a_clear_error(kube: KubeCluster, server: FakeApiServer) -> None:
+    # an ApiError, so the engine reports it in the COS's conditions like any refused request
+    with pytest.raises(BadRequest, match=r"^ConfigMap cm1: metadata.namespace is required \(the kind is namespaced\)$"):
         kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm1"}})
+    with pytest.raises(BadRequest, match="^ConfigMap: metadata.name is required$"):
+        kube.get("v1", "ConfigMap", "", "ns")
+    assert [r.verb for r in server.requests] == ["discovery"]
 
 
 def test_apply_is_a_patch_with_the_apply_content_type_field_manager_and_force(

@@ -256,3 +256,13 @@ def test_change_made_while_watches_were_down_and_history_compacted_is_still_seen
         server.compact()
     wait_for(lambda: server.get_object("v1", "ConfigMap", "x", "ns")["data"] == {"k": "v"})
     assert proc.caches.get(key).lists == lists_before + 1  # the 410 re-list delivered the change
+
+
+def test_namespaced_object_without_namespace_is_reported_on_the_cos(server: FakeApiServer,
+                                                                     proc: ReconcilerProcess) -> None:
+    bad = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nons"}, "data": {"k": "v"}}
+    server.put_object(cos("c1", 1, phase("a", bad)))
+    proc.start()
+    wait_for(lambda: condition(get_cos(server, "c1"), "Progressing").get("reason") == "Retrying")
+    prog = condition(get_cos(server, "c1"), "Progressing")
+    assert prog["message"].endswith("ConfigMap nons: metadata.namespace is required (the kind is namespaced)")
