@@ -204,7 +204,9 @@ class EventRecorder:
             "metadata": {"generateName": f"{meta.get('name', 'cos')}.", "namespace": self.namespace},
             "involvedObject": {"apiVersion": api.API_VERSION, "kind": api.KIND, "name": meta.get("name", ""),
                                "uid": meta.get("uid", ""), "resourceVersion": meta.get("resourceVersion", "")},
-            "type": etype, "reason": reason, "message": message[:1024],
+            "type": etype, "reason": reason[:128],
+            # the API server refuses Event messages over 1 KiB (bytes, not characters)
+            "message": message.encode()[:1024].decode("utf-8", "ignore"),
             "firstTimestamp": ts, "lastTimestamp": ts, "eventTime": micro, "count": 1,
             "source": {"component": self.component},
             "reportingComponent": self.component, "reportingInstance": self.instance,
