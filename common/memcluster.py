@@ -570,12 +570,7 @@ class MemCluster:
         info, namespace, name = self._check_body(obj)
         if self._lookup(info, name, namespace) is not None:
             raise AlreadyExists(f'{info.resource} "{name}" already exists')
-        new = copy_json(obj)
-        for k in _SYSTEM_META:
-            new.get("metadata", {}).pop(k, None)
-        if info.status_subresource:
-            new.pop("status", None)
-        stored = self._commit(info, None, new, dry_run=dry_run)
+        stored = self._commit(info, None, _fresh(obj, info), dry_run=dry_run)
         if not dry_run:
             self._track_update(info, None, self._lookup(info, name, namespace) or stored, manager)
         return stored
@@ -591,12 +586,7 @@ class MemCluster:
                              "is required for apply patch")
         live = self._lookup(info, name, namespace)
         if live is None:
-            new = copy_json(obj)
-            for k in _SYSTEM_META:
-                new.get("metadata", {}).pop(k, None)
-            if info.status_subresource:
-                new.pop("status", None)
-            stored = self._commit(info, None, new, dry_run=dry_run)
+            stored = self._commit(info, None, _fresh(obj, info), dry_run=dry_run)
             if not dry_run:
                 key = (info.group, info.kind, namespace if info.namespaced else "", name)
                 self._fields[key] = {field_manager: set(_flatten(stored, info.status_subresource))}
@@ -810,3 +800,14 @@ class MemCluster:
         info = self._info(api_version, kind)
         key = (info.group, info.kind, namespace if info.namespaced and namespace else "", name)
         return {m: {".".join(p) for p in paths} for m, paths in self._fields.get(key, {}).items()}
+
+
+def _fresh(obj: Obj, info: Any) -> Obj:
+    """What a create stores: a copy without server-populated metadata, and without status where status is a
+    subresource (the API server ignores both in a create body)."""
+    new = copy_json(obj)
+    for k in _SYSTEM_META:
+        new.get("metadata", {}).pop(k, None)
+    if info.status_subresource:
+        new.pop("status", None)
+    return new

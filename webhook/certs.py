@@ -41,6 +41,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from common import api as cos_api
 from common.cluster import AlreadyExists, ApiError, Conflict, NotFound, error_from_status
+from webhook.argtypes import positive_int
 
 Obj = dict[str, Any]
 
@@ -492,16 +493,6 @@ def ensure(api: Api, policy: Policy, secret_name: str, config_name: str, *, now:
 
 # --- command line --------------------------------------------------------------------------------------------
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def _default_namespace() -> str:
     if os.environ.get("POD_NAMESPACE"):
         return os.environ["POD_NAMESPACE"]
@@ -531,11 +522,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kubeconfig", metavar="FILE",
                         help="kubeconfig to use (default: in-cluster config inside a pod, else $KUBECONFIG "
                              "or ~/.kube/config)")
-    parser.add_argument("--ca-validity-days", type=_positive, default=3650, metavar="N",
+    parser.add_argument("--ca-validity-days", type=positive_int, default=3650, metavar="N",
                         help="lifetime of a new CA (default: %(default)s)")
-    parser.add_argument("--cert-validity-days", type=_positive, default=365, metavar="N",
+    parser.add_argument("--cert-validity-days", type=positive_int, default=365, metavar="N",
                         help="lifetime of a new serving certificate (default: %(default)s)")
-    parser.add_argument("--renew-before-days", type=_positive, default=30, metavar="N",
+    parser.add_argument("--renew-before-days", type=positive_int, default=30, metavar="N",
                         help="renew the serving certificate this many days before it expires (default: "
                              "%(default)s)")
     parser.add_argument("--wait-for-configurations", type=float, default=0.0, metavar="SECONDS",

@@ -6,27 +6,8 @@ import argparse
 import sys
 
 from common import api
+from webhook.argtypes import positive_int, positive_seconds
 from webhook.review import DEFAULT_MAX_BODY_BYTES
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,15 +26,15 @@ def build_parser() -> argparse.ArgumentParser:
                              "(printed at start) instead of --cert-file/--key-file; for local use")
     parser.add_argument("--bind", default="0.0.0.0:9443", metavar="HOST:PORT",
                         help="address to listen on (default: %(default)s)")
-    parser.add_argument("--workers", type=_positive, default=2, metavar="N",
+    parser.add_argument("--workers", type=positive_int, default=2, metavar="N",
                         help="worker processes (default: %(default)s)")
-    parser.add_argument("--threads", type=_positive, default=2, metavar="N",
+    parser.add_argument("--threads", type=positive_int, default=2, metavar="N",
                         help="threads per worker, for concurrent keep-alive connections (default: %(default)s)")
     parser.add_argument("--system-namespace", default=api.DEFAULT_SYSTEM_NAMESPACE, metavar="NS",
                         help="namespace the mutating webhook sets on refs without one (default: %(default)s)")
-    parser.add_argument("--max-body-bytes", type=_positive, default=DEFAULT_MAX_BODY_BYTES, metavar="N",
+    parser.add_argument("--max-body-bytes", type=positive_int, default=DEFAULT_MAX_BODY_BYTES, metavar="N",
                         help="larger request bodies get a 400 (default: %(default)s)")
-    parser.add_argument("--body-timeout", type=_seconds, default=10.0, metavar="SECONDS",
+    parser.add_argument("--body-timeout", type=positive_seconds, default=10.0, metavar="SECONDS",
                         help="a request body that has not fully arrived after this long gets a 400 "
                              "(default: %(default)s)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
