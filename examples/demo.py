@@ -229,7 +229,29 @@ def main() -> int:
         print("demo: unexpected answers:\n  " + "\n  ".join(surprises), file=sys.stderr)
         return 1
     print(f"# {len(examples)} examples answered as expected; cos-webhook stopped")
-    return 0
+    return reconcile_on_cluster()
+
+
+def reconcile_on_cluster() -> int:
+    """The second half of the main job: with KUBECONFIG naming a cluster, create the good examples there and
+    run the reconciler on them until each has settled; without one, say what it would take."""
+    kubeconfig = os.environ.get("KUBECONFIG")
+    if not kubeconfig:
+        print("# Reconciler: skipped. Set KUBECONFIG to a cluster you may create objects in (kind or minikube\n"
+              "# will do) and run `make demo` again to roll the good examples out with cos-reconciler.")
+        return 0
+    # Imported here (the webhook half needs no cluster client), from this checkout when not installed.
+    if str(HERE.parent) not in sys.path:
+        sys.path.insert(0, str(HERE.parent))
+    from reconciler.demo import cluster_problem, run_on_cluster
+
+    problem = cluster_problem(kubeconfig)
+    if problem:
+        print(f"demo: cannot run the reconciler: {problem}",
+              file=sys.stderr)
+        return 1
+    print(f"\n# Reconciler: rolling out the good examples on the cluster in KUBECONFIG={kubeconfig}")
+    return run_on_cluster(kubeconfig, sorted(HERE.glob("0*.yaml")))
 
 
 if __name__ == "__main__":

@@ -74,6 +74,7 @@ def test_certs_help_is_the_certs_commands_own() -> None:
 
 def test_make_demo_script_runs_every_example_through_a_self_signed_server() -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("KUBECONFIG", None)
     out = subprocess.run([sys.executable, "examples/demo.py"], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -88,6 +89,20 @@ def test_make_demo_script_runs_every_example_through_a_self_signed_server() -> N
             'spec.revision in body should be greater than or equal to 1') in lines
     assert any(line.startswith('Error from server (Invalid): error when patching "examples/13-bad-unarchive.yaml"')
                and "cannot un-archive" in line for line in lines)
-    assert lines[-1].endswith("examples answered as expected; cos-webhook stopped")
+    assert lines[-3].endswith("examples answered as expected; cos-webhook stopped")
+    assert lines[-2:] == [
+        "# Reconciler: skipped. Set KUBECONFIG to a cluster you may create objects in (kind or minikube",
+        "# will do) and run `make demo` again to roll the good examples out with cos-reconciler.",
+    ]
     ca_dir = Path(lines[0].split("(CA: ", 1)[1].rstrip(")")).parent
     assert not ca_dir.exists()  # the temporary certificates are removed when the server stops
+
+
+def test_make_demo_with_an_unusable_cluster_says_why_and_fails(tmp_path: Path) -> None:
+    missing = tmp_path / "kubeconfig"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KUBECONFIG=str(missing))
+    out = subprocess.run([sys.executable, "examples/demo.py"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 1
+    assert out.stdout.splitlines()[-1].endswith("examples answered as expected; cos-webhook stopped")
+    assert out.stderr.splitlines()[-1] == f"demo: cannot run the reconciler: KUBECONFIG={missing}: no such file"
