@@ -184,12 +184,15 @@ class Cluster(Protocol):
         """List objects of a kind, in one namespace or all (``None``), filtered by a label selector string
         in Kubernetes syntax (``a=b,c!=d,e in (f,g),!h``)."""
 
-    def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
-        """POST the object (``AlreadyExists`` when it exists); returns it as stored."""
+    def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str | None = None) -> Obj:
+        """POST the object (``AlreadyExists`` when it exists); returns it as stored. ``field_manager`` names
+        the writer in ``managedFields``; a later ``apply`` by the same manager takes over what it created."""
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = True, dry_run: bool = False) -> Obj:
         """Server-side apply (``application/apply-patch+yaml``): ``obj`` is the full intent of
-        ``field_manager``; fields it stops declaring are released, fields other managers own survive."""
+        ``field_manager``; fields it stops declaring are released, fields other managers own survive.
+        Fields ``field_manager`` set through its own ``create`` count as applied by it (see
+        ``common.ownership``), so a field a later intent drops is released, not left behind."""
 
     def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
                     resource_version: str | None = None) -> Obj:

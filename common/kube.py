@@ -31,8 +31,10 @@ from urllib.parse import quote, urlencode
 
 import urllib3
 
+from common import ownership
 from common.cluster import (
-    ApiError, BadRequest, Conflict, GVK, InternalError, NotFound, Obj, ServiceUnavailable, UnknownKind, error_from_status,
+    GVK, ApiError, BadRequest, Conflict, InternalError, Invalid, NotFound, Obj, ServiceUnavailable, UnknownKind,
+    error_from_status,
 )
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 CONTENT_JSON = "application/json"
 CONTENT_APPLY = "application/apply-patch+yaml"
 CONTENT_MERGE = "application/merge-patch+json"
+CONTENT_JSON_PATCH = "application/json-patch+json"
 
 RETRYABLE_CODES = frozenset({500, 502, 503, 504})
 _NO_URLLIB3_RETRIES = urllib3.Retry(total=0, redirect=0, raise_on_status=False, respect_retry_after_header=False)
@@ -351,12 +354,16 @@ class KubeCluster:
         finally:
             raw.release_conn()
 
-    def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
+    def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str | None = None) -> Obj:
         res, name, ns = self._target(obj)
         if res.namespaced and not ns:
             raise BadRequest(f"{res.gvk.kind} {name}: metadata.namespace is required (the kind is namespaced)")
-        query = {"dryRun": "All"} if dry_run else None
-        return self.request("create", "POST", res.collection_path(ns), query=query, body=obj)
+        query = {}
+        if dry_run:
+            query["dryRun"] = "All"
+        if field_manager:
+            query["fieldManager"] = field_manager
+        return self.request("create", "POST", res.collection_path(ns), query=query or None, body=obj)
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = True, dry_run: bool = False) -> Obj:
         res, name, ns = self._target(obj)
@@ -364,6 +371,26 @@ class KubeCluster:
         query = {"fieldManager": field_manager, "force": "true" if force else "false"}
         if dry_run:
             query["dryRun"] = "All"
+        live = self._apply_once(path, query, obj, force)
+        if dry_run:
+            return live
+        for _ in range(3):
+            patch = ownership.upgrade_patch(live, field_manager)
+            if patch is None:
+                return live
+            # The first apply after our own plain create: hand the create's fields to the apply entry, then
+            # apply again so fields this intent no longer declares are released (client-go's csaupgrade).
+            try:
+                self.request("patch", "PATCH", path, body=patch, content_type=CONTENT_JSON_PATCH)
+            except (Conflict, Invalid) as e:  # written meanwhile: the resourceVersion test failed
+                log.info("apply %s: ownership upgrade raced a writer (%s); retrying from a fresh read", path,
+                         e.message)
+                live = self.request("get", "GET", path)
+                continue
+            return self._apply_once(path, query, obj, force)
+        raise Conflict(f"apply {path}: the object kept changing while its field ownership was upgraded")
+
+    def _apply_once(self, path: str, query: dict[str, str], obj: Obj, force: bool) -> Obj:
         meta = obj.get("metadata") or {}
         precondition = bool(meta.get("resourceVersion"))
         for attempt in range(1, 4):

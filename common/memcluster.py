@@ -559,8 +559,10 @@ class MemCluster:
         return out
 
     @_locked
-    def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str = "unknown") -> Obj:
-        """POST. ``field_manager`` (an extension; the Protocol does not pass it) names the creating manager."""
+    def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str | None = None) -> Obj:
+        """POST as ``field_manager`` (``"unknown"`` when not given). Fields are recorded under that manager
+        like an apply's, i.e. already folded the way ``common.kube`` folds a create into the next apply."""
+        field_manager = field_manager or "unknown"
         meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
         self._request("create:dry-run" if dry_run else "create", str(obj.get("apiVersion") or ""),
                       str(obj.get("kind") or ""), meta.get("namespace"), str(meta.get("name") or ""))

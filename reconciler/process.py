@@ -138,9 +138,9 @@ class CachedCluster:
             inf.write_through(obj)
         return obj
 
-    def create(self, obj: Obj, *, dry_run: bool = False) -> Obj:
+    def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str | None = None) -> Obj:
         try:
-            out = self.kube.create(obj, dry_run=dry_run)
+            out = self.kube.create(obj, dry_run=dry_run, field_manager=field_manager)
         except AlreadyExists:
             meta = obj.get("metadata") or {}
             with self._lock:

@@ -142,7 +142,8 @@ def reconcile_object(cluster: Cluster, manifest: Obj, owner: Owner, protection: 
     what = collisions.describe_object(manifest)
     if decision.action == CREATE:
         try:
-            live = cluster.create(desired(manifest, owner, _refs_for(None, owner, adopt=False)))
+            live = cluster.create(desired(manifest, owner, _refs_for(None, owner, adopt=False)),
+                                  field_manager=FIELD_MANAGER)
             return Outcome(manifest, CREATE, decision, live, probes.probe(live, progression))
         except AlreadyExists:
             # our read was stale (a cache miss): read again and decide on what is really there

@@ -232,3 +232,17 @@ def test_owner_reference_shape() -> None:
     assert owner_reference({"metadata": {"name": "n", "uid": "u"}}) == {
         "apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterObjectSet", "name": "n", "uid": "u",
         "controller": True, "blockOwnerDeletion": True}
+
+
+def test_fields_a_new_revision_stops_declaring_are_removed_at_handover() -> None:
+    """Revision 1 *created* the object (a plain POST); revision 2 must still be able to drop a field of it."""
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("a", cm("settings", mode="v1", legacy="remove-me"))))
+    run(mc, "ext-1")
+    mc.edit("v1", "ConfigMap", "settings", "ns", lambda o: o["metadata"]["labels"].update(team="a"),
+            manager="kubectl-label")
+    mc.put(cos("ext-2", 2, phase("a", cm("settings", mode="v2"))))
+    run(mc, "ext-2")
+    live = mc.peek("v1", "ConfigMap", "settings", "ns")
+    assert live["data"] == {"mode": "v2"}
+    assert live["metadata"]["labels"]["team"] == "a"  # another manager's field is left alone

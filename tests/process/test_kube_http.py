@@ -323,3 +323,56 @@ def test_kubeconfig_from_the_environment_at_call_time(server: FakeApiServer, tmp
     k = KubeCluster.from_kubeconfig(None)
     k.create(CM)
     assert {r.token for r in server.requests} == {"from-env"}
+
+
+def test_create_names_its_field_manager(kube: KubeCluster, server: FakeApiServer) -> None:
+    kube.create(CM, field_manager=MANAGER)
+    (req,) = writes(server)
+    assert req.query == {"fieldManager": MANAGER}
+
+
+CREATED_FIELDS = {"f:data": {".": {}, "f:a": {}, "f:legacy": {}}, "f:metadata": {"f:labels": {".": {}, "f:x": {}}}}
+
+
+def _created_by_us(server: FakeApiServer) -> dict:
+    """A ConfigMap as a real server stores one we POSTed: its fields owned by our *Update* entry."""
+    return server.put_object({**CM, "data": {"a": "1", "legacy": "old"},
+                              "metadata": {**CM["metadata"], "labels": {"x": "y"}, "managedFields": [
+                                  {"manager": MANAGER, "operation": "Update", "apiVersion": "v1",
+                                   "time": "2026-11-21T05:00:00Z", "fieldsType": "FieldsV1",
+                                   "fieldsV1": CREATED_FIELDS},
+                                  {"manager": "kubectl-edit", "operation": "Update", "apiVersion": "v1",
+                                   "time": "2026-11-21T05:01:00Z", "fieldsType": "FieldsV1",
+                                   "fieldsV1": {"f:metadata": {"f:annotations": {"f:note": {}}}}},
+                              ]}})
+
+
+def test_first_apply_after_our_create_takes_over_the_created_fields(kube: KubeCluster,
+                                                                     server: FakeApiServer) -> None:
+    stored = _created_by_us(server)
+    server.clear_requests()
+    intent = {**CM, "data": {"a": "2"}}
+    kube.apply(intent, field_manager=MANAGER)
+    path = "/api/v1/namespaces/ns1/configmaps/cm1"
+    sent = writes(server)
+    assert [(r.method, r.path, r.content_type) for r in sent] == [
+        ("PATCH", path, "application/apply-patch+yaml"),
+        ("PATCH", path, "application/json-patch+json"),
+        ("PATCH", path, "application/apply-patch+yaml"),
+    ]
+    test_op, replace_op = sent[1].body
+    assert test_op["op"] == "test" and test_op["path"] == "/metadata/resourceVersion"
+    assert test_op["value"] != stored["metadata"]["resourceVersion"]  # the version the first apply produced
+    assert replace_op["op"] == "replace" and replace_op["path"] == "/metadata/managedFields"
+    by_manager = {(e["manager"], e["operation"]): e for e in replace_op["value"]}
+    assert set(by_manager) == {(MANAGER, "Apply"), ("kubectl-edit", "Update")}  # our Update entry folded in
+    folded = by_manager[(MANAGER, "Apply")]["fieldsV1"]
+    assert folded["f:data"]["f:legacy"] == {} and folded["f:metadata"]["f:labels"]["f:x"] == {}
+    assert sent[2].body == intent
+
+
+def test_apply_without_an_update_entry_of_ours_is_one_request(kube: KubeCluster, server: FakeApiServer) -> None:
+    kube.create(CM)
+    server.clear_requests()
+    kube.apply({**CM, "data": {"a": "2"}}, field_manager=MANAGER)
+    assert [r.content_type for r in writes(server)] == ["application/apply-patch+yaml"]

@@ -730,7 +730,10 @@ class FakeApiServer:
                               query.get("continue", ""))
         if method == "GET":
             return copy.deepcopy(self._get(kind, ns_key, name or ""))
-        if not isinstance(body, dict) and method in ("POST", "PUT", "PATCH"):
+        json_patch = method == "PATCH" and content_type.startswith("application/json-patch+json")
+        if json_patch and not isinstance(body, list):
+            raise _HttpError(400, "BadRequest", "a JSON patch must be a list of operations")
+        if not json_patch and not isinstance(body, dict) and method in ("POST", "PUT", "PATCH"):
             raise _HttpError(400, "BadRequest", "request body must be an object")
         if method == "POST" and name is None:
             if kind.namespaced and ns is None:
