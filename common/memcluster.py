@@ -395,7 +395,12 @@ class MemCluster:
             raise Invalid(f'{info.kind} "{name}" is invalid: {joined}')
 
     def _commit(self, info: KindInfo, old: Obj | None, new: Obj, *, dry_run: bool = False) -> Obj:
-        """Store ``new`` (already a private copy) replacing ``old``; do bookkeeping; run GC when it went away."""
+        """Store ``new`` (already a private copy) replacing ``old``; do bookkeeping; run GC when it went away.
+
+        ``null`` map values are dropped, as an API server does (typed objects lose them when decoded, custom
+        resources have them pruned), so code that compares what it declared with what is stored meets them
+        here the way it will on a real cluster."""
+        new = _without_nulls(new)
         meta = new.setdefault("metadata", {})
         self._normalize_secret(info, new)
         if old is None:
@@ -813,3 +818,11 @@ def _fresh(obj: Obj, info: Any) -> Obj:
     if info.status_subresource:
         new.pop("status", None)
     return new
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value

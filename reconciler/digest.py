@@ -1,9 +1,12 @@
 """Phase digests: a fingerprint of each phase's resolved content, stored once in ``status.observedPhases``.
 
 A COS is immutable, but what its refs point at is not: a Secret can be deleted and recreated with different
-bytes under the same name. The digest is computed exactly like OLM v1 (Go's ``json.Marshal`` of
+bytes under the same name. The digest is computed like OLM v1 (Go's ``json.Marshal`` of
 ``{"name", "objects"}``: compact, keys sorted, ``<``, ``>`` and ``&`` escaped, non-ASCII kept as UTF-8), so a
-COS moved between the two implementations keeps its recorded digests valid.
+COS moved between the two implementations keeps its recorded digests valid. One known difference: Go decodes
+every JSON number through float64 and prints ``1.0`` as ``1``; here a manifest's non-integer or beyond-int64
+numbers keep Python's spelling, so a phase containing such a number gets a different digest than upstream's
+(manifests' numbers are integers in practice: quantities are strings).
 """
 
 from __future__ import annotations

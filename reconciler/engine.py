@@ -12,14 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from common import refs
 from common.api import (
     ANNOTATION_BUNDLE_VERSION, API_VERSION, DEFAULT_SYSTEM_NAMESPACE, FINALIZER_TEARDOWN, KIND,
     LABEL_OWNER_NAME, LIFECYCLE_ARCHIVED,
 )
 from common.cluster import ApiError, Cluster, NotFound, Obj
 from common.memcluster import copy_json
-from common import probes
+from common import probes, refs
 from reconciler import collisions, conditions, digest
 from reconciler.conditions import Situation
 from reconciler.resolve import Resolution, inline_kinds, referenced_secrets, resolve
@@ -163,6 +162,8 @@ class _Run:
             return 0
         if minutes <= 0 or conditions.is_true(self.conds, conditions.SUCCEEDED):
             return 0
+        if self.spec.get("lifecycleState") == LIFECYCLE_ARCHIVED or self.cos["metadata"].get("deletionTimestamp"):
+            return 0  # the deadline is about rolling out; an Archived or deleted revision no longer does
         return minutes
 
     def deadline_at(self, minutes: int) -> datetime | None:
@@ -307,13 +308,20 @@ class _Run:
 
     def archived(self) -> Result:
         finalizers = list(self.cos["metadata"].get("finalizers") or [])
-        progressing = conditions.find(self.conds, conditions.PROGRESSING)
-        if FINALIZER_TEARDOWN not in finalizers and progressing and progressing.get("reason") == conditions.ARCHIVED:
-            return self.result   # torn down already; an Archived COS is never rolled out again
-        try:
-            resolution = self.resolve()
-        except refs.RefError as exc:
-            return self.fail(str(exc), exc)
+        if FINALIZER_TEARDOWN not in finalizers:
+            # Torn down already, or never rolled out: the finalizer goes on before the first object is written,
+            # so without it this revision owns nothing. An Archived COS is never rolled out again.
+            self.set(Situation("archived"))
+            return self.write_status()
+        resolution = self.resolve(lenient=True)
+        transient = [e for e in resolution.errors if isinstance(e, refs.SecretUnreadable) and not e.missing]
+        if transient:
+            return self.fail(str(transient[0]), transient[0])
+        for exc in resolution.errors:
+            # A Secret or key that is gone cannot say which objects it held: tear down the rest, and leave
+            # those to the garbage collector, which removes what this revision still owns when it is deleted.
+            self.event("Warning", "TeardownSkipped", f"{exc}; the garbage collector removes what this "
+                       "revision still owns once it is deleted")
         try:
             progress = teardown(self.cluster, [[o.manifest for o in p.objects] for p in resolution.phases],
                                 cos_name=self.name, cos_uid=self.uid)

@@ -16,7 +16,7 @@ from common.api import (
 from common.cluster import AlreadyExists, ApiError, Cluster, NotFound, Obj, UnknownKind
 from common.memcluster import copy_json
 from common import probes
-from reconciler import collisions
+from reconciler import collisions, quantity
 from reconciler.collisions import ADOPT, COLLISION, CREATE, PROGRESSED, Decision
 
 IDLE = "Idle"
@@ -83,12 +83,24 @@ def is_subset(desired: Any, live: Any) -> bool:
         return all(is_subset(d, l) for d, l in zip(desired, live))
     if isinstance(desired, bool) or isinstance(live, bool):
         return desired is live
+    if isinstance(desired, str) and isinstance(live, str) and desired != live:
+        return quantity.same(desired, live)  # the server stores quantities canonically (1000m -> 1)
     return desired == live
+
+
+def drop_nulls(value: Any) -> Any:
+    """``value`` without ``null`` map entries: a declared null means "not set", and an API server stores none
+    (it drops them or fills in a default), so comparing one with the live object would see drift forever."""
+    if isinstance(value, dict):
+        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [drop_nulls(v) for v in value]
+    return value
 
 
 def desired(manifest: Obj, owner: Owner, owner_refs: list[Obj]) -> Obj:
     """The manifest with our identity (labels, revision annotation, owner references), without ``status``."""
-    obj = copy_json(manifest)
+    obj = drop_nulls(manifest)
     obj.pop("status", None)
     meta = obj.setdefault("metadata", {})
     meta["labels"] = {**(meta.get("labels") or {}), LABEL_MANAGED_BY: MANAGED_BY_VALUE,

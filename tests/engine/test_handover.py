@@ -246,3 +246,42 @@ def test_fields_a_new_revision_stops_declaring_are_removed_at_handover() -> None
     live = mc.peek("v1", "ConfigMap", "settings", "ns")
     assert live["data"] == {"mode": "v2"}
     assert live["metadata"]["labels"]["team"] == "a"  # another manager's field is left alone
+
+
+def test_archived_revision_that_never_resolved_is_archived_at_once() -> None:
+    """rev 2 pointed at a Secret that never existed, so it created nothing; archiving it must settle."""
+    from tests.engine.helpers import at
+
+    mc = cluster()
+    missing = {"ref": {"name": "typo", "namespace": "olmv1-system", "key": "k"}}
+    mc.put(cos("ext-2", 2, phase("a", missing), state="Archived", progressDeadlineMinutes=10))
+    mc.reset_requests()
+    result = run(mc, "ext-2", now=at(20))  # past the deadline too: it does not apply to an Archived COS
+    assert result.error is None and result.requeue_after is None
+    assert brief(mc, "ext-2", "Progressing") == ("False", "Archived", "revision is archived")
+    assert brief(mc, "ext-2", "Available") == ("Unknown", "Archived", "revision is archived")
+    assert writes(mc) == [("update_status", KIND, "ext-2")]
+    mc.reset_requests()
+    run(mc, "ext-2", now=at(21))
+    assert mc.writes == 0
+
+
+def test_archival_tears_down_what_resolves_and_reports_a_vanished_secret() -> None:
+    from tests.engine.helpers import as_json, secret
+
+    mc = cluster()
+    mc.put(secret("objs", {"k": as_json(cm("from-ref"))}))
+    ref = {"ref": {"name": "objs", "namespace": "olmv1-system", "key": "k"}}
+    mc.put(cos("ext-1", 1, phase("a", cm("inline"), ref)))
+    run(mc, "ext-1")
+    assert mc.peek("v1", "ConfigMap", "from-ref", "ns") is not None
+    mc.remove("v1", "Secret", "objs", "olmv1-system")
+    _archive(mc, "ext-1")
+    result = run(mc, "ext-1")
+    assert result.error is None
+    assert mc.peek("v1", "ConfigMap", "inline", "ns") is None
+    assert mc.peek("v1", "ConfigMap", "from-ref", "ns") is not None  # left to the garbage collector
+    assert [(e.type, e.reason, e.message) for e in result.events][0] == (
+        "Warning", "TeardownSkipped", "getting Secret olmv1-system/objs: secrets \"objs\" not found; the garbage "
+        "collector removes what this revision still owns once it is deleted")
+    assert brief(mc, "ext-1", "Progressing") == ("False", "Archived", "revision is archived")

@@ -367,3 +367,30 @@ def test_watched_kinds_known_even_when_a_ref_fails() -> None:
     assert result.error is not None
     assert result.watched_kinds == {("apps/v1", "Deployment")}
     assert result.referenced_secrets == {("olmv1-system", "missing")}
+
+
+def test_declared_nulls_and_canonicalized_quantities_are_not_drift() -> None:
+    """A manifest from `kubectl create --dry-run -o yaml` carries `creationTimestamp: null`; the server stores
+    quantities canonically (500m stays, 1000m becomes 1, 1024Mi becomes 1Gi). Neither is a reason to write."""
+    from tests.engine.helpers import cluster, cos, phase, run
+
+    obj = {"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "a", "namespace": "ns", "creationTimestamp": None, "labels": None},
+           "data": {"cpu": "1000m", "memory": "1024Mi"}}
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("p", obj)))
+    run(mc, "ext-1")
+    live = mc.peek("v1", "ConfigMap", "a", "ns")
+    assert "labels" in live["metadata"] and live["metadata"]["creationTimestamp"]  # ours, and the server's
+    mc.edit("v1", "ConfigMap", "a", "ns", lambda o: o["data"].update(cpu="1", memory="1Gi"), manager="apiserver")
+    mc.reset_requests()
+    run(mc, "ext-1")
+    assert mc.writes == 0
+
+
+def test_quantities() -> None:
+    from reconciler.quantity import parse, same
+
+    assert same("1000m", "1") and same("1024Mi", "1Gi") and same("1e3", "1k") and same("0.5", "500m")
+    assert not same("1", "2") and not same("v1", "v1.0") and not same("1Gi", "1G")
+    assert parse("nginx:1.25") is None and parse("E") is None and parse("1E") == 10**18
