@@ -43,7 +43,9 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """An admission answer: allowed or denied (with a Kubernetes Status), plus warnings and a JSONPatch."""
+    """An admission answer: allowed or denied (with a Kubernetes Status), plus warnings and a JSONPatch.
+
+    Build it with the helpers below: they bound each warning as the API server requires."""
 
     allowed: bool
     status: Obj | None = None
@@ -56,18 +58,35 @@ class Decision:
         return str((self.status or {}).get("message", ""))
 
 
+MAX_WARNING_BYTES = 255
+
+
+def bounded_warning(text: str) -> str:
+    """A warning the API server accepts: printable, one line, under 256 bytes (cut at a character). Applied
+    where decisions are made, so the webhook and ``cosctl validate`` print the same text."""
+    flat = "".join(ch if ch.isprintable() else " " for ch in text).strip()
+    raw = flat.encode("utf-8", "surrogatepass")
+    if len(raw) <= MAX_WARNING_BYTES:
+        return flat
+    return raw[:MAX_WARNING_BYTES - 3].decode("utf-8", errors="ignore") + "..."
+
+
+def _warnings(warnings: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(bounded_warning(w) for w in warnings)
+
+
 def allowed(warnings: list[str] | tuple[str, ...] = ()) -> Decision:
-    return Decision(True, warnings=tuple(warnings))
+    return Decision(True, warnings=_warnings(warnings))
 
 
 def patched(patch: list[Obj], warnings: list[str] | tuple[str, ...] = ()) -> Decision:
-    return Decision(True, warnings=tuple(warnings), patch=tuple(patch))
+    return Decision(True, warnings=_warnings(warnings), patch=tuple(patch))
 
 
 def denied(kind: str, name: str, errors: list[FieldError], warnings: list[str] | tuple[str, ...] = ()) -> Decision:
     """A 422 Invalid denial listing every violation, shaped exactly like the API server's own."""
     group = api.GROUP if kind == api.KIND else ""
-    return Decision(False, status=invalid_status(kind, group, name, errors), warnings=tuple(warnings),
+    return Decision(False, status=invalid_status(kind, group, name, errors), warnings=_warnings(warnings),
                     errors=tuple(errors))
 
 
@@ -88,12 +107,12 @@ def _name_of(req: Request, obj: Obj | None) -> str:
 
 def mutate(req: Request, config: Config = Config()) -> Decision:
     """The mutating webhook: defaults as a JSONPatch (idempotent), with warnings saying what was defaulted."""
-    from common import mutation
+    from common import mutation, validation
 
     if req.operation != "CREATE" or not isinstance(req.object, dict):
         return allowed()
     if req.kind == api.KIND:
-        ops, warnings = mutation.cos_defaults(req.object, config.system_namespace)
+        ops, warnings = mutation.cos_defaults(validation.prune_nulls(req.object), config.system_namespace)
     elif req.kind == "Secret":
         ops, warnings = mutation.secret_defaults(req.object)
     else:
@@ -114,7 +133,9 @@ def validate(req: Request, config: Config = Config()) -> Decision:
     old = req.old_object if req.operation == "UPDATE" else None
     name = _name_of(req, req.object)
     if req.kind == api.KIND:
-        errors, warnings = validation.validate_cos(req.object, old, system_namespace=config.system_namespace)
+        errors, warnings = validation.validate_cos(validation.prune_nulls(req.object),
+                                                   validation.prune_nulls(old) if old is not None else None,
+                                                   system_namespace=config.system_namespace)
     elif req.kind == "Secret":
         errors, warnings = validation.validate_secret(req.object, old)
     else:

@@ -110,6 +110,8 @@ def _documents(name: str, text: str, problems: list[str]) -> Iterator[tuple[int,
             problems.append(f"{name}:0: invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
         except RecursionError:
             problems.append(f"{name}:0: invalid JSON: nested too deeply")
+        except ValueError:  # Python refuses integers of more than 4300 digits
+            problems.append(f"{name}:0: invalid JSON: a number is too large")
         return
     index = 0
     try:
@@ -121,6 +123,40 @@ def _documents(name: str, text: str, problems: list[str]) -> Iterator[tuple[int,
         problems.append(f"{name}:{index}: invalid YAML: {_yaml_problem(exc)}")
     except RecursionError:
         problems.append(f"{name}:{index}: invalid YAML: nested too deeply")
+    except ValueError:  # Python refuses integers of more than 4300 digits
+        problems.append(f"{name}:{index}: invalid YAML: a number is too large")
+
+
+MAX_EXPANDED_NODES = 1_000_000
+
+
+def _expanded_size(doc: Any, limit: int = MAX_EXPANDED_NODES) -> int:
+    """How many nodes ``doc`` has once YAML aliases are expanded, counting no further than past ``limit``.
+
+    PyYAML builds an alias as a second reference to the same object, so a few hundred bytes of nested
+    anchors ("billion laughs") load instantly and explode only when something walks the result. Counting
+    with one memo entry per container costs as much as the unique nodes, however large the expansion.
+    """
+    sizes: dict[int, int] = {}
+
+    def size(value: Any) -> int:
+        if isinstance(value, dict):
+            children: Iterable[Any] = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            return 1
+        key = id(value)
+        if key not in sizes:
+            total = 1
+            for child in children:
+                total += size(child)
+                if total > limit:
+                    break
+            sizes[key] = total
+        return sizes[key]
+
+    return size(doc)
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
@@ -159,10 +195,6 @@ def _check(doc: Any, source: Source, problems: list[str]) -> bool:
         namespace = (meta or {}).get("namespace")
         if namespace is not None and not isinstance(namespace, str):
             found.append("metadata.namespace must be a string")
-    if not found:
-        bad = _not_json(doc)
-        if bad:
-            found.append(bad)
     if found:
         label = _label(doc)
         problems.extend(f"{source}{label}: {what}" for what in found)
@@ -237,8 +269,18 @@ def documents(paths: Sequence[str | Path], *, stdin: Any = None) -> tuple[list[t
             problems.append(f"{path}: cannot read: {exc.strerror or exc}")
             continue
         for doc_index, doc in _documents(name, text, problems):
+            if _expanded_size(doc) > MAX_EXPANDED_NODES:
+                problems.append(f"{name}:{doc_index}: invalid YAML: aliases expand to more than "
+                                f"{MAX_EXPANDED_NODES} nodes")
+                continue
             if isinstance(doc, dict) and _is_list_kind(doc):
-                found.extend((Source(name, doc_index, i), item) for i, item in enumerate(doc["items"]))
+                entries = [(Source(name, doc_index, i), item) for i, item in enumerate(doc["items"])]
             else:
-                found.append((Source(name, doc_index), doc))
+                entries = [(Source(name, doc_index), doc)]
+            for source, item in entries:
+                bad = _not_json(item) if isinstance(item, (dict, list)) else None
+                if bad:
+                    problems.append(f"{source}{_label(item) if isinstance(item, dict) else ''}: {bad}")
+                else:
+                    found.append((source, item))
     return found, problems

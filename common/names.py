@@ -60,7 +60,7 @@ def is_dns1123_subdomain(value: str) -> tuple[str, ...]:
     errs = []
     if len(value) > DNS1123_SUBDOMAIN_MAX:
         errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX))
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
         errs.append(regex_error(_DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, "example.com"))
     return tuple(errs)
 
@@ -77,7 +77,7 @@ def is_dns1123_label(value: str) -> tuple[str, ...]:
     errs = []
     if len(value) > DNS1123_LABEL_MAX:
         errs.append(max_len_error(DNS1123_LABEL_MAX))
-    if not _DNS1123_LABEL_RE.match(value):
+    if not _DNS1123_LABEL_RE.fullmatch(value):
         errs.append(regex_error(_DNS1123_LABEL_ERR, DNS1123_LABEL_FMT, "my-name", "123-abc"))
     return tuple(errs)
 
@@ -87,7 +87,7 @@ def is_dns1035_label(value: str) -> tuple[str, ...]:
     errs = []
     if len(value) > DNS1035_LABEL_MAX:
         errs.append(max_len_error(DNS1035_LABEL_MAX))
-    if not _DNS1035_LABEL_RE.match(value):
+    if not _DNS1035_LABEL_RE.fullmatch(value):
         errs.append(regex_error(_DNS1035_LABEL_ERR, DNS1035_LABEL_FMT, "my-name", "abc-123"))
     return tuple(errs)
 
@@ -112,7 +112,7 @@ def is_qualified_name(value: str) -> tuple[str, ...]:
         errs.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX:
         errs.append("name part " + max_len_error(QUALIFIED_NAME_MAX))
-    if not _QUALIFIED_NAME_RE.match(name):
+    if not _QUALIFIED_NAME_RE.fullmatch(name):
         errs.append("name part " + regex_error(_QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, "MyName", "my.name",
                                                "123-abc"))
     return tuple(errs)
@@ -123,7 +123,7 @@ def is_valid_label_value(value: str) -> tuple[str, ...]:
     errs = []
     if len(value) > LABEL_VALUE_MAX:
         errs.append(max_len_error(LABEL_VALUE_MAX))
-    if not _LABEL_VALUE_RE.match(value):
+    if not _LABEL_VALUE_RE.fullmatch(value):
         errs.append(regex_error(_LABEL_VALUE_ERR, LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return tuple(errs)
 

@@ -79,13 +79,22 @@ def decode(raw: bytes, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
     return raw
 
 
+def _not_a_json_constant(name: str) -> Any:
+    raise NotJSON(f"invalid character: {name} is not JSON")
+
+
 def load_json(data: bytes) -> Any:
-    """Parse JSON without echoing the input in the error (it may be secret)."""
+    """Parse strict JSON (no NaN or Infinity: Go and the API server refuse them) without echoing the input in
+    the error (it may be secret)."""
     try:
-        return json.loads(data)
+        return json.loads(data, parse_constant=_not_a_json_constant)
+    except NotJSON:
+        raise
     except UnicodeDecodeError:
         raise NotJSON("invalid character: data is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise NotJSON(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise NotJSON("exceeded max depth") from None
+    except ValueError:  # Python refuses integers of more than 4300 digits
+        raise NotJSON("a number is too large") from None

@@ -19,7 +19,7 @@ _DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k
 
 def parse(text: str) -> Decimal | None:
     """The value of a quantity string, or None when it is not one."""
-    m = _QUANTITY.match(text)
+    m = _QUANTITY.fullmatch(text)
     if not m:
         return None
     try:

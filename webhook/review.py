@@ -29,7 +29,6 @@ DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 # over every parsed body would cost a third of the no-op handler's time on a maximal review.
 TOO_DEEP = "request body nests too deeply"
 # The API server rejects warnings of 256 characters or more; keep each strictly below in bytes as well.
-MAX_WARNING_BYTES = 255
 
 
 class MalformedReview(ValueError):
@@ -156,23 +155,13 @@ def parse(body: bytes, expected: Expected, max_body_bytes: int = DEFAULT_MAX_BOD
                   expected.group, resource_name)
 
 
-def clean_warning(text: str) -> str:
-    """A warning the API server accepts: printable, one line, under 256 bytes (cut at a character)."""
-    flat = "".join(ch if ch.isprintable() else " " for ch in text).strip()
-    raw = flat.encode("utf-8")
-    if len(raw) <= MAX_WARNING_BYTES:
-        return flat
-    cut = raw[:MAX_WARNING_BYTES - 3].decode("utf-8", errors="ignore")
-    return cut + "..."
-
-
 def response(uid: str, decision: Decision) -> dict[str, Any]:
     """The AdmissionReview v1 response object for ``decision``."""
     resp: dict[str, Any] = {"uid": uid, "allowed": decision.allowed}
     if decision.status is not None:
         resp["status"] = decision.status
     if decision.warnings:
-        resp["warnings"] = [clean_warning(w) for w in decision.warnings]
+        resp["warnings"] = list(decision.warnings)  # bounded where the decision was made
     if decision.patch:
         patch = json.dumps(list(decision.patch), separators=(",", ":")).encode("utf-8")
         resp["patchType"] = "JSONPatch"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # Module names under common.cli, in the order `cosctl --help` lists them.
@@ -40,6 +41,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, not a traceback that may quote input
+        if os.environ.get("COSCTL_DEBUG"):
+            raise
+        print(f"cosctl: internal error ({type(exc).__name__}); please report it (COSCTL_DEBUG=1 shows the "
+              "traceback)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ def _identity(doc: dict[str, Any]) -> tuple[str, str, str]:
 
 def _judged_kind(doc: dict[str, Any]) -> str | None:
     """The admission kind of a document the webhook would see, or None for anything else."""
-    if doc.get("kind") == api.KIND and str(doc.get("apiVersion", "")).startswith(api.GROUP + "/"):
+    if doc.get("kind") == api.KIND:
         return api.KIND
     if doc.get("kind") == "Secret" and doc.get("apiVersion") == "v1" and doc.get("type") == api.SECRET_TYPE:
         return "Secret"
@@ -92,6 +92,12 @@ def judge(docs: list[tuple[Source, Any]], old_docs: list[tuple[Source, Any]], co
             problems.append(f"{source}: not a Kubernetes object (a YAML/JSON {type(doc).__name__})")
             continue
         kind, namespace, name = _identity(doc)
+        if kind == api.KIND and doc.get("apiVersion") != api.API_VERSION:
+            # kubectl refuses to send it at all: not a denial, an unusable document
+            got = doc.get("apiVersion")
+            problems.append(f"{source} {kind}/{name}: apiVersion must be {api.API_VERSION}, got "
+                            f"{json.dumps(got) if got else 'none'}")
+            continue
         judged = _judged_kind(doc)
         if judged is None:
             verdicts.append(Verdict(source, kind or "<no kind>", name, None))

@@ -132,3 +132,45 @@ def test_list_items_and_secrets(tmp_path: Path) -> None:
         f'{path}:0 items[1] Secret/s: Secret "s" is invalid: metadata.labels[olm.operatorframework.io/revision-name]: '
         "Required value: the name of the ClusterObjectSet revision this Secret belongs to",
     ]
+
+
+def test_long_warnings_are_bounded_exactly_as_the_webhook_sends_them(tmp_path: Path) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s" * 250, "namespace": "n" * 60}}
+    obj = base_cos(phases=[{"name": "p", "objects": [{"object": secret}]}])
+    out = io.StringIO()
+    assert run([write(tmp_path, "x.yaml", obj)], output="json", out=out) == 0
+    (warning,) = json.loads(out.getvalue())["warnings"]
+    assert len(warning.encode()) == 255 and warning.endswith("...")
+    assert warning.startswith('spec.phases[0].objects[0].object: inline Secret "nnn')
+
+
+def test_cluster_object_set_with_a_wrong_api_version_is_not_skipped(tmp_path: Path) -> None:
+    obj = base_cos(revision=0)
+    del obj["apiVersion"]
+    path = write(tmp_path, "x.yaml", obj)
+    out, err = io.StringIO(), io.StringIO()
+    assert run([path], out=out, err=err) == 2
+    assert err.getvalue() == (f"cosctl validate: {path}:0 ClusterObjectSet/demo: apiVersion must be "
+                              "olm.operatorframework.io/v1, got none\n")
+
+
+def test_inputs_that_cannot_be_json_exit_2_without_a_traceback(tmp_path: Path) -> None:
+    big_json = tmp_path / "big.json"
+    big_json.write_text('{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"n":' + "9" * 5000 + "}")
+    big_yaml = tmp_path / "big.yaml"
+    big_yaml.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\nn: " + "9" * 5000 + "\n")
+    binary = tmp_path / "binary.yaml"
+    binary.write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: x}\ndata: !!binary aGVsbG8=\n")
+    laughs = tmp_path / "laughs.yaml"
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{i}: &a{i} [{', '.join(['*a' + str(i - 1)] * 10)}]" for i in range(1, 8)]
+    laughs.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n"
+                      + "".join(f"  {line}\n" for line in levels))
+    result = cosctl("validate", str(big_json), str(big_yaml), str(binary), str(laughs))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"cosctl validate: {big_json}:0: invalid JSON: a number is too large",
+        f"cosctl validate: {big_yaml}:0: invalid YAML: a number is too large",
+        f"cosctl validate: {binary}:0 Secret/x: data: a bytes value cannot be represented in JSON",
+        f"cosctl validate: {laughs}:0: invalid YAML: aliases expand to more than 1000000 nodes",
+    ]

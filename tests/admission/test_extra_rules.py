@@ -244,3 +244,22 @@ def test_single_error_message_has_no_brackets() -> None:
     d = check(base_cos(revision=0))
     assert d.message == ('ClusterObjectSet.olm.operatorframework.io "demo" is invalid: spec.revision: Invalid value: 0: '
                          "spec.revision in body should be greater than or equal to 1")
+
+
+def test_trailing_newlines_are_not_valid_names() -> None:
+    manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns\n",
+                                                                       "labels": {"app": "v\n"}}}
+    errs = errors_of(_with_objects(manifest))
+    assert [e.split(":")[0] for e in errs] == ["spec.phases[0].objects[0].object.metadata.labels",
+                                               "spec.phases[0].objects[0].object.metadata.namespace"]
+    selector = {"type": "Label", "label": {"matchLabels": {"a\n": "b"}}}
+    assert errors_of(base_cos(progressionProbes=[probe(selector)]))[0].startswith(
+        'spec.progressionProbes[0].selector.label.matchLabels: Invalid value: "a\\n": name part must consist of')
+
+
+def test_one_becoming_true_inside_phases_is_a_change() -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"x": 1}}
+    new, old = update(_with_objects(cm), lambda o: o["spec"]["phases"][0]["objects"][0]["object"]["data"].update(x=True))
+    assert errors_of(new, old) == ["spec.phases: Invalid value: phases is immutable"]
+    same, old = update(_with_objects(cm), lambda o: o["spec"]["phases"][0]["objects"][0]["object"]["data"].update(x=1.0))
+    assert errors_of(same, old) == []  # 1 and 1.0 are the same number, as in CEL

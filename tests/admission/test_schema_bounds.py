@@ -108,8 +108,14 @@ def test_wrong_types_report_the_type_only() -> None:
         'spec.revision: Invalid value: "string": spec.revision in body must be of type integer: "string"']
     assert errors_of(base_cos(phases="deploy")) == [
         'spec.phases: Invalid value: "string": spec.phases in body must be of type array: "string"']
-    assert errors_of(base_cos(lifecycleState=None)) == [
-        'spec.lifecycleState: Invalid value: "null": spec.lifecycleState in body must be of type string: "null"']
+    assert errors_of(base_cos(lifecycleState=5)) == [
+        'spec.lifecycleState: Invalid value: "integer": spec.lifecycleState in body must be of type string: "integer"']
+
+
+def test_nulls_are_pruned_as_the_api_server_prunes_them() -> None:
+    # a null in a declared field never reaches admission on a cluster: it is as if the field were absent
+    assert errors_of(base_cos(lifecycleState=None)) == ["spec.lifecycleState: Required value"]
+    assert errors_of(base_cos(progressDeadlineMinutes=None, progressionProbes=None)) == []
 
 
 def test_spec_required_and_must_be_an_object() -> None:

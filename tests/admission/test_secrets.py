@@ -175,3 +175,30 @@ def test_review_of_secret_never_echoes_content() -> None:
     d = review(Request("Secret", "CREATE", obj, name="s"))
     assert not d.allowed
     assert MARKER not in json.dumps([d.status, d.warnings, d.patch])
+
+
+@pytest.mark.parametrize("raw,problem", [
+    (b'{"apiVersion":"v1","kind":"ConfigMap","x":' + b"9" * 5000 + b"}", "a number is too large"),
+    (b'{"apiVersion":"v1","kind":"ConfigMap","x":NaN}', "invalid character: NaN is not JSON"),
+    (b'{"apiVersion":"v1","kind":"ConfigMap","x":-Infinity}', "invalid character: -Infinity is not JSON"),
+])
+def test_values_go_and_the_api_server_cannot_read_are_denied(raw: bytes, problem: str) -> None:
+    assert messages(secret({"k": raw})) == [
+        f"data[k]: Invalid value: must be a JSON object manifest, optionally gzip-compressed: {problem}"]
+
+
+def test_trailing_newline_in_revision_label_is_invalid() -> None:
+    obj = secret()
+    obj["metadata"]["labels"]["olm.operatorframework.io/revision-name"] = "rev1\n"
+    assert messages(obj)[0].startswith(
+        'metadata.labels[olm.operatorframework.io/revision-name]: Invalid value: "rev1\\n": a lowercase RFC 1123')
+
+
+def test_update_of_a_secret_admitted_without_the_label_is_allowed() -> None:
+    old = secret()
+    old["metadata"]["labels"] = {}
+    new = secret()
+    new["metadata"]["labels"] = {}
+    new["metadata"]["ownerReferences"] = [{"apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterObjectSet",
+                                           "name": "rev1", "uid": "u", "controller": True}]
+    assert messages(new, old) == []

@@ -63,6 +63,8 @@ def test_missing_key() -> None:
     (b"not json", "Expecting value at line 1 column 1"),
     (b"[1,2]", "cannot unmarshal array into an object"),
     (b"\x80abc", "invalid character: data is not UTF-8 text"),
+    (b'{"kind":"ConfigMap","x":NaN}', "invalid character: NaN is not JSON"),
+    (b'{"x":' + b"9" * 5000 + b"}", "a number is too large"),
 ])
 def test_non_json(raw, detail) -> None:
     mc = cluster()

@@ -8,9 +8,8 @@ import json
 
 import pytest
 
-from common.admission import Decision
+from common.admission import Decision, allowed, denied
 from common.fielderrors import invalid
-from common.admission import denied
 from webhook import review
 from webhook.app import create_app
 from tests.webhook.support import admission_review, valid_cos
@@ -155,7 +154,7 @@ def test_denial_carries_the_status_unchanged() -> None:
 
 def test_warnings_are_one_printable_line_under_256_bytes() -> None:
     long = "é" * 300
-    out = review.response("u", Decision(True, warnings=(long, "two\nlines\x00")))["response"]["warnings"]
+    out = review.response("u", allowed([long, "two\nlines\x00"]))["response"]["warnings"]
     assert len(out[0].encode()) <= 255 and out[0].endswith("...") and out[0].startswith("é" * 100)
     assert out[1] == "two lines"
 
