@@ -23,7 +23,7 @@ from reconciler import collisions, conditions, digest
 from reconciler.conditions import Situation
 from reconciler.resolve import Resolution, inline_kinds, referenced_secrets, resolve
 from reconciler.rollout import ObjectError, Outcome, Owner, reconcile_object
-from reconciler.teardown import teardown
+from reconciler.teardown import TeardownProgress, teardown
 
 COLLISION_REQUEUE = 10.0
 TEARDOWN_REQUEUE = 5.0
@@ -313,18 +313,10 @@ class _Run:
             # so without it this revision owns nothing. An Archived COS is never rolled out again.
             self.set(Situation("archived"))
             return self.write_status()
-        resolution = self.resolve(lenient=True)
-        transient = [e for e in resolution.errors if isinstance(e, refs.SecretUnreadable) and not e.missing]
-        if transient:
-            return self.fail(str(transient[0]), transient[0])
-        for exc in resolution.errors:
-            # A Secret or key that is gone cannot say which objects it held: tear down the rest, and leave
-            # those to the garbage collector, which removes what this revision still owns when it is deleted.
-            self.event("Warning", "TeardownSkipped", f"{exc}; the garbage collector removes what this "
-                       "revision still owns once it is deleted")
         try:
-            progress = teardown(self.cluster, [[o.manifest for o in p.objects] for p in resolution.phases],
-                                cos_name=self.name, cos_uid=self.uid)
+            progress = self.tear_down()
+        except refs.RefError as exc:
+            return self.fail(str(exc), exc)
         except ObjectError as exc:
             return self.fail(str(exc), exc.cause)
         if not progress.done:
@@ -335,28 +327,43 @@ class _Run:
         self.write_status()
         if self.result.error is not None:
             return self.result
-        if FINALIZER_TEARDOWN in finalizers:
-            try:
-                self.patch_finalizers([f for f in finalizers if f != FINALIZER_TEARDOWN])
-            except ApiError as exc:
-                self.result.error = ReconcileError(f"removing finalizer: {exc}", exc)
-                return self.result
-            self.event("Normal", "TeardownComplete", f"Revision {self.revision} is archived: its objects that no "
-                       "newer revision owns were removed")
+        try:
+            self.patch_finalizers([f for f in finalizers if f != FINALIZER_TEARDOWN])
+        except ApiError as exc:
+            self.result.error = ReconcileError(f"removing finalizer: {exc}", exc)
+            return self.result
+        self.event("Normal", "TeardownComplete", f"Revision {self.revision} is archived: its objects that no "
+                   "newer revision owns were removed")
         return self.result
+
+    def tear_down(self) -> TeardownProgress:
+        """Resolve leniently and remove this revision's objects in reverse phase order (Archived or deleted).
+
+        A transient error reading a Secret raises its ``RefError`` (retry: skipping would lose the ordered
+        teardown of what it holds). A Secret or key that is gone cannot say which objects it held: the rest
+        is torn down, and a TeardownSkipped warning says that the garbage collector removes what this
+        revision still owns once it is gone. ``ObjectError`` from the teardown itself propagates.
+        """
+        resolution = self.resolve(lenient=True)
+        transient = [e for e in resolution.errors if isinstance(e, refs.SecretUnreadable) and not e.missing]
+        if transient:
+            raise transient[0]
+        for exc in resolution.errors:
+            self.event("Warning", "TeardownSkipped", f"{exc}; the garbage collector removes what this "
+                       "revision still owns once it is gone")
+        return teardown(self.cluster, [[o.manifest for o in p.objects] for p in resolution.phases],
+                        cos_name=self.name, cos_uid=self.uid)
 
     def deleted(self) -> Result:
         finalizers = list(self.cos["metadata"].get("finalizers") or [])
         if FINALIZER_TEARDOWN not in finalizers:
             return self.result
         if ORPHAN_FINALIZER not in finalizers:
-            resolution = self.resolve(lenient=True)
-            for exc in resolution.errors:
-                self.event("Warning", "TeardownSkipped", f"{exc}; the garbage collector removes what this "
-                           "revision still owns once it is gone")
             try:
-                progress = teardown(self.cluster, [[o.manifest for o in p.objects] for p in resolution.phases],
-                                    cos_name=self.name, cos_uid=self.uid)
+                progress = self.tear_down()
+            except refs.RefError as exc:
+                self.result.error = ReconcileError(str(exc), exc)
+                return self.result
             except ObjectError as exc:
                 self.result.error = ReconcileError(str(exc), exc.cause)
                 return self.result

@@ -283,5 +283,21 @@ def test_archival_tears_down_what_resolves_and_reports_a_vanished_secret() -> No
     assert mc.peek("v1", "ConfigMap", "from-ref", "ns") is not None  # left to the garbage collector
     assert [(e.type, e.reason, e.message) for e in result.events][0] == (
         "Warning", "TeardownSkipped", "getting Secret olmv1-system/objs: secrets \"objs\" not found; the garbage "
-        "collector removes what this revision still owns once it is deleted")
+        "collector removes what this revision still owns once it is gone")
     assert brief(mc, "ext-1", "Progressing") == ("False", "Archived", "revision is archived")
+
+
+def test_transient_secret_errors_retry_teardown_instead_of_skipping() -> None:
+    from common.cluster import InternalError
+    from tests.engine.helpers import as_json, secret
+
+    mc = cluster()
+    mc.put(secret("objs", {"k": as_json(cm("from-ref"))}))
+    mc.put(cos("ext-1", 1, phase("a", {"ref": {"name": "objs", "namespace": "olmv1-system", "key": "k"}})))
+    run(mc, "ext-1")
+    _archive(mc, "ext-1")
+    mc.fail("get", InternalError("etcd is having a moment"), kind="Secret")
+    result = run(mc, "ext-1")
+    assert result.error is not None and "etcd is having a moment" in str(result.error)
+    assert mc.peek("v1", "ConfigMap", "from-ref", "ns") is not None  # not skipped: retried
+    assert "TeardownSkipped" not in [e.reason for e in result.events]
