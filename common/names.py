@@ -55,14 +55,21 @@ def max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
 
 
+def _bounded_format(value: str, max_length: int, pattern: re.Pattern[str], message: str, fmt: str,
+                    *examples: str) -> tuple[str, ...]:
+    """apimachinery's shape for a format check: the length error first, then the format error."""
+    errs = []
+    if len(value) > max_length:
+        errs.append(max_len_error(max_length))
+    if not pattern.fullmatch(value):
+        errs.append(regex_error(message, fmt, *examples))
+    return tuple(errs)
+
+
 @lru_cache(maxsize=4096)
 def is_dns1123_subdomain(value: str) -> tuple[str, ...]:
-    errs = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX:
-        errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX))
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(regex_error(_DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return tuple(errs)
+    return _bounded_format(value, DNS1123_SUBDOMAIN_MAX, _DNS1123_SUBDOMAIN_RE, _DNS1123_SUBDOMAIN_ERR,
+                           DNS1123_SUBDOMAIN_FMT, "example.com")
 
 
 _DNS1123_LABEL_ERR = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
@@ -74,22 +81,14 @@ DNS1123_LABEL_MAX = 63
 @lru_cache(maxsize=4096)
 def is_dns1123_label(value: str) -> tuple[str, ...]:
     """Namespace names are RFC 1123 labels."""
-    errs = []
-    if len(value) > DNS1123_LABEL_MAX:
-        errs.append(max_len_error(DNS1123_LABEL_MAX))
-    if not _DNS1123_LABEL_RE.fullmatch(value):
-        errs.append(regex_error(_DNS1123_LABEL_ERR, DNS1123_LABEL_FMT, "my-name", "123-abc"))
-    return tuple(errs)
+    return _bounded_format(value, DNS1123_LABEL_MAX, _DNS1123_LABEL_RE, _DNS1123_LABEL_ERR, DNS1123_LABEL_FMT,
+                           "my-name", "123-abc")
 
 
 @lru_cache(maxsize=4096)
 def is_dns1035_label(value: str) -> tuple[str, ...]:
-    errs = []
-    if len(value) > DNS1035_LABEL_MAX:
-        errs.append(max_len_error(DNS1035_LABEL_MAX))
-    if not _DNS1035_LABEL_RE.fullmatch(value):
-        errs.append(regex_error(_DNS1035_LABEL_ERR, DNS1035_LABEL_FMT, "my-name", "abc-123"))
-    return tuple(errs)
+    return _bounded_format(value, DNS1035_LABEL_MAX, _DNS1035_LABEL_RE, _DNS1035_LABEL_ERR, DNS1035_LABEL_FMT,
+                           "my-name", "abc-123")
 
 
 @lru_cache(maxsize=4096)
@@ -120,12 +119,8 @@ def is_qualified_name(value: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=4096)
 def is_valid_label_value(value: str) -> tuple[str, ...]:
-    errs = []
-    if len(value) > LABEL_VALUE_MAX:
-        errs.append(max_len_error(LABEL_VALUE_MAX))
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(regex_error(_LABEL_VALUE_ERR, LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return tuple(errs)
+    return _bounded_format(value, LABEL_VALUE_MAX, _LABEL_VALUE_RE, _LABEL_VALUE_ERR, LABEL_VALUE_FMT,
+                           "MyValue", "my_value", "12345")
 
 
 def is_valid_path_segment_name(value: str) -> list[str]:
