@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common.api import API_VERSION, KIND, LABEL_OWNER_NAME  # noqa: E402
-from common.memcluster import MemCluster  # noqa: E402
+from common.contract.api import API_VERSION, KIND, LABEL_OWNER_NAME  # noqa: E402
+from common.testing.memcluster import MemCluster  # noqa: E402
 from reconciler.engine import reconcile  # noqa: E402
 
 PHASES, PER_PHASE = 20, 50

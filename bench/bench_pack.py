@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from common.packing import pack, to_json  # noqa: E402
-from common.phasing import sort_into_phases  # noqa: E402
+from common.bundle.packing import pack, to_json  # noqa: E402
+from common.bundle.phasing import sort_into_phases  # noqa: E402
 from tests.support import big_bundle  # noqa: E402
 
 TARGET_SECONDS = 1.0
@@ -70,7 +70,7 @@ def main() -> int:
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
         for f in range(9):
             Path(tmp, f"part-{f}.yaml").write_text(yaml.dump_all(manifests[f * 100:(f + 1) * 100], Dumper=dumper))
-        script = ("import resource, sys; from common.cli import main; code = main(sys.argv[1:]); "
+        script = ("import resource, sys; from common.cosctl import main; code = main(sys.argv[1:]); "
                   "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(code)")
         start = time.perf_counter()
         proc = subprocess.run([sys.executable, "-c", script, "pack", tmp, "--owner", "big"], cwd=ROOT,

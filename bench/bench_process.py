@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from common.kube import KubeCluster  # noqa: E402
+from common.cluster.kube import KubeCluster  # noqa: E402
 from reconciler.process import ProcessConfig, ReconcilerProcess, settled  # noqa: E402
 from tests.support.fake_apiserver import FakeApiServer  # noqa: E402
 

@@ -22,9 +22,10 @@ from typing import Any
 
 import urllib3
 
-from common.cluster import ApiError, Gone, Obj, UnknownKind, error_from_status
-from common.kube import KubeCluster
-from common import labels
+from common.cluster.interface import ApiError, Gone, UnknownKind, error_from_status
+from common.cluster.kube import KubeCluster
+from common.contract import labels
+from common.contract.objects import Obj
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import threading
 import uuid
 from typing import Any
 
-from common import api
+from common.contract import api
 
 log = logging.getLogger("cos-reconciler")
 
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(args.log_format, args.log_level)
 
-    from common.kube import KubeCluster
+    from common.cluster.kube import KubeCluster
     from reconciler.health import HealthServer, parse_bind
     from reconciler.leader import LeaderConfig
     from reconciler.metrics import Metrics

@@ -9,10 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from common.api import (
-    ANNOTATION_REVISION, COLLISION_IF_NO_CONTROLLER, COLLISION_NONE, COLLISION_PREVENT, GROUP, KIND,
+from common.contract.api import (
+    ANNOTATION_REVISION,
+    COLLISION_IF_NO_CONTROLLER,
+    COLLISION_NONE,
+    COLLISION_PREVENT,
+    GROUP,
+    KIND,
 )
-from common.cluster import GVK, Obj
+from common.contract.objects import GVK, Obj
 
 CREATE = "Create"
 OWNED = "Owned"          # controlled by this COS: apply when a declared field differs, else idle

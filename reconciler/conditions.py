@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Sequence
 
-from common.cluster import Obj
+from common.contract.objects import Obj
 
 PROGRESSING, AVAILABLE, SUCCEEDED = "Progressing", "Available", "Succeeded"
 

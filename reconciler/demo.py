@@ -18,9 +18,9 @@ from typing import Any, TextIO
 
 import yaml
 
-from common import api
-from common.cluster import AlreadyExists, ApiError, NotFound
-from common.kube import KubeCluster
+from common.cluster.interface import AlreadyExists, ApiError, NotFound
+from common.cluster.kube import KubeCluster
+from common.contract import api
 from reconciler.process import run_until_settled, settled
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Any, Sequence
 
-from common.cluster import Obj
+from common.contract.objects import Obj
 
 ALGORITHM = "sha256"
 

@@ -12,13 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from common.api import (
-    ANNOTATION_BUNDLE_VERSION, API_VERSION, DEFAULT_SYSTEM_NAMESPACE, FINALIZER_TEARDOWN, KIND,
-    LABEL_OWNER_NAME, LIFECYCLE_ARCHIVED,
+from common.bundle import refs
+from common.cluster.interface import ApiError, Cluster, NotFound
+from common.contract import probes
+from common.contract.api import (
+    ANNOTATION_BUNDLE_VERSION,
+    API_VERSION,
+    DEFAULT_SYSTEM_NAMESPACE,
+    FINALIZER_TEARDOWN,
+    KIND,
+    LABEL_OWNER_NAME,
+    LIFECYCLE_ARCHIVED,
 )
-from common.cluster import ApiError, Cluster, NotFound, Obj
-from common.memcluster import copy_json
-from common import probes, refs
+from common.contract.objects import Obj, copy_json
 from reconciler import collisions, conditions, digest
 from reconciler.conditions import Situation
 from reconciler.resolve import Resolution, inline_kinds, referenced_secrets, resolve

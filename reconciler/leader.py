@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from common.cluster import AlreadyExists, ApiError, Cluster, Conflict, NotFound, Obj
+from common.cluster.interface import AlreadyExists, ApiError, Cluster, Conflict, NotFound
+from common.contract.objects import Obj
 
 log = logging.getLogger(__name__)
 

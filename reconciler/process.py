@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from common import api, labels
-from common.cluster import AlreadyExists, ApiError, Cluster, GVK, NotFound, Obj
-from common.kube import KubeCluster
+from common.cluster.interface import AlreadyExists, ApiError, Cluster, NotFound
+from common.cluster.kube import KubeCluster
+from common.contract import api, labels
+from common.contract.objects import GVK, Obj
 from reconciler.cache import Caches, Informer, InformerKey
 from reconciler.leader import LeaderConfig, LeaderElector
 from reconciler.metrics import Metrics

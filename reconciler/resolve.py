@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from common import refs
-from common.cluster import Obj
-from common.memcluster import copy_json
+from common.bundle import refs
+from common.contract.objects import Obj, copy_json
 
 
 @dataclass
@@ -64,7 +63,7 @@ def inline_kinds(spec: Obj) -> set[tuple[str, str]]:
 def resolve(cluster: Any, spec: Obj, system_namespace: str, *, lenient: bool = False) -> Resolution:
     """Resolve every object of every phase, in order.
 
-    Strict mode raises the first :class:`common.refs.RefError`; lenient mode (tearing down a deleted COS,
+    Strict mode raises the first :class:`common.bundle.refs.RefError`; lenient mode (tearing down a deleted COS,
     where a vanished Secret must not block the uninstall) skips unresolvable entries and collects the errors.
     """
     secrets: dict[tuple[str, str], Obj] = {}

@@ -10,12 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from common.api import (
-    ANNOTATION_REVISION, FIELD_MANAGER, LABEL_MANAGED_BY, LABEL_OWNER_NAME, MANAGED_BY_VALUE, owner_reference,
+from common.cluster.interface import AlreadyExists, ApiError, Cluster, NotFound, UnknownKind
+from common.contract import probes
+from common.contract.api import (
+    ANNOTATION_REVISION,
+    FIELD_MANAGER,
+    LABEL_MANAGED_BY,
+    LABEL_OWNER_NAME,
+    MANAGED_BY_VALUE,
+    owner_reference,
 )
-from common.cluster import AlreadyExists, ApiError, Cluster, NotFound, Obj, UnknownKind
-from common.memcluster import copy_json
-from common import probes
+from common.contract.objects import Obj, copy_json
 from reconciler import collisions, quantity
 from reconciler.collisions import ADOPT, COLLISION, CREATE, PROGRESSED, Decision
 

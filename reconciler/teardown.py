@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from common.cluster import ApiError, Cluster, NotFound, Obj
+from common.cluster.interface import ApiError, Cluster, NotFound
+from common.contract.objects import Obj
 from reconciler import collisions
 from reconciler.rollout import ObjectError, read
 

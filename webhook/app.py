@@ -1,6 +1,6 @@
-"""The webhook's HTTP face: a Flask app that adapts AdmissionReview requests to ``common.admission``.
+"""The webhook's HTTP face: a Flask app that adapts AdmissionReview requests to ``common.contract.admission``.
 
-All judgement lives in ``common.admission`` (shared with ``cosctl validate``); this module only reads a
+All judgement lives in ``common.contract.admission`` (shared with ``cosctl validate``); this module only reads a
 bounded body, parses it (``webhook.review``), calls the decision function of the route, writes the
 response, counts it and logs one line about it. Whatever goes wrong, the answer is never a 500 and never
 contains a traceback or any part of the object under review.
@@ -16,11 +16,21 @@ from typing import Callable
 from flask import Flask, Response, request
 from werkzeug.exceptions import BadRequest
 
-from common import admission
-from common.admission import Config, Decision, Request
+from common.contract import admission
+from common.contract.admission import Config, Decision, Request
 from webhook import logs, metrics
-from webhook.review import (COS, DEFAULT_MAX_BODY_BYTES, SECRET, TOO_DEEP, BodyTooLarge, Expected,
-                            MalformedReview, TooDeep, encode, parse)
+from webhook.review import (
+    COS,
+    DEFAULT_MAX_BODY_BYTES,
+    SECRET,
+    TOO_DEEP,
+    BodyTooLarge,
+    Expected,
+    MalformedReview,
+    TooDeep,
+    encode,
+    parse,
+)
 
 log = logging.getLogger("cos_webhook.admission")
 

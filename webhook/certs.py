@@ -39,8 +39,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from common import api as cos_api
-from common.cluster import AlreadyExists, ApiError, Conflict, NotFound, error_from_status
+from common.cluster.interface import AlreadyExists, ApiError, Conflict, NotFound, error_from_status
+from common.contract import api as cos_api
 from webhook.argtypes import positive_int
 
 Obj = dict[str, Any]
@@ -295,7 +295,7 @@ class Api(Protocol):
 
 class KubeApi:
     """Raw-JSON requests through the ``kubernetes`` client's REST layer (its TLS, proxy and authentication
-    setup, including in-cluster token refresh); failures become ``common.cluster`` ``ApiError``s.
+    setup, including in-cluster token refresh); failures become ``common.cluster.interface`` ``ApiError``s.
 
     The typed API methods are not used on purpose: they validate bodies against the client's own models,
     which rejects (or, in older versions, drops) fields of webhook configurations newer than the client, and

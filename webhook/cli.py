@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from common import api
+from common.contract import api
 from webhook.argtypes import positive_int, positive_seconds
 from webhook.review import DEFAULT_MAX_BODY_BYTES
 

@@ -1,4 +1,4 @@
-"""The AdmissionReview v1 wire format: bytes in, ``common.admission.Request`` out, ``Decision`` back to bytes.
+"""The AdmissionReview v1 wire format: bytes in, ``common.contract.admission.Request`` out, ``Decision`` back to bytes.
 
 Everything the API server can get wrong (or an attacker can send) is caught here, before any admission
 logic runs, and raised as ``MalformedReview`` with a short reason that the HTTP layer answers with a plain
@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from common import api
-from common.admission import Decision, Request
+from common.contract import api
+from common.contract.admission import Decision, Request
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"

@@ -24,7 +24,7 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
-from common import api
+from common.contract import api
 from webhook import logs
 from webhook.review import DEFAULT_MAX_BODY_BYTES
 
@@ -108,7 +108,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]
             self.cfg.set(key, value)
 
     def load(self) -> Any:
-        from common.admission import Config
+        from common.contract.admission import Config
         from webhook.app import create_app
 
         logging.getLogger("cos_webhook").setLevel(self.options.log_level.upper())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from common.admission import Decision, Request, review, validate
+from common.contract.admission import Decision, Request, review, validate
 
 Obj = dict[str, Any]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from common import schema
+from common.contract import schema
 from tests.admission.helpers import base_cos, errors_of, probe, update
 
 DNS_MSG = ("the value must consist of only lowercase alphanumeric characters and hyphens, and must start and "
@@ -247,7 +247,7 @@ def test_field_paths_allowed(good: str) -> None:
 
 
 def test_cel_error_value_is_a_failure_not_a_pass() -> None:
-    from common.cel import compile_rule
+    from common.contract.cel import compile_rule
 
     rule = compile_rule("self.missing == 1", "m")
     assert rule.holds({"present": 1}) is False  # a no-such-key error

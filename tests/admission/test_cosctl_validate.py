@@ -10,14 +10,14 @@ from pathlib import Path
 
 import yaml
 
-from common.cli.validate import run
+from common.cosctl.validate import run
 from tests.admission.helpers import base_cos
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def cosctl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "common.cli", *args], cwd=ROOT, input=stdin,
+    return subprocess.run([sys.executable, "-m", "common.cosctl", *args], cwd=ROOT, input=stdin,
                           capture_output=True, text=True, timeout=60)
 
 

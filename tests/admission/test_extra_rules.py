@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from common.samples import maximal_cos
+from common.contract.samples import maximal_cos
 from tests.admission.helpers import base_cos, check, errors_of, probe, reviewed, update
 
 

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from common.fielderrors import (
-    OMIT, aggregate_message, duplicate, forbidden, go_quote, invalid, not_supported, required, too_long, too_many,
+from common.contract.fielderrors import (
+    OMIT,
+    aggregate_message,
+    duplicate,
+    forbidden,
+    go_quote,
+    invalid,
+    not_supported,
+    required,
+    too_long,
+    too_many,
     type_invalid,
 )
 

@@ -6,7 +6,7 @@ import copy
 
 import jsonpatch
 
-from common.admission import Config, Request, mutate
+from common.contract.admission import Config, Request, mutate
 from tests.admission.helpers import base_cos
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from common.samples import maximal_cos
+from common.contract.samples import maximal_cos
 from tests.admission.helpers import base_cos, check, errors_of, update
 
 

@@ -10,8 +10,8 @@ import tracemalloc
 
 import pytest
 
-from common.admission import Request, mutate, review, validate
-from common.validation import content_key
+from common.contract.admission import Request, mutate, review, validate
+from common.contract.validation import content_key
 
 MARKER = "TOP-SECRET-MARKER-31337"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from common.cluster import ApiError
+from common.cluster.interface import ApiError
 from webhook import certs
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from common.cluster import ApiError, NotFound
-from common.kube import KubeCluster
+from common.cluster.interface import ApiError, NotFound
+from common.cluster.kube import KubeCluster
 
 pytestmark = pytest.mark.e2e
 

@@ -8,9 +8,9 @@ import json
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from common.api import API_VERSION, KIND, LABEL_OWNER_NAME
-from common.cluster import Obj
-from common.memcluster import MemCluster
+from common.contract.api import API_VERSION, KIND, LABEL_OWNER_NAME
+from common.contract.objects import Obj
+from common.testing.memcluster import MemCluster
 from reconciler.engine import Result, reconcile
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)

@@ -12,11 +12,10 @@ from typing import Any, Callable
 
 import pytest
 
-from common.api import ANNOTATION_REVISION, API_VERSION, KIND, owner_reference
-from common.memcluster import MemCluster
+from common.contract.api import ANNOTATION_REVISION, API_VERSION, KIND, owner_reference
+from common.testing.memcluster import MemCluster
 from reconciler.collisions import decide
-
-from tests.engine.helpers import brief, cm, cluster, cos, get_cos, phase, run
+from tests.engine.helpers import brief, cluster, cm, cos, get_cos, phase, run
 
 OBJ = cm("obj", k="v")
 

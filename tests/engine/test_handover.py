@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from common.api import FINALIZER_TEARDOWN, KIND, owner_reference
-from common.memcluster import MemCluster
-
-from tests.engine.helpers import brief, cm, cluster, cos, deployment, get_cos, phase, ready_deployment, run, writes
+from common.contract.api import FINALIZER_TEARDOWN, KIND, owner_reference
+from common.testing.memcluster import MemCluster
+from tests.engine.helpers import brief, cluster, cm, cos, deployment, get_cos, phase, ready_deployment, run, writes
 
 
 def _refs(mc: MemCluster, kind: str, name: str) -> list[tuple[str, bool]]:
@@ -154,7 +153,7 @@ def test_teardown_delete_uses_preconditions_and_conflict_is_retried() -> None:
     mc.put(cos("ext-1", 1, phase("p", cm("a"))))
     run(mc, "ext-1")
     _archive(mc, "ext-1")
-    from common.cluster import Conflict
+    from common.cluster.interface import Conflict
     mc.fail("delete", Conflict('Operation cannot be fulfilled on configmaps "a": Precondition failed'))
     result = run(mc, "ext-1")
     assert str(result.error) == ('deleting Object ConfigMap.v1 ns/a: Operation cannot be fulfilled on '
@@ -288,7 +287,7 @@ def test_archival_tears_down_what_resolves_and_reports_a_vanished_secret() -> No
 
 
 def test_transient_secret_errors_retry_teardown_instead_of_skipping() -> None:
-    from common.cluster import InternalError
+    from common.cluster.interface import InternalError
     from tests.engine.helpers import as_json, secret
 
     mc = cluster()

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from common import labels
-from common.cluster import AlreadyExists, BadRequest, Cluster, Conflict, Invalid, NotFound, UnknownKind
-from common.memcluster import MemCluster
-
-from tests.engine.helpers import cm, cluster, secret
+from common.cluster.interface import AlreadyExists, BadRequest, Cluster, Conflict, Invalid, NotFound, UnknownKind
+from common.contract import labels
+from common.testing.memcluster import MemCluster
+from tests.engine.helpers import cluster, cm, secret
 
 
 def test_is_a_cluster() -> None:
@@ -217,7 +216,7 @@ def test_listeners_see_changes() -> None:
     assert seen == [("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]
 
 
-# ---- common/labels.py --------------------------------------------------------------------------------------
+# ---- common/contract/labels.py --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("selector,lbls,expected", [
     ("", {}, True),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from common.ownership import merge_fields, upgrade_managed_fields, upgrade_patch
+from common.cluster.ownership import merge_fields, upgrade_managed_fields, upgrade_patch
 
 M = "olm.operatorframework.io"
 

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from common.probes import (
-    FALSE, TRUE, UNKNOWN, ProbeResult, ProbeSpecError, combine, condition_equal, field_value, fields_equal,
-    parse_probes, probe,
+from common.contract.probes import (
+    FALSE,
+    TRUE,
+    UNKNOWN,
+    ProbeResult,
+    ProbeSpecError,
+    combine,
+    condition_equal,
+    field_value,
+    fields_equal,
+    parse_probes,
+    probe,
 )
 
 

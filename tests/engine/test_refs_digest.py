@@ -1,4 +1,4 @@
-"""Ref resolution (common/refs.py) and phase digests (reconciler/digest.py)."""
+"""Ref resolution (common/bundle/refs.py) and phase digests (reconciler/digest.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ import zlib
 
 import pytest
 
-from common import refs
-from common.cluster import Forbidden
+from common.bundle import refs
+from common.cluster.interface import Forbidden
 from reconciler.digest import compare, go_json, observed_phases, phase_digest
-
 from tests.engine.helpers import as_gzip, as_json, cluster, cm, secret
 
 REF = {"name": "bundle", "key": "k"}

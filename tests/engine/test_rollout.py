@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import gzip
 
-from common.api import API_VERSION, FINALIZER_TEARDOWN, KIND
-from common.cluster import Forbidden, NotFound
-from common.memcluster import copy_json
-
+from common.cluster.interface import Forbidden, NotFound
+from common.contract.api import API_VERSION, FINALIZER_TEARDOWN, KIND
+from common.contract.objects import copy_json
 from tests.engine.helpers import (
-    as_gzip, as_json, at, brief, cm, cluster, cond, cos, deployment, get_cos, phase, ready_deployment, run,
-    secret, writes,
+    as_gzip,
+    as_json,
+    at,
+    brief,
+    cluster,
+    cm,
+    cond,
+    cos,
+    deployment,
+    get_cos,
+    phase,
+    ready_deployment,
+    run,
+    secret,
+    writes,
 )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from common.kube import KubeCluster
+from common.cluster.kube import KubeCluster
 from tests.support.fake_apiserver import FakeApiServer
 
 

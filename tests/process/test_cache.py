@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from common.kube import KubeCluster
+from common.cluster.kube import KubeCluster
 from reconciler.cache import Caches, Informer, InformerKey
 from tests.support.fake_apiserver import FakeApiServer
 
@@ -164,7 +164,7 @@ def test_caches_start_on_demand_and_stop_when_unwanted(kube: KubeCluster, server
         wait_for(lambda: server.open_watch_count() == 1)
         assert [i.key for i in caches.informers()] == [a]
         assert caches.find("v1", "ConfigMap", "ns1") is None              # filtered: cannot answer everything
-        from common import labels
+        from common.contract import labels
         assert caches.find("v1", "ConfigMap", "ns1", labels.parse("x=y,z")) is not None
     finally:
         caches.stop_all()

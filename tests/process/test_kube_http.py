@@ -1,13 +1,21 @@
-"""common.kube.KubeCluster against the fake API server: the exact HTTP requests, and the retry policy."""
+"""common.cluster.kube.KubeCluster against the fake API server: the exact HTTP requests, and the retry policy."""
 
 from __future__ import annotations
 
 import pytest
 
-from common.cluster import (
-    AlreadyExists, BadRequest, Conflict, Forbidden, InternalError, Invalid, NotFound, ServiceUnavailable, UnknownKind,
+from common.cluster.interface import (
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    InternalError,
+    Invalid,
+    NotFound,
+    ServiceUnavailable,
+    UnknownKind,
 )
-from common.kube import KubeCluster
+from common.cluster.kube import KubeCluster
 from tests.support.fake_apiserver import FakeApiServer, status_body
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm1", "namespace": "ns1"},
@@ -298,7 +306,7 @@ def test_watch_sends_resource_version_and_streams_events(kube: KubeCluster, serv
 
 
 def test_watch_refused_with_410_raises_gone(kube: KubeCluster, server: FakeApiServer) -> None:
-    from common.cluster import Gone
+    from common.cluster.interface import Gone
 
     server.inject("GET", "/api/v1/configmaps", 410, query={"watch": "true"})
     with pytest.raises(Gone):

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from common.kube import KubeCluster
+from common.cluster.kube import KubeCluster
 from reconciler.leader import LeaderConfig, LeaderElector
 from tests.support.fake_apiserver import FakeApiServer
 

@@ -8,11 +8,16 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from common.cluster import AlreadyExists, NotFound, UnknownKind
-from common.kube import KubeCluster
+from common.cluster.interface import AlreadyExists, NotFound, UnknownKind
+from common.cluster.kube import KubeCluster
 from reconciler.cache import InformerKey
 from reconciler.process import (
-    MANAGED_SELECTOR, CachedCluster, ProcessConfig, ReconcileOutcome, ReconcilerProcess, settled,
+    MANAGED_SELECTOR,
+    CachedCluster,
+    ProcessConfig,
+    ReconcileOutcome,
+    ReconcilerProcess,
+    settled,
 )
 from tests.engine.helpers import cm, cos, phase
 from tests.support.fake_apiserver import FakeApiServer

@@ -16,7 +16,7 @@ def cosctl(*argv: str, cluster: Any = None, **defaults: Any) -> tuple[int, str, 
     parser = argparse.ArgumentParser(prog="cosctl")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in SUBCOMMANDS:
-        importlib.import_module(f"common.cli.{name}").register(sub)
+        importlib.import_module(f"common.cosctl.{name}").register(sub)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         args = parser.parse_args(list(argv))

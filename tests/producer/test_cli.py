@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from common import api
-from common.cluster import Obj
-from common.memcluster import MemCluster
+from common.contract import api
+from common.contract.objects import Obj
+from common.testing.memcluster import MemCluster
 from tests.producer.helpers import cosctl
 
 COS = (api.API_VERSION, api.KIND)
@@ -67,7 +67,7 @@ def test_publish_with_bad_manifests_never_contacts_the_cluster(tmp_path):
 
 
 def test_publish_reports_api_errors_without_a_traceback(tmp_path):
-    from common.cluster import Forbidden
+    from common.cluster.interface import Forbidden
     mc = MemCluster()
     mc.fail("create", Forbidden('secrets is forbidden: User "ci" cannot create resource "secrets"'))
     code, out, err = cosctl("publish", str(write_bundle(tmp_path / "b")), "--owner", "shop", cluster=mc)
@@ -92,7 +92,7 @@ def test_gc_cleans_orphans_and_says_when_there_is_nothing(tmp_path):
 
 def roll_out(mc: MemCluster, name: str, *, ready: bool = True) -> None:
     """Create the COS's objects owned by it (what the reconciler would), ready or not."""
-    from common import refs
+    from common.bundle import refs
     cos = mc.peek(*COS, name)
     for phase in cos["spec"]["phases"]:
         for entry in phase["objects"]:

@@ -1,12 +1,12 @@
-"""The producer commands end to end through ``cosctl`` (common.cli.main) and the real client adapter
-(common.kube) against the fake API server over HTTP: the exact requests a publish sends."""
+"""The producer commands end to end through ``cosctl`` (common.cosctl.main) and the real client adapter
+(common.cluster.kube) against the fake API server over HTTP: the exact requests a publish sends."""
 
 from __future__ import annotations
 
 import pytest
 
-from common import api
-from common.cli import main
+from common.contract import api
+from common.cosctl import main
 from tests.support.fake_apiserver import FakeApiServer
 
 NS = api.DEFAULT_SYSTEM_NAMESPACE

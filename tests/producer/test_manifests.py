@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from common.manifests import ManifestError, load
+from common.bundle.manifests import ManifestError, load
 
 
 def write(path: Path, text: str) -> Path:

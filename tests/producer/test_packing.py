@@ -12,10 +12,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from common import objectdata
-from common.packing import (MAX_SECRET_BYTES, MAX_VALUE_BYTES, ObjectTooLarge, PackingError, content_key,
-                            gzip_deterministic, pack, stored_bytes, to_json)
-from common.phasing import Phase, clean, sort_into_phases
+from common.bundle.packing import (
+    MAX_SECRET_BYTES,
+    MAX_VALUE_BYTES,
+    ObjectTooLarge,
+    PackingError,
+    content_key,
+    gzip_deterministic,
+    pack,
+    stored_bytes,
+    to_json,
+)
+from common.bundle.phasing import Phase, clean, sort_into_phases
+from common.contract import objectdata
 from tests.producer.helpers import cosctl
 
 GOLDEN = Path(__file__).parent / "golden"

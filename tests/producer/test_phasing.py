@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.phasing import PhasingError, clean, phase_of, sort_into_phases
+from common.bundle.phasing import PhasingError, clean, phase_of, sort_into_phases
 
 
 def obj(api_version: str, kind: str, name: str, namespace: str | None = None, **extra) -> dict:

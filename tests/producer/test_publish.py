@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from common import api
-from common.cluster import Obj
-from common.memcluster import MemCluster
-from common.packing import MAX_SECRET_BYTES
-from common.phasing import Phase, sort_into_phases
-from common.publish import PublishError, gc, publish, recover, retain
+from common.bundle.packing import MAX_SECRET_BYTES
+from common.bundle.phasing import Phase, sort_into_phases
+from common.bundle.publish import PublishError, gc, publish, recover, retain
+from common.contract import api
+from common.contract.objects import Obj
+from common.testing.memcluster import MemCluster
 
 NS = api.DEFAULT_SYSTEM_NAMESPACE
 COS = (api.API_VERSION, api.KIND)
@@ -195,7 +195,7 @@ def test_same_content_as_an_archived_latest_needs_a_new_revision():
 
 
 def test_inline_revision_with_the_same_content_counts_as_unchanged():
-    from common.packing import pack
+    from common.bundle.packing import pack
     mc = MemCluster()
     inline = pack(bundle(big=False), name="shop-1", owner="shop", inline=True)
     mc.create(inline.cos)
@@ -261,7 +261,7 @@ def test_dry_run_plans_without_writing():
 
 def test_a_secret_name_taken_by_other_content_is_refused():
     mc = MemCluster()
-    from common.packing import pack
+    from common.bundle.packing import pack
     packed = pack(bundle(big=False), name="shop-1", owner="shop")
     # not of the object-data type, so recovery leaves it alone; publish must not adopt it either
     forged = {**packed.secrets[0], "type": "Opaque", "data": {"k": base64.b64encode(b"{}").decode()}}

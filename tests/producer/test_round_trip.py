@@ -11,11 +11,12 @@ from collections import Counter
 import pytest
 import yaml
 
-from common import api, refs
-from common.cli import validate
-from common.memcluster import MemCluster
-from common.packing import MAX_SECRET_BYTES, to_json
-from common.phasing import clean, sort_into_phases
+from common.bundle import refs
+from common.bundle.packing import MAX_SECRET_BYTES, to_json
+from common.bundle.phasing import clean, sort_into_phases
+from common.contract import api
+from common.cosctl import validate
+from common.testing.memcluster import MemCluster
 from tests.producer.helpers import cosctl
 from tests.support import big_bundle
 

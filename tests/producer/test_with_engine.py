@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from common import api
-from common.memcluster import MemCluster
+from common.contract import api
+from common.testing.memcluster import MemCluster
 from reconciler.engine import reconcile
 from tests.producer.helpers import cosctl
 

@@ -1,6 +1,6 @@
 """A local HTTP server that plays the Kubernetes API server, for HTTP-level tests and the bench.
 
-It speaks the wire protocol the ``kubernetes`` client and ``common.kube`` use: discovery (``/api``,
+It speaks the wire protocol the ``kubernetes`` client and ``common.cluster.kube`` use: discovery (``/api``,
 ``/apis``, per group-version resource lists), CRUD on namespaced and cluster-scoped resources, the
 ``status`` subresource, server-side apply (``application/apply-patch+yaml`` with ``fieldManager``/``force``,
 an approximation: each manager's last applied intent is remembered so fields it stops declaring are
@@ -38,7 +38,7 @@ from urllib.parse import parse_qs, urlsplit
 import jsonpatch
 import yaml
 
-from common import labels as selectors
+from common.contract import labels as selectors
 
 Obj = dict[str, Any]
 

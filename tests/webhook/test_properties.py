@@ -14,7 +14,7 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.admission import Config
+from common.contract.admission import Config
 from tests.webhook.support import admission_review, valid_cos
 from webhook.app import create_app
 

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from common.admission import Decision, allowed, denied
-from common.fielderrors import invalid
+from common.contract.admission import Decision, allowed, denied
+from common.contract.fielderrors import invalid
+from tests.webhook.support import admission_review, valid_cos
 from webhook import review
 from webhook.app import create_app
-from tests.webhook.support import admission_review, valid_cos
 
 VALID = admission_review(valid_cos())
 
@@ -203,7 +203,7 @@ def test_deeply_nested_objects_are_judged_or_refused_never_a_5xx(client, depth: 
 
 
 def test_a_validator_running_out_of_stack_is_a_400_not_a_500(monkeypatch) -> None:
-    from common import admission
+    from common.contract import admission
 
     def recurse(req, config):
         return recurse(req, config)
@@ -216,7 +216,7 @@ def test_a_validator_running_out_of_stack_is_a_400_not_a_500(monkeypatch) -> Non
 
 
 def test_a_bug_in_the_logic_is_a_denial_without_detail_never_a_500(monkeypatch, capsys) -> None:
-    from common import admission
+    from common.contract import admission
 
     def broken(req, config):
         raise KeyError("SECRET-VALUE-IN-EXCEPTION")

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from common.admission import Config
+from common.contract.admission import Config
 from tests.webhook.conftest import BODY_LIMIT
 from tests.webhook.support import CA, ROOT, Server, admission_review, valid_cos
 from tests.webhook.test_review import MALFORMED
@@ -117,14 +117,14 @@ def webhook_verdict(post: Any, doc: dict[str, Any], old: dict[str, Any] | None) 
 
 def test_https_gives_the_same_verdicts_as_cosctl_validate(server: Server) -> None:
     files = sorted({f for f, _, _, old in DOCS if old is None})
-    out = subprocess.run([sys.executable, "-m", "common.cli", "validate", "--output", "json", *files],
+    out = subprocess.run([sys.executable, "-m", "common.cosctl", "validate", "--output", "json", *files],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 1, out.stderr  # some examples are denied
     offline = {(v["file"], v["index"]): v for v in map(json.loads, out.stdout.splitlines())}
     updates = [f for f, _, _, old in DOCS if old is not None]
     for update in sorted(set(updates)):
         old_file = update[:-5] + ".old.yaml"
-        out = subprocess.run([sys.executable, "-m", "common.cli", "validate", "--output", "json", "--old", old_file,
+        out = subprocess.run([sys.executable, "-m", "common.cosctl", "validate", "--output", "json", "--old", old_file,
                               update], cwd=ROOT, capture_output=True, text=True, timeout=120)
         offline.update({(v["file"], v["index"]): v for v in map(json.loads, out.stdout.splitlines())})
     assert len(offline) == len(DOCS)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from common.cli._producer import EXIT_OK, add_cluster_arguments, add_namespace_argument, run
-from common.publish import RETAIN_ARCHIVED, gc
+from common.bundle.publish import RETAIN_ARCHIVED, gc
+from common.cosctl._producer import EXIT_OK, add_cluster_arguments, add_namespace_argument, run
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -12,10 +12,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common.cli._producer import (EXIT_OK, add_bundle_arguments, load_phases, load_probes, run,
-                                  to_yaml)
-from common.cluster import Obj
-from common.packing import PackingError, pack, to_json
+from common.bundle.packing import PackingError, pack, to_json
+from common.contract.objects import Obj
+from common.cosctl._producer import EXIT_OK, add_bundle_arguments, load_phases, load_probes, run, to_yaml
 
 INLINE_WARNING_BYTES = 1024 * 1024  # the webhook warns from here too
 

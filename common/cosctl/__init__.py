@@ -2,6 +2,9 @@
 
 Each subcommand lives in its own module exposing ``register(subparsers)``, which adds its parser and sets
 ``func`` to a callable taking the parsed arguments and returning the exit code.
+
+The top layer of ``common``: may import :mod:`common.contract`, :mod:`common.cluster` and
+:mod:`common.bundle`; never ``webhook``, ``reconciler`` or a test double.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import importlib
 import os
 import sys
 
-# Module names under common.cli, in the order `cosctl --help` lists them.
+# Module names under common.cosctl, in the order `cosctl --help` lists them.
 COMMANDS = ("validate", "pack", "publish", "status", "history", "gc")
 
 
@@ -22,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"common.cli.{name}").register(sub)
+        importlib.import_module(f"common.cosctl.{name}").register(sub)
     return parser
 
 

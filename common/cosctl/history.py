@@ -10,11 +10,11 @@ import argparse
 import json
 import sys
 
-from common import api
-from common.cli._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, run
-from common.cli.status import condition
-from common.cluster import Obj
-from common.publish import owner_revisions, revision_of
+from common.bundle.publish import owner_revisions, revision_of
+from common.contract import api
+from common.contract.objects import Obj
+from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, run
+from common.cosctl.status import condition
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,4 +1,4 @@
-"""An in-memory Kubernetes API server implementing :class:`common.cluster.Cluster`, for tests and benchmarks.
+"""An in-memory Kubernetes API server implementing :class:`common.cluster.interface.Cluster`, for tests and benchmarks.
 
 It behaves like the real one where the engine's and the producer's correctness depends on it:
 
@@ -43,10 +43,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, NamedTuple
 
-from common import labels as labelsel
-from common.cluster import (
-    GVK, AlreadyExists, ApiError, BadRequest, Conflict, Invalid, NotFound, Obj, UnknownKind,
-)
+from common.cluster.interface import AlreadyExists, ApiError, BadRequest, Conflict, Invalid, NotFound, UnknownKind
+from common.contract import labels as labelsel
+from common.contract.objects import GVK, Obj, copy_json
 
 Path = tuple[str, ...]
 WRITE_VERBS = frozenset({"create", "apply", "patch", "update", "update_status", "delete"})
@@ -134,15 +133,6 @@ class _Fault:
     kind: str | None
     name: str | None
     times: int
-
-
-def copy_json(value: Any) -> Any:
-    """Deep copy of JSON-shaped data (dicts, lists, scalars); several times faster than ``copy.deepcopy``."""
-    if isinstance(value, dict):
-        return {k: copy_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [copy_json(v) for v in value]
-    return value
 
 
 def _flatten(obj: Obj, status_sub: bool) -> dict[Path, Any]:
@@ -566,7 +556,7 @@ class MemCluster:
     @_locked
     def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str | None = None) -> Obj:
         """POST as ``field_manager`` (``"unknown"`` when not given). Fields are recorded under that manager
-        like an apply's, i.e. already folded the way ``common.kube`` folds a create into the next apply."""
+        like an apply's, i.e. already folded the way ``common.cluster.kube`` folds a create into the next apply."""
         field_manager = field_manager or "unknown"
         meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
         self._request("create:dry-run" if dry_run else "create", str(obj.get("apiVersion") or ""),

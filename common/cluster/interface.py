@@ -1,8 +1,8 @@
 """The cluster-access interface shared by the reconciler engine and the producer.
 
 The engine and the publish logic are plain functions over this small interface, so they can be tested
-against an in-memory API server (``common.memcluster``) and run against a real one
-(``common.kube``) unchanged. Errors are modelled on the Kubernetes ``Status`` object (like lightkube's
+against an in-memory API server (``common.testing.memcluster``) and run against a real one
+(``common.cluster.kube``) unchanged. Errors are modelled on the Kubernetes ``Status`` object (like lightkube's
 ``ApiError``): every failure carries the server's reason, code and message, and code branches on the
 exception class, never on message text.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-Obj = dict[str, Any]
+from common.contract.objects import Obj
 
 
 class ApiError(Exception):
@@ -126,48 +126,6 @@ def error_from_status(code: int, status: Obj | None, *, retry_after: float | Non
     return cls(message, status=status or None, retry_after=retry_after)
 
 
-@dataclass(frozen=True, slots=True)
-class GVK:
-    """Group, version and kind of an object; ``group`` is ``""`` for the core group."""
-
-    group: str
-    version: str
-    kind: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @classmethod
-    def of(cls, obj: Obj) -> "GVK":
-        return cls.parse(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
-
-    @classmethod
-    def parse(cls, api_version: str, kind: str) -> "GVK":
-        group, _, version = api_version.rpartition("/")
-        return cls(group, version, kind)
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
-    """Identity of one object: what collides across phases and revisions (group, kind, namespace, name)."""
-
-    group: str
-    kind: str
-    namespace: str
-    name: str
-
-    @classmethod
-    def of(cls, obj: Obj) -> "ObjectRef":
-        gvk = GVK.of(obj)
-        meta = obj.get("metadata") or {}
-        return cls(gvk.group, gvk.kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-
-    def __str__(self) -> str:
-        gk = f"{self.kind}.{self.group}" if self.group else self.kind
-        return f"{gk} {self.namespace}/{self.name}" if self.namespace else f"{gk} {self.name}"
-
-
 @runtime_checkable
 class Cluster(Protocol):
     """What the engine and the producer may ask of a Kubernetes API server.
@@ -192,7 +150,7 @@ class Cluster(Protocol):
         """Server-side apply (``application/apply-patch+yaml``): ``obj`` is the full intent of
         ``field_manager``; fields it stops declaring are released, fields other managers own survive.
         Fields ``field_manager`` set through its own ``create`` count as applied by it (see
-        ``common.ownership``), so a field a later intent drops is released, not left behind."""
+        ``common.cluster.ownership``), so a field a later intent drops is released, not left behind."""
 
     def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
                     resource_version: str | None = None) -> Obj:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common import api
+from common.contract import api
 
 Obj = dict[str, Any]
 Patch = list[dict[str, Any]]

@@ -2,7 +2,7 @@
 
 The COS conditions are the reconciler's verdict and are shown as they are. The per-object detail (is it there,
 is it ours, is it ready) is read live from the cluster and judged with the reconciler's own readiness probes
-(:mod:`common.probes`), so what ``status`` calls "not ready" is what holds the rollout back.
+(:mod:`common.contract.probes`), so what ``status`` calls "not ready" is what holds the rollout back.
 
 ``--watch`` polls until the rollout ends and says how through the exit code: 0 succeeded, 3 blocked,
 4 progress deadline exceeded, 5 archived, 6 ``--timeout`` reached; 1 when the COS cannot be read.
@@ -18,11 +18,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from common import api, refs
-from common.cli._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, run
-from common.cluster import GVK, Cluster, NotFound, Obj, UnknownKind
-from common.packing import object_label
-from common.publish import owner_revisions, revision_of
+from common.bundle import refs
+from common.bundle.packing import object_label
+from common.bundle.publish import owner_revisions, revision_of
+from common.cluster.interface import Cluster, NotFound, UnknownKind
+from common.contract import api
+from common.contract.objects import GVK, Obj
+from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, run
 
 EXIT_SUCCEEDED = 0
 EXIT_BLOCKED = 3
@@ -109,7 +111,7 @@ def _controller(live: Obj) -> Obj | None:
 
 def _probes(cos: Obj) -> tuple[Callable[[Obj], Any], str | None]:
     """The reconciler's probe function for this COS (built-in plus its progressionProbes)."""
-    from common import probes  # the reconciler's verdict, not a re-implementation
+    from common.contract import probes  # the reconciler's verdict, not a re-implementation
 
     try:
         parsed = probes.parse_probes((cos.get("spec") or {}).get("progressionProbes"))

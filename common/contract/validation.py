@@ -1,10 +1,10 @@
 """Validation of ClusterObjectSets and object-data Secrets: every violation at once.
 
-Three passes over a COS, each reading the rule table in ``common.schema``:
+Three passes over a COS, each reading the rule table in ``common.contract.schema``:
 
 1. structure: the OpenAPI schema with ``jsonschema`` (types, enums, required, bounds, list-map keys), each
    failure translated into the field error the API server prints for it;
-2. CEL: every ``x-kubernetes-validations`` rule, with Kubernetes semantics (``common.cel``), on every part
+2. CEL: every ``x-kubernetes-validations`` rule, with Kubernetes semantics (``common.contract.cel``), on every part
    whose type is right, so one denial lists the CEL violations too (the API server stops at the first
    structural error; authors fixing manifests want the whole list);
 3. what CRD validation cannot express (``shared/spec/api-and-admission.md`` section 3): embedded manifests'
@@ -27,10 +27,20 @@ from typing import Any
 
 from jsonschema import Draft7Validator, ValidationError, validators
 
-from common import api, names, objectdata, schema as table
-from common.cel import compile_rule
-from common.fielderrors import (
-    OMIT, FieldError, duplicate, forbidden, invalid, not_supported, required, too_long, too_many, type_invalid,
+from common.contract import api, names, objectdata
+from common.contract import schema as table
+from common.contract.cel import compile_rule
+from common.contract.fielderrors import (
+    OMIT,
+    FieldError,
+    duplicate,
+    forbidden,
+    invalid,
+    not_supported,
+    required,
+    too_long,
+    too_many,
+    type_invalid,
 )
 
 Obj = dict[str, Any]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from common import api, schema
+from common.contract import api, schema
 
 Obj = dict[str, Any]
 

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import yaml
 
-from common.cluster import Obj, ObjectRef
+from common.contract.objects import Obj, ObjectRef
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from common.cli._producer import (EXIT_OK, add_bundle_arguments, add_cluster_arguments, load_phases,
-                                  load_probes, run)
-from common.publish import publish
+from common.bundle.publish import publish
+from common.cosctl._producer import EXIT_OK, add_bundle_arguments, add_cluster_arguments, load_phases, load_probes, run
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from common.cluster import GVK, Obj
+from common.contract.objects import GVK, Obj
 
 MAX_PHASES = 20
 MAX_OBJECTS_PER_PHASE = 50

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 import jsonpatch
 
-from common import api
-from common.fielderrors import FieldError, invalid_status
+from common.contract import api
+from common.contract.fielderrors import FieldError, invalid_status
 
 Obj = dict[str, Any]
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
@@ -107,7 +107,7 @@ def _name_of(req: Request, obj: Obj | None) -> str:
 
 def mutate(req: Request, config: Config = Config()) -> Decision:
     """The mutating webhook: defaults as a JSONPatch (idempotent), with warnings saying what was defaulted."""
-    from common import mutation, validation
+    from common.contract import mutation, validation
 
     if req.operation != "CREATE" or not isinstance(req.object, dict):
         return allowed()
@@ -122,7 +122,7 @@ def mutate(req: Request, config: Config = Config()) -> Decision:
 
 def validate(req: Request, config: Config = Config()) -> Decision:
     """The validating webhook: every CRD rule plus the checks the CRD cannot express, all at once."""
-    from common import validation
+    from common.contract import validation
 
     if req.operation not in ("CREATE", "UPDATE"):
         return allowed()

@@ -25,9 +25,9 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from common import api
-from common.cluster import GVK, Obj
-from common.phasing import Phase
+from common.bundle.phasing import Phase
+from common.contract import api
+from common.contract.objects import GVK, Obj
 
 MAX_VALUE_BYTES = 900 * 1024  # 921600: the most one stored object may take
 MAX_SECRET_BYTES = 900 * 1024  # the most the raw values of one Secret may add up to

@@ -11,12 +11,13 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from common import api
-from common.cluster import ApiError, Cluster, Obj
-from common.manifests import ManifestError, load
-from common.packing import PackingError
-from common.publish import PublishError
-from common.phasing import Phase, PhasingError, sort_into_phases
+from common.bundle.manifests import ManifestError, load
+from common.bundle.packing import PackingError
+from common.bundle.phasing import Phase, PhasingError, sort_into_phases
+from common.bundle.publish import PublishError
+from common.cluster.interface import ApiError, Cluster
+from common.contract import api
+from common.contract.objects import Obj
 
 # Exit codes shared by the producer subcommands.
 EXIT_OK = 0
@@ -88,7 +89,7 @@ def connect(args: argparse.Namespace) -> Cluster:
     """The cluster named by ``--kubeconfig``/``KUBECONFIG``, through the project's client adapter."""
     from kubernetes.config import ConfigException  # imported late: pack needs no Kubernetes client
 
-    from common.kube import KubeCluster
+    from common.cluster.kube import KubeCluster
 
     # $KUBECONFIG is read here, not left to the client: it reads the variable once, at import time.
     path = args.kubeconfig or os.environ.get("KUBECONFIG") or None

@@ -1,7 +1,7 @@
 """Generate the ClusterObjectSet CustomResourceDefinition from the rule table.
 
-``python -m common.crd`` rewrites ``deploy/crd/olm.operatorframework.io_clusterobjectsets.yaml``;
-``python -m common.crd --check`` exits 1 when the committed file differs from what the table generates (the
+``python -m common.contract.crd`` rewrites ``deploy/crd/olm.operatorframework.io_clusterobjectsets.yaml``;
+``python -m common.contract.crd --check`` exits 1 when the committed file differs from what the table generates (the
 test suite runs the same comparison), so the CRD can never drift from what the webhook enforces.
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import yaml
 
-from common import api, schema
+from common.contract import api, schema
 
-CRD_PATH = Path(__file__).resolve().parent.parent / "deploy" / "crd" / f"{api.GROUP}_{api.PLURAL}.yaml"
-HEADER = ("# Generated from common/schema.py by `python -m common.crd`. Do not edit by hand:\n"
+CRD_PATH = Path(__file__).resolve().parents[2] / "deploy" / "crd" / f"{api.GROUP}_{api.PLURAL}.yaml"
+HEADER = ("# Generated from common/contract/schema.py by `python -m common.contract.crd`. Do not edit by hand:\n"
           "# change the rule table and regenerate (a test fails when this file is stale).\n")
 
 
@@ -56,7 +56,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m common.crd", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m common.contract.crd", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed CRD is stale")
     parser.add_argument("--output", type=Path, default=CRD_PATH, help="where to write (default: %(default)s)")
     args = parser.parse_args(argv)
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         current = args.output.read_text() if args.output.exists() else ""
         if current != text:
-            print(f"{args.output} is stale: run `python -m common.crd`", file=sys.stderr)
+            print(f"{args.output} is stale: run `python -m common.contract.crd`", file=sys.stderr)
             return 1
         return 0
     args.output.parent.mkdir(parents=True, exist_ok=True)

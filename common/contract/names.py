@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from common.fielderrors import FieldError, forbidden, invalid, required
+from common.contract.fielderrors import FieldError, forbidden, invalid, required
 
 _QNAME_CHAR = "[A-Za-z0-9]"
 _QNAME_EXT_CHAR = "[-A-Za-z0-9_.]"

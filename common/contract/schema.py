@@ -1,8 +1,8 @@
 """The one rule table: the ClusterObjectSet structural schema and every CEL rule with its exact message.
 
 Everything that enforces the API reads this table: the CRD in ``deploy/crd/`` is generated from it
-(``python -m common.crd``), and the webhook and ``cosctl validate`` check objects against it
-(``common.validation``: structure with ``jsonschema``, rules with the CEL runtime). The table is written as
+(``python -m common.contract.crd``), and the webhook and ``cosctl validate`` check objects against it
+(``common.contract.validation``: structure with ``jsonschema``, rules with the CEL runtime). The table is written as
 the OpenAPI v3 schema the CRD carries, so there is nothing to translate and nothing to drift.
 
 The rules and messages are those of the OLM v1 CRD (``shared/spec/api-and-admission.md`` section 2). The one
@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from common import api
+from common.contract import api
 
 Schema = dict[str, Any]
 

@@ -15,7 +15,7 @@ Deciding whether a new revision is needed compares *content*, not names: ref key
 addresses, so the latest revision's refs (or inline objects, hashed the same way) are compared key by key with
 what would be packed now. Equal content only updates the mutable fields in place.
 
-Everything here talks to the ``common.cluster.Cluster`` protocol; every write is recorded as an
+Everything here talks to the ``common.cluster.interface.Cluster`` protocol; every write is recorded as an
 :class:`Action`, and ``dry_run`` records the same actions without writing.
 """
 
@@ -25,10 +25,11 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from common import api
-from common.cluster import AlreadyExists, Cluster, Conflict, NotFound, Obj
-from common.packing import DEFAULT_OWNER_KIND, Packed, content_key, pack, stored_bytes
-from common.phasing import Phase
+from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, content_key, pack, stored_bytes
+from common.bundle.phasing import Phase
+from common.cluster.interface import AlreadyExists, Cluster, Conflict, NotFound
+from common.contract import api
+from common.contract.objects import Obj
 
 RETAIN_ARCHIVED = 5
 _SECRET = ("v1", "Secret")

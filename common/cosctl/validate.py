@@ -2,7 +2,7 @@
 
 Authors see the exact rejection ``kubectl apply`` would show while they write manifests, and CI pipelines
 check bundles before they reach a cluster. Each document goes through the same mutation and validation as
-the admission webhook (``common.admission.review``); with ``--old`` a document whose kind, namespace and
+the admission webhook (``common.contract.admission.review``); with ``--old`` a document whose kind, namespace and
 name match one in the old file is judged as an UPDATE of it.
 
 Exit codes: 0 every document is allowed, 1 at least one is denied, 2 input could not be read or the
@@ -17,9 +17,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from common import api
-from common.admission import Config, Decision, Request, review
-from common.manifests import Source, documents
+from common.bundle.manifests import Source, documents
+from common.contract import api
+from common.contract.admission import Config, Decision, Request, review
 
 EXIT_ALLOWED, EXIT_DENIED, EXIT_UNREADABLE = 0, 1, 2
 SKIP_REASON = f"skipped: cosctl validate checks ClusterObjectSets and Secrets of type {api.SECRET_TYPE}"

@@ -1,9 +1,9 @@
-"""The production ``Cluster``: a thin adapter from ``common.cluster.Cluster`` to a real API server.
+"""The production ``Cluster``: a thin adapter from ``common.cluster.interface.Cluster`` to a real API server.
 
 Built on the ``kubernetes`` client's ``ApiClient`` (kubeconfig and in-cluster loading, auth plugins, TLS,
 token refresh) but with our own request layer, because the reconciler and the producer work on plain
 ``dict`` manifests of any kind: paths come from discovery, bodies are JSON, and every error answer becomes
-the specific ``ApiError`` subclass with the server's own message (``common.cluster.error_from_status``).
+the specific ``ApiError`` subclass with the server's own message (``common.cluster.interface.error_from_status``).
 
 Retry policy, in one place so every caller gets the same: 429 waits for ``Retry-After`` (capped) and
 retries; 500/502/503/504 and connection failures retry with exponential backoff; a 409 on server-side
@@ -31,11 +31,19 @@ from urllib.parse import quote, urlencode
 
 import urllib3
 
-from common import ownership
-from common.cluster import (
-    GVK, ApiError, BadRequest, Conflict, InternalError, Invalid, NotFound, Obj, ServiceUnavailable, UnknownKind,
+from common.cluster import ownership
+from common.cluster.interface import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    InternalError,
+    Invalid,
+    NotFound,
+    ServiceUnavailable,
+    UnknownKind,
     error_from_status,
 )
+from common.contract.objects import GVK, Obj
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from common import labels as labelsel
-from common.cluster import GVK, Obj
+from common.contract import labels as labelsel
+from common.contract.objects import GVK, Obj
 
 TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
 _RANK = {TRUE: 0, FALSE: 1, UNKNOWN: 2}

@@ -11,7 +11,7 @@ import json
 import zlib
 from typing import Any
 
-from common.api import MAX_DECOMPRESSED_BYTES
+from common.contract.api import MAX_DECOMPRESSED_BYTES
 
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 64 * 1024

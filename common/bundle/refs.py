@@ -2,7 +2,7 @@
 
 Shared by the reconciler (rolling out) and the webhook (checking what a COS points at), so both read the same
 bytes the same way: an empty namespace means the system namespace, the value is gzip when it starts with
-``1f 8b`` (decompressed with a hard 10 MiB cap by :mod:`common.objectdata`), and it must be a JSON object. The
+``1f 8b`` (decompressed with a hard 10 MiB cap by :mod:`common.contract.objectdata`), and it must be a JSON object. The
 error messages are the OLM v1 reconciler's, byte for byte (``shared/spec/reconciler.md`` section 2). None of
 them ever contains Secret data.
 """
@@ -14,9 +14,10 @@ import binascii
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from common import objectdata
-from common.api import DEFAULT_SYSTEM_NAMESPACE, MAX_DECOMPRESSED_BYTES
-from common.cluster import ApiError, Cluster, NotFound, Obj
+from common.cluster.interface import ApiError, Cluster, NotFound
+from common.contract import objectdata
+from common.contract.api import DEFAULT_SYSTEM_NAMESPACE, MAX_DECOMPRESSED_BYTES
+from common.contract.objects import Obj
 
 
 class RefError(Exception):

@@ -1,5 +1,0 @@
-import sys
-
-from common.cli import main
-
-sys.exit(main())

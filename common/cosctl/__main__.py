@@ -1,0 +1,5 @@
+import sys
+
+from common.cosctl import main
+
+sys.exit(main())
