@@ -18,17 +18,17 @@ import json
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common.contract.api import API_VERSION, KIND, LABEL_OWNER_NAME  # noqa: E402
-from common.testing.memcluster import MemCluster  # noqa: E402
-from reconciler.engine import reconcile  # noqa: E402
+from common.contract.api import API_VERSION, KIND, LABEL_OWNER_NAME
+from common.testing.memcluster import MemCluster
+from reconciler.engine import reconcile
 
 PHASES, PER_PHASE = 20, 50
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def manifest(p: int, i: int) -> dict:

@@ -27,11 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import yaml  # noqa: E402
+import yaml
 
-from common.bundle.packing import pack, to_json  # noqa: E402
-from common.bundle.phasing import sort_into_phases  # noqa: E402
-from tests.support import big_bundle  # noqa: E402
+from common.bundle.packing import pack, to_json
+from common.bundle.phasing import sort_into_phases
+from tests.support import big_bundle
 
 TARGET_SECONDS = 1.0
 TARGET_MIB = 200.0

@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from common.cluster.kube import KubeCluster  # noqa: E402
-from reconciler.process import ProcessConfig, ReconcilerProcess, settled  # noqa: E402
-from tests.support.fake_apiserver import FakeApiServer  # noqa: E402
+from common.cluster.kube import KubeCluster
+from reconciler.process import ProcessConfig, ReconcilerProcess, settled
+from tests.support.fake_apiserver import FakeApiServer
 
 WRITE_VERBS = ("create", "update", "patch", "apply", "delete")
 COS_API = "olm.operatorframework.io/v1"
@@ -66,9 +66,8 @@ def rollout_and_steady(steady_seconds: float, phases: int, per_phase: int) -> di
         kube = KubeCluster.from_kubeconfig(server.write_kubeconfig(os.path.join(tmp, "kc")))
         proc = ReconcilerProcess(kube, ProcessConfig(workers=4))
         proc.start()
-        wait(lambda: proc.caches.synced(), 30, "the COS cache")
+        wait(proc.caches.synced, 30, "the COS cache")
         server.clear_requests()
-        started = time.monotonic()
         server.put_object(big_cos("big", phases, per_phase, "bench"))
         took = wait(lambda: is_settled(server, "big"), 600, "the rollout")
         wait(lambda: proc.queue.idle() and proc.caches.synced(), 60, "an idle queue")
@@ -82,7 +81,7 @@ def rollout_and_steady(steady_seconds: float, phases: int, per_phase: int) -> di
         while time.monotonic() < end:
             proc.queue.add("big")  # a resync: the engine re-checks everything, from the caches
             time.sleep(min(5.0, max(0.0, end - time.monotonic())))
-        wait(lambda: proc.queue.idle(), 60, "an idle queue")
+        wait(proc.queue.idle, 60, "an idle queue")
         steady_counts = server.counts()
         steady_reconciles = proc.reconcile_count - before
         lists_total = sum(i.lists for i in proc.caches.informers())

@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from webhook import tls  # noqa: E402
+from webhook import tls
 
 TARGET_P99_MS = 150.0
 TARGET_THROUGHPUT_RATIO = 0.60

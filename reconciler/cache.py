@@ -87,7 +87,7 @@ class Informer:
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------------------------- lifecycle
-    def start(self) -> "Informer":
+    def start(self) -> Informer:
         self._thread = threading.Thread(target=self._run, name=f"informer {self.key}", daemon=True)
         self._thread.start()
         return self
@@ -359,10 +359,7 @@ class Caches:
 
     def wait_synced(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
-        for inf in self.informers():
-            if not inf.synced.wait(max(0.0, deadline - time.monotonic())):
-                return False
-        return True
+        return all(inf.synced.wait(max(0.0, deadline - time.monotonic())) for inf in self.informers())
 
     def stop_all(self) -> None:
         with self._lock:

@@ -6,8 +6,9 @@ never by labels: labels are copyable by anyone, a controller reference with a ui
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from common.contract.api import (
     ANNOTATION_REVISION,

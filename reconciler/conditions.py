@@ -7,9 +7,9 @@ Keeping them here, away from the API calls, makes every row of the table one sma
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Sequence
+from datetime import UTC, datetime
 
 from common.contract.objects import Obj
 
@@ -33,7 +33,7 @@ MSG_SUCCEEDED = "Revision succeeded rolling out."
 
 
 def timestamp(now: datetime) -> str:
-    return now.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def find(conditions: Sequence[Obj], ctype: str) -> Obj | None:

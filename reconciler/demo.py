@@ -11,6 +11,7 @@ what it would need instead of a stack trace.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -58,16 +59,14 @@ def documents(paths: Iterable[Path]) -> list[dict[str, Any]]:
 def run_on_cluster(kubeconfig: str, example_files: Iterable[Path], *, timeout: float = 300.0,
                    system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, out: TextIO = sys.stdout) -> int:
     """Create the examples on the cluster and reconcile them; 0 when every COS settled, else 1."""
-    kube = KubeCluster.from_kubeconfig(kubeconfig.split(":")[0])
+    kube = KubeCluster.from_kubeconfig(kubeconfig.split(":", maxsplit=1)[0])
     try:
         kube.get(CRD_API, "CustomResourceDefinition", api.CRD_NAME)
     except NotFound:
         kube.create(yaml.safe_load(CRD_FILE.read_text(encoding="utf-8")))
         print(f"installed CustomResourceDefinition {api.CRD_NAME}", file=out)
-    try:
+    with contextlib.suppress(AlreadyExists):
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": system_namespace}})
-    except AlreadyExists:
-        pass
     names = []
     for doc in documents(example_files):
         meta = doc.get("metadata") or {}

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from common.contract.objects import Obj
 
@@ -45,7 +46,7 @@ def compare(recorded: Sequence[Obj], current: Sequence[dict[str, str]]) -> str |
         return f"number of phases has changed (expected {len(recorded)} phases, got {len(current)})"
     changed = [
         f'phase "{cur["name"]}" (expected digest {rec.get("digest")}, got {cur["digest"]})'
-        for rec, cur in zip(recorded, current)
+        for rec, cur in zip(recorded, current, strict=False)
         if rec.get("digest") != cur["digest"] or rec.get("name") != cur["name"]
     ]
     if not changed:

@@ -10,7 +10,7 @@ something must change, so reconciling a complete, unchanged COS sends no write a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from common.bundle import refs
 from common.cluster.interface import ApiError, Cluster, NotFound
@@ -70,7 +70,7 @@ class ReconcileError(Exception):
 def reconcile(cluster: Cluster, name: str, *, config: EngineConfig = EngineConfig(),
               now: datetime | None = None) -> Result:
     """Reconcile the ClusterObjectSet ``name`` once (reads it with ``cluster.get``; NotFound = nothing to do)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     try:
         cos = cluster.get(API_VERSION, KIND, name)
     except NotFound:
@@ -177,7 +177,7 @@ class _Run:
         if not created:
             return None
         try:
-            start = datetime.strptime(str(created), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+            start = datetime.strptime(str(created), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
         except ValueError:
             return None
         return start + timedelta(minutes=minutes)
@@ -212,7 +212,7 @@ class _Run:
         try:
             finalizers = list(self.cos["metadata"].get("finalizers") or [])
             if FINALIZER_TEARDOWN not in finalizers:
-                self.patch_finalizers(finalizers + [FINALIZER_TEARDOWN])
+                self.patch_finalizers([*finalizers, FINALIZER_TEARDOWN])
             siblings = self.siblings()
         except ApiError as exc:
             return self.fail(f"{exc}", exc)
@@ -240,7 +240,7 @@ class _Run:
                     collisions.describe_object(o.manifest) == previous_failure for o in outcomes)):
                 self.event("Normal", "PhaseComplete", f'Phase {index} "{phase.name}" is complete')
         # 6. success: archive older siblings, then report
-        for uid, sibling in sorted(siblings.items(), key=lambda kv: kv[1]["metadata"]["name"]):
+        for _uid, sibling in sorted(siblings.items(), key=lambda kv: kv[1]["metadata"]["name"]):
             if _revision(sibling) < self.revision:
                 try:
                     self.cluster.merge_patch(API_VERSION, KIND, sibling["metadata"]["name"], None,
@@ -395,4 +395,4 @@ def _revision(cos: Obj) -> int:
         return 0
 
 
-__all__ = ["EngineConfig", "Event", "Result", "ReconcileError", "reconcile"]
+__all__ = ["EngineConfig", "Event", "ReconcileError", "Result", "reconcile"]

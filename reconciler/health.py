@@ -22,7 +22,7 @@ class HealthServer:
         checks = {"/healthz": live, "/readyz": ready, "/livez": live}
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - probes every few seconds
+            def log_message(self, format: str, *args: object) -> None:  # probes every few seconds
                 pass
 
             def do_GET(self) -> None:
@@ -60,7 +60,7 @@ class HealthServer:
     def port(self) -> int:
         return int(self._httpd.server_address[1])
 
-    def start(self) -> "HealthServer":
+    def start(self) -> HealthServer:
         self._thread.start()
         return self
 

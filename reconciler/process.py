@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from common.cluster.interface import AlreadyExists, ApiError, Cluster, NotFound
@@ -198,8 +198,8 @@ class EventRecorder:
             self._recent[key] = now
             for k in [k for k, t in self._recent.items() if now - t >= EVENT_DEDUP_SECONDS]:
                 del self._recent[k]
-        ts = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        micro = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        ts = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        micro = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         event = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"generateName": f"{meta.get('name', 'cos')}.", "namespace": self.namespace},

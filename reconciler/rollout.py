@@ -7,8 +7,9 @@ users add are not differences). Everything we send is a fresh copy of the manife
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from common.cluster.interface import AlreadyExists, ApiError, Cluster, NotFound, UnknownKind
 from common.contract import probes
@@ -20,7 +21,7 @@ from common.contract.api import (
     MANAGED_BY_VALUE,
     owner_reference,
 )
-from common.contract.objects import Obj, copy_json
+from common.contract.objects import Obj
 from reconciler import collisions, quantity
 from reconciler.collisions import ADOPT, COLLISION, CREATE, PROGRESSED, Decision
 
@@ -78,14 +79,11 @@ def is_subset(desired: Any, live: Any) -> bool:
     if isinstance(desired, dict):
         if not isinstance(live, dict):
             return False
-        for k, v in desired.items():
-            if k not in live or not is_subset(v, live[k]):
-                return False
-        return True
+        return all(k in live and is_subset(v, live[k]) for k, v in desired.items())
     if isinstance(desired, list):
         if not isinstance(live, list) or len(desired) != len(live):
             return False
-        return all(is_subset(d, l) for d, l in zip(desired, live))
+        return all(is_subset(d, l) for d, l in zip(desired, live, strict=False))
     if isinstance(desired, bool) or isinstance(live, bool):
         return desired is live
     if isinstance(desired, str) and isinstance(live, str) and desired != live:

@@ -8,8 +8,8 @@ newer revision has adopted are released (our ownerReference removed), never dele
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from common.cluster.interface import ApiError, Cluster, NotFound
 from common.contract.objects import Obj

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import BadRequest
@@ -83,7 +83,7 @@ def _warm_up(config: Config) -> bool:
     try:
         for sample in samples:
             admission.review(sample, config)
-    except Exception as exc:  # noqa: BLE001 - reported through /readyz and the log
+    except Exception as exc:  # reported through /readyz and the log
         log.error("admission logic failed its warm-up", extra={"fields": {
             "event": "warm_up", "exception": logs.exception_site(exc)}})
         return False
@@ -129,7 +129,7 @@ def create_app(config: Config = Config(), *, max_body_bytes: int = DEFAULT_MAX_B
         except RecursionError:
             # Legal JSON nested deeper than a validator can follow: as undecodable as a body too deep to parse.
             return malformed(TooDeep(TOO_DEEP), fields)
-        except Exception as exc:  # noqa: BLE001 - a bug must not become a 500 with a traceback
+        except Exception as exc:  # a bug must not become a 500 with a traceback
             decision = internal_error(review.uid)
             result = "error"
             fields["exception"] = logs.exception_site(exc)
@@ -138,7 +138,7 @@ def create_app(config: Config = Config(), *, max_body_bytes: int = DEFAULT_MAX_B
                       warnings=len(decision.warnings), patch_ops=len(decision.patch))
         try:
             out = encode(review.uid, decision)
-        except Exception as exc:  # noqa: BLE001 - e.g. a value the logic put in a message that JSON cannot carry
+        except Exception as exc:  # e.g. a value the logic put in a message that JSON cannot carry
             decision, result = internal_error(review.uid), "error"
             fields.update(exception=logs.exception_site(exc), allowed=False, code=500)
             out = encode(review.uid, decision)

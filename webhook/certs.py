@@ -551,7 +551,7 @@ def main(argv: list[str]) -> int:
     try:
         kube = KubeApi(args.kubeconfig)
         outcome = ensure(kube, policy, args.secret, args.webhook_configuration,
-                         now=dt.datetime.now(dt.timezone.utc), check_only=args.check,
+                         now=dt.datetime.now(dt.UTC), check_only=args.check,
                          wait_for_configurations=args.wait_for_configurations)
     except CertsError as exc:
         print(f"cos-webhook certs: error: {exc}", file=sys.stderr)

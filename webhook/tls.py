@@ -16,9 +16,9 @@ import logging
 import os
 import ssl
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -134,7 +134,7 @@ def make_ca(common_name: str = "cos-webhook local CA", days: int = 30) -> tuple[
                                                                                   x509.Certificate]:
     key = _key()
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=days))
@@ -158,7 +158,7 @@ def issue_serving(ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate,
             sans.append(x509.IPAddress(ipaddress.ip_address(host)))
         except ValueError:
             sans.append(x509.DNSName(host))
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
             .issuer_name(ca_cert.subject).public_key(key.public_key())

@@ -22,8 +22,9 @@ import json
 import re
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from common.bundle.phasing import Phase
 from common.contract import api
@@ -226,7 +227,7 @@ def pack(phases: Sequence[Phase], *, name: str, revision: int = 1,
         spec["progressDeadlineMinutes"] = progress_deadline_minutes
     if progression_probes:
         spec["progressionProbes"] = progression_probes
-    spec["phases"] = [{"name": phase.name, "objects": objs} for phase, objs in zip(phases, entries)]
+    spec["phases"] = [{"name": phase.name, "objects": objs} for phase, objs in zip(phases, entries, strict=False)]
     cos = {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": metadata, "spec": spec}
     return Packed(cos, tuple(secrets))
 

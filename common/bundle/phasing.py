@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from common.contract.objects import GVK, Obj
 

@@ -22,8 +22,10 @@ Everything here talks to the ``common.cluster.interface.Cluster`` protocol; ever
 from __future__ import annotations
 
 import base64
+import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, content_key, pack, stored_bytes
 from common.bundle.phasing import Phase
@@ -172,11 +174,9 @@ def recover(cluster: Cluster, *, namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, 
             actions.append(Action("delete", "Secret", meta["name"], meta.get("namespace"),
                                   "orphaned: its ClusterObjectSet does not exist"))
             if not dry_run:
-                try:
+                with contextlib.suppress(NotFound):
                     cluster.delete(*_SECRET, meta["name"], meta.get("namespace"), uid=meta.get("uid"),
                                    resource_version=meta.get("resourceVersion"))
-                except NotFound:
-                    pass
         else:
             _own(cluster, secret, cos, actions, dry_run)
     return actions
@@ -197,10 +197,8 @@ def retain(cluster: Cluster, owner: str, *, keep: int = RETAIN_ARCHIVED, dry_run
         actions.append(Action("delete", api.KIND, meta["name"], None,
                               f"archived revision {revision_of(cos)} beyond the newest {keep}"))
         if not dry_run:
-            try:
+            with contextlib.suppress(NotFound):
                 cluster.delete(*_COS, meta["name"], uid=meta.get("uid"), propagation_policy="Background")
-            except NotFound:
-                pass
     return actions
 
 

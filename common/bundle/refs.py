@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from common.cluster.interface import ApiError, Cluster, NotFound
 from common.contract import objectdata
@@ -24,7 +25,7 @@ class RefError(Exception):
     """A ref that cannot be resolved; ``str()`` is the user-facing message. Retryable: the Secret may appear
     or be fixed later."""
 
-    def __init__(self, message: str, ref: "SecretKeyRef") -> None:
+    def __init__(self, message: str, ref: SecretKeyRef) -> None:
         super().__init__(message)
         self.message = message
         self.ref = ref
@@ -36,7 +37,7 @@ class RefError(Exception):
 class SecretUnreadable(RefError):
     """Reading the Secret failed (``cause`` is the ``ApiError``; ``missing`` when it was a NotFound)."""
 
-    def __init__(self, message: str, ref: "SecretKeyRef", cause: ApiError) -> None:
+    def __init__(self, message: str, ref: SecretKeyRef, cause: ApiError) -> None:
         super().__init__(message, ref)
         self.cause = cause
 
@@ -66,7 +67,7 @@ class SecretKeyRef:
     key: str
 
     @classmethod
-    def of(cls, ref: Mapping[str, Any], system_namespace: str = DEFAULT_SYSTEM_NAMESPACE) -> "SecretKeyRef":
+    def of(cls, ref: Mapping[str, Any], system_namespace: str = DEFAULT_SYSTEM_NAMESPACE) -> SecretKeyRef:
         return cls(str(ref.get("namespace") or system_namespace), str(ref.get("name") or ""),
                    str(ref.get("key") or ""))
 

@@ -12,8 +12,7 @@ objects that alias their own storage: callers may mutate what they get.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from common.contract.objects import Obj
 

@@ -125,7 +125,7 @@ class KubeCluster:
     # ------------------------------------------------------------------------------------ construction
     @classmethod
     def from_kubeconfig(cls, path: str | None = None, *, context: str | None = None,
-                        **kwargs: Any) -> "KubeCluster":
+                        **kwargs: Any) -> KubeCluster:
         """Build from a kubeconfig file (``None``: ``$KUBECONFIG`` or ``~/.kube/config``)."""
         from kubernetes import client, config
 
@@ -137,7 +137,7 @@ class KubeCluster:
         return cls(client.ApiClient(cfg), **kwargs)
 
     @classmethod
-    def in_cluster(cls, **kwargs: Any) -> "KubeCluster":
+    def in_cluster(cls, **kwargs: Any) -> KubeCluster:
         """Build from the pod's service account (raises ``kubernetes.config.ConfigException`` outside a pod)."""
         from kubernetes import client, config
 
@@ -146,7 +146,7 @@ class KubeCluster:
         return cls(client.ApiClient(cfg), **kwargs)
 
     @classmethod
-    def auto(cls, kubeconfig: str | None = None, *, context: str | None = None, **kwargs: Any) -> "KubeCluster":
+    def auto(cls, kubeconfig: str | None = None, *, context: str | None = None, **kwargs: Any) -> KubeCluster:
         """The reconciler's default: an explicit kubeconfig, else in-cluster, else ``$KUBECONFIG``/~/.kube."""
         from kubernetes.config import ConfigException
 

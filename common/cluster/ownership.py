@@ -62,7 +62,7 @@ def upgrade_managed_fields(managed_fields: list[Obj], manager: str) -> list[Obj]
     if applies:
         others[applies[0]] = target
         return others
-    return others + [target]
+    return [*others, target]
 
 
 def upgrade_patch(obj: Obj, manager: str) -> list[Obj] | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from cel_expr_python import cel
@@ -38,7 +38,7 @@ class CompiledRule:
         data = {"self": value, "oldSelf": old_value} if self.is_transition else {"self": value}
         try:
             result = self.program.eval(data=data)
-        except Exception:  # noqa: BLE001 - the runtime raises plain exceptions for evaluation failures
+        except Exception:  # the runtime raises plain exceptions for evaluation failures
             return False
         return result.type() == cel.Type.BOOL and result.value() is True
 
@@ -48,11 +48,11 @@ def _env() -> Any:
     return cel.NewEnv(variables={"self": cel.Type.DYN, "oldSelf": cel.Type.DYN})
 
 
-@lru_cache(maxsize=None)
+@cache
 def compile_rule(expression: str, message: str) -> CompiledRule:
     """Compile a rule once; later calls with the same text reuse the program."""
     try:
         program = _env().compile(expression)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise RuleCompileError(f"rule {expression!r} does not compile: {exc}") from None
     return CompiledRule(expression, message, bool(_OLD_SELF.search(expression)), program)

@@ -9,8 +9,9 @@ everything. Malformed input raises :class:`SelectorError` naming the offending p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 OP_IN = "in"
 OP_NOT_IN = "notin"

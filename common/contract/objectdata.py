@@ -53,7 +53,7 @@ def decompress(raw: bytes, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
                 if len(out) > limit:
                     raise TooLarge(f"exceeds maximum size ({limit} bytes)")
                 data = d.unconsumed_tail
-                if d.eof or not data and not chunk:
+                if d.eof or (not data and not chunk):
                     break
             if not d.eof:
                 tail = d.flush()

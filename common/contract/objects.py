@@ -36,11 +36,11 @@ class GVK:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @classmethod
-    def of(cls, obj: Obj) -> "GVK":
+    def of(cls, obj: Obj) -> GVK:
         return cls.parse(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
 
     @classmethod
-    def parse(cls, api_version: str, kind: str) -> "GVK":
+    def parse(cls, api_version: str, kind: str) -> GVK:
         group, _, version = api_version.rpartition("/")
         return cls(group, version, kind)
 
@@ -55,7 +55,7 @@ class ObjectRef:
     name: str
 
     @classmethod
-    def of(cls, obj: Obj) -> "ObjectRef":
+    def of(cls, obj: Obj) -> ObjectRef:
         gvk = GVK.of(obj)
         meta = obj.get("metadata") or {}
         return cls(gvk.group, gvk.kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))

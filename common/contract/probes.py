@@ -12,8 +12,9 @@ messages of that status. Messages are OLM v1's (``shared/spec/reconciler.md`` se
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from common.contract import labels as labelsel
 from common.contract.objects import GVK, Obj

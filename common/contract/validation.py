@@ -273,7 +273,7 @@ def _same_kinds(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return all(_same_kinds(v, b[k]) for k, v in a.items())
     if isinstance(a, list):
-        return all(_same_kinds(x, y) for x, y in zip(a, b))
+        return all(_same_kinds(x, y) for x, y in zip(a, b, strict=False))
     return True
 
 
@@ -297,7 +297,7 @@ def prune_nulls(value: Any, node: Obj = table.COS_SCHEMA) -> Any:
     items = node.get("items")
     if items is not None and isinstance(value, list):
         pruned_items = [prune_nulls(v, items) for v in value]
-        return value if all(p is v for p, v in zip(pruned_items, value)) else pruned_items
+        return value if all(p is v for p, v in zip(pruned_items, value, strict=False)) else pruned_items
     return value
 
 
@@ -648,7 +648,7 @@ def content_key(raw: bytes) -> str:
 
 
 def _looks_content_addressed(key: str) -> bool:
-    return len(key) == 43 and all(c.isalnum() and c.isascii() or c in "-_" for c in key)
+    return len(key) == 43 and all((c.isalnum() and c.isascii()) or c in "-_" for c in key)
 
 
 def validate_secret(obj: Obj, old: Obj | None = None) -> tuple[list[FieldError], list[str]]:

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # noqa: BLE001 - a bug: one line, not a traceback that may quote input
+    except Exception as exc:  # a bug: one line, not a traceback that may quote input
         if os.environ.get("COSCTL_DEBUG"):
             raise
         print(f"cosctl: internal error ({type(exc).__name__}); please report it (COSCTL_DEBUG=1 shows the "

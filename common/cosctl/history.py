@@ -65,5 +65,5 @@ def _history(args: argparse.Namespace) -> int:
                          r["changed"] or "-") for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())
     return EXIT_OK

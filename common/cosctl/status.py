@@ -14,9 +14,10 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from common.bundle import refs
 from common.bundle.packing import object_label
@@ -72,9 +73,9 @@ class RevisionState:
 
     def to_json(self) -> Obj:
         out = asdict(self)
-        for phase, raw in zip(self.phases, out["phases"]):
+        for phase, raw in zip(self.phases, out["phases"], strict=False):
             raw["complete"] = phase.complete
-            for obj, raw_obj in zip(phase.objects, raw["objects"]):
+            for obj, raw_obj in zip(phase.objects, raw["objects"], strict=False):
                 raw_obj["complete"] = obj.complete
         return out
 
@@ -116,7 +117,7 @@ def _probes(cos: Obj) -> tuple[Callable[[Obj], Any], str | None]:
     try:
         parsed = probes.parse_probes((cos.get("spec") or {}).get("progressionProbes"))
     except probes.ProbeSpecError as exc:
-        return (lambda obj: probes.probe(obj)), str(exc)
+        return probes.probe, str(exc)
     return (lambda obj: probes.probe(obj, parsed)), None
 
 
@@ -330,7 +331,7 @@ def _watch(cluster: Cluster, name: str, args: argparse.Namespace) -> int:
         state = inspect(cluster, cos, system_namespace=args.system_namespace)
         line = progress_line(cos, state)
         if line != last:
-            stamp = datetime.now(timezone.utc).strftime("%H:%M:%S")
+            stamp = datetime.now(UTC).strftime("%H:%M:%S")
             print(f"{stamp} {name}: {line}", flush=True)
             last = line
         ended = outcome(cos)

@@ -39,9 +39,10 @@ import functools
 import itertools
 import threading
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, NamedTuple
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
 
 from common.cluster.interface import AlreadyExists, ApiError, BadRequest, Conflict, Invalid, NotFound, UnknownKind
 from common.contract import labels as labelsel
@@ -142,7 +143,7 @@ def _flatten(obj: Obj, status_sub: bool) -> dict[Path, Any]:
     def walk(prefix: Path, value: Any) -> None:
         if isinstance(value, dict) and value:
             for k, v in value.items():
-                walk(prefix + (k,), v)
+                walk((*prefix, k), v)
         else:
             out[prefix] = value
 
@@ -221,14 +222,14 @@ def _merge_patch(target: Any, patch: Any) -> Any:
 def _locked(method: Callable) -> Callable:
     """Serialise public calls: tests may drive the cluster from worker threads (one API server, many clients)."""
     @functools.wraps(method)
-    def wrapper(self: "MemCluster", *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: MemCluster, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
             return method(self, *args, **kwargs)
     return wrapper
 
 
 def _timestamp(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class MemCluster:
@@ -243,7 +244,7 @@ class MemCluster:
 
     def __init__(self, kinds: Iterable[KindInfo] = DEFAULT_KINDS, *,
                  clock: Callable[[], datetime] | None = None, register_crds: bool = True) -> None:
-        self.clock: Callable[[], datetime] = clock or (lambda: datetime.now(timezone.utc))
+        self.clock: Callable[[], datetime] = clock or (lambda: datetime.now(UTC))
         self.register_crds = register_crds
         self.requests: Counter[str] = Counter()
         self.log: list[Request] = []
@@ -311,7 +312,7 @@ class MemCluster:
     def _request(self, verb: str, api_version: str, kind: str, namespace: str | None, name: str) -> None:
         self.requests[verb] += 1
         self.log.append(Request(verb, api_version, kind, namespace or "", name))
-        base = verb.split(":")[0]
+        base = verb.split(":", maxsplit=1)[0]
         for f in self._faults:
             if f.times > 0 and f.verb == base and f.kind in (None, kind) and f.name in (None, name):
                 f.times -= 1

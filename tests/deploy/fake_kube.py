@@ -70,11 +70,11 @@ class FakeKube:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def __enter__(self) -> "FakeKube":
+    def __enter__(self) -> FakeKube:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
                 pass
 
             def _answer(self, code: int, body: Obj) -> None:
@@ -103,6 +103,7 @@ class FakeKube:
                         return self._answer(code, status(code, reason, f"injected {reason}"))
                 code, out = fake.dispatch(self.command, path, body)
                 self._answer(code, out)
+                return None
 
             do_GET = do_POST = do_PUT = _handle
 

@@ -303,7 +303,7 @@ def _render(directory: Path, stack: tuple[Path, ...]) -> list[Obj]:
             raise RenderError(f"{where}: only local paths are supported (got {entry!r})")
         path = directory / entry
         if path.is_dir():
-            visited = stack + (directory,)
+            visited = (*stack, directory)
             for root in visited:
                 if _inside(root, path):
                     raise RenderError(f"{where}: cycle detected: candidate root {path.resolve()} contains "

@@ -48,7 +48,7 @@ def _dir(version: str) -> Path:
     return matches[-1]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _registry(version: str) -> referencing.Registry:
     definitions = json.loads((_dir(version) / "_definitions.json").read_text())
     # Kind schemas refer to "/api/_definitions.json#/$defs/..."; register the definitions under that URI.
@@ -57,7 +57,7 @@ def _registry(version: str) -> referencing.Registry:
         .with_resource(definitions.get("$id", "https://kubernetes.io/api/_definitions.json"), resource)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _validator(version: str, kind: str, api_version: str) -> jsonschema.protocols.Validator:
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     path = _dir(version) / f"{kind.lower()}-{group_version}.json"

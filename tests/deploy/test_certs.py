@@ -8,8 +8,9 @@ import datetime as dt
 import socket
 import ssl
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from cryptography import x509
@@ -138,7 +139,7 @@ def test_first_run_creates_ca_and_serving_cert_that_tls_clients_verify(
     with pytest.raises(ssl.SSLCertVerificationError, match="Hostname mismatch"):
         handshake(tmp_path, data["tls.crt"], data["tls.key"], bundles[0], "cos-webhook.other-ns.svc")
     # A certificate the CA did not sign is refused.
-    other = certs.plan(None, certs.Policy("cos-webhook", NS), dt.datetime.now(dt.timezone.utc))
+    other = certs.plan(None, certs.Policy("cos-webhook", NS), dt.datetime.now(dt.UTC))
     with pytest.raises(ssl.SSLCertVerificationError, match="unable to get local issuer certificate"):
         handshake(tmp_path, other.tls_crt, other.tls_key, bundles[0], HOST)
 
@@ -180,7 +181,7 @@ def test_check_reports_work_without_writing(kube: FakeKube, tmp_path: Path,
 def test_serving_certificate_is_renewed_before_expiry_under_the_same_ca(kube: FakeKube, tmp_path: Path) -> None:
     api = certs.KubeApi(kube.kubeconfig(str(tmp_path / "kubeconfig")))
     policy = certs.Policy("cos-webhook", NS)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     certs.ensure(api, policy, "cos-webhook-tls", "cos-webhook", now=now)
     first = secret_bytes(kube)
     kube.requests.clear()
@@ -200,7 +201,7 @@ def test_serving_certificate_is_renewed_before_expiry_under_the_same_ca(kube: Fa
 def test_ca_rotation_keeps_the_old_ca_trusted_until_it_expires(kube: FakeKube, tmp_path: Path) -> None:
     api = certs.KubeApi(kube.kubeconfig(str(tmp_path / "kubeconfig")))
     policy = certs.Policy("cos-webhook", NS, ca_days=800, cert_days=365, renew_before_days=30)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     certs.ensure(api, policy, "cos-webhook-tls", "cos-webhook", now=now)
     certs.ensure(api, policy, "cos-webhook-tls", "cos-webhook", now=now + dt.timedelta(days=340))  # renewal
     old = secret_bytes(kube)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import copy
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -127,7 +128,7 @@ def test_install_order_puts_namespace_and_crd_first_and_webhooks_last(overlay: s
 def test_every_object_is_valid_for_every_supported_release(overlay: str, rendered: dict[str, list[Obj]]) -> None:
     """Strict schemas of 1.25 through the newest release kubernetes-validate knows. Below an overlay's minimum
     the only tolerated difference is the one that sets the minimum: webhook matchConditions."""
-    namespace, minimum = OVERLAYS[overlay]
+    _namespace, minimum = OVERLAYS[overlay]
     releases = schemas.versions()
     assert releases[0] == "1.25" and releases[-1] == schemas.newest()
     checked = 0

@@ -10,6 +10,7 @@ without a shared Lease would both act on these COSs).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -81,18 +82,14 @@ def env(tmp_path_factory) -> Iterator[dict[str, Any]]:
         yield state
     finally:
         for name in state["cos"]:
-            try:
+            with contextlib.suppress(ApiError):
                 kube.delete(COS_API, KIND, name)
-            except ApiError:
-                pass
         wait_for(lambda: all(_gone(kube, n) for n in state["cos"]), 120, "the test COSs to be deleted")
         proc.terminate()
         proc.wait(30)
         for ns in (work_ns, system_ns):
-            try:
+            with contextlib.suppress(ApiError):
                 kube.delete("v1", "Namespace", ns)
-            except ApiError:
-                pass
         log.seek(0)
         sys.stderr.write(log.read()[-4000:])
         log.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from common.contract.api import API_VERSION, KIND, LABEL_OWNER_NAME
@@ -13,7 +13,7 @@ from common.contract.objects import Obj
 from common.testing.memcluster import MemCluster
 from reconciler.engine import Result, reconcile
 
-T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def cluster() -> MemCluster:

@@ -8,7 +8,8 @@ the Progressing condition.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -64,7 +65,7 @@ ROWS: dict[str, Callable[[MemCluster], None]] = {
     "other-cos": lambda mc: _live(mc, controller="other-1", annotation="1"),
     "foreign-controller": lambda mc: _live(mc, foreign_controller=True),
     "orphaned": lambda mc: _live(mc, annotation="1"),
-    "unowned": lambda mc: _live(mc),
+    "unowned": _live,
 }
 
 # row -> expected action per protection (Prevent, IfNoController, None)
@@ -121,7 +122,7 @@ def test_collision_table_cell(row: str, protection: str, action: str) -> None:
     elif action == "adopt":
         assert cm_writes == ["apply"]
         previous = [{**r, "controller": False} for r in (before["metadata"].get("ownerReferences") or [])]
-        assert refs == previous + [ours]
+        assert refs == [*previous, ours]
         assert after["metadata"]["annotations"][ANNOTATION_REVISION] == "2"
     elif action == "progressed":
         assert cm_writes == []

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from reconciler.conditions import Situation, apply, set_condition
 
-T1 = datetime(2026, 1, 1, 10, 0, tzinfo=timezone.utc)
-T2 = datetime(2026, 1, 1, 11, 0, tzinfo=timezone.utc)
+T1 = datetime(2026, 1, 1, 10, 0, tzinfo=UTC)
+T2 = datetime(2026, 1, 1, 11, 0, tzinfo=UTC)
 
 
 def rows(conds):

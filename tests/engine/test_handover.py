@@ -280,7 +280,7 @@ def test_archival_tears_down_what_resolves_and_reports_a_vanished_secret() -> No
     assert result.error is None
     assert mc.peek("v1", "ConfigMap", "inline", "ns") is None
     assert mc.peek("v1", "ConfigMap", "from-ref", "ns") is not None  # left to the garbage collector
-    assert [(e.type, e.reason, e.message) for e in result.events][0] == (
+    assert next((e.type, e.reason, e.message) for e in result.events) == (
         "Warning", "TeardownSkipped", "getting Secret olmv1-system/objs: secrets \"objs\" not found; the garbage "
         "collector removes what this revision still owns once it is gone")
     assert brief(mc, "ext-1", "Progressing") == ("False", "Archived", "revision is archived")

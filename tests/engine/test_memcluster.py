@@ -184,7 +184,8 @@ def test_list_with_selectors_and_namespaces() -> None:
         o = cm(name, ns)
         o["metadata"]["labels"] = lbl
         mc.create(o)
-    names = lambda objs: [o["metadata"]["name"] for o in objs]
+    def names(objs):
+        return [o["metadata"]["name"] for o in objs]
     assert names(mc.list("v1", "ConfigMap")) == ["a", "c", "b"]
     assert names(mc.list("v1", "ConfigMap", "x")) == ["a", "c"]
     assert names(mc.list("v1", "ConfigMap", label_selector="app in (web,db),!tier")) == ["b"]

@@ -283,7 +283,7 @@ def test_list_pages_with_limit_and_continue_and_fills_kind(kube: KubeCluster, se
     assert [o["metadata"]["name"] for o in items] == ["cm1", "cm3", "cm5"]
     assert all(o["apiVersion"] == "v1" and o["kind"] == "ConfigMap" for o in items)
     lists = [r for r in server.requests if r.verb == "list"]
-    assert [r.query for r in lists][0] == {"limit": "2", "labelSelector": "x=1"}
+    assert next(r.query for r in lists) == {"limit": "2", "labelSelector": "x=1"}
     assert "continue" in lists[1].query and len(lists) == 2
     assert rv == str(server._last_rv)
 
@@ -297,7 +297,7 @@ def test_watch_sends_resource_version_and_streams_events(kube: KubeCluster, serv
         events.append(ev)
         if ev.type == "ADDED":
             break
-    req = [r for r in server.requests if r.verb == "watch"][0]
+    req = next(r for r in server.requests if r.verb == "watch")
     assert req.path == "/api/v1/namespaces/ns1/configmaps"
     assert req.query == {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": "1",
                          "resourceVersion": rv, "labelSelector": "a!=b"}

@@ -34,7 +34,7 @@ class Candidate:
                                      on_stopped_leading=self.stopped.set)
         self.thread = threading.Thread(target=self.elector.run, daemon=True)
 
-    def start(self) -> "Candidate":
+    def start(self) -> Candidate:
         self.thread.start()
         return self
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import time
 from collections.abc import Callable, Iterator
 
@@ -65,7 +66,7 @@ def test_rollout_then_steady_state_sends_no_writes(server: FakeApiServer, proc: 
     assert [r.verb for r in server.requests if "/configmaps" in r.path and r.verb in ("get", "list")] == ["list"]
     assert all(o["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "olm.operatorframework.io" for o in objs)
     wait_for(lambda: proc.caches.get(InformerKey("v1", "ConfigMap", None, MANAGED_SELECTOR)) is not None)
-    wait_for(lambda: proc.queue.idle())
+    wait_for(proc.queue.idle)
     time.sleep(0.3)
     server.clear_requests()
     count = proc.reconcile_count
@@ -113,7 +114,7 @@ def test_events_are_recorded_on_the_cos_once(server: FakeApiServer, proc: Reconc
     server.put_object(cos("c1", 1, phase("a", cm("x"))))
     proc.start()
     wait_for(lambda: settled(get_cos(server, "c1")))
-    wait_for(lambda: proc.queue.idle())
+    wait_for(proc.queue.idle)
     events = server.objects("v1", "Event")
     assert events, "no Event recorded"
     uid = get_cos(server, "c1")["metadata"]["uid"]
@@ -153,7 +154,7 @@ def test_errors_requeue_with_backoff_and_success_forgets(kube: KubeCluster, serv
         wait_for(lambda: len(calls) == 4)
         time.sleep(0.1)
         assert len(calls) == 4
-        gaps = [b - a for a, b in zip(calls, calls[1:])]
+        gaps = [b - a for a, b in itertools.pairwise(calls)]
         assert gaps[0] >= 0.005 and gaps[1] >= 0.01 and gaps[2] >= 0.02
         assert p.queue.backoff.failures("c1") == 0
         text = p.metrics.render().decode()

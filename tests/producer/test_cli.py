@@ -51,7 +51,7 @@ def test_publish_prints_each_write_and_the_outcome(tmp_path):
 
 def test_publish_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
     mc = MemCluster()
-    code, out, err = cosctl("publish", str(write_bundle(tmp_path / "b")), "--owner", "shop", "--dry-run",
+    code, out, _err = cosctl("publish", str(write_bundle(tmp_path / "b")), "--owner", "shop", "--dry-run",
                             cluster=mc)
     assert code == 0 and mc.writes == 0
     assert out.splitlines()[0].startswith("would create Secret ")
@@ -70,7 +70,7 @@ def test_publish_reports_api_errors_without_a_traceback(tmp_path):
     from common.cluster.interface import Forbidden
     mc = MemCluster()
     mc.fail("create", Forbidden('secrets is forbidden: User "ci" cannot create resource "secrets"'))
-    code, out, err = cosctl("publish", str(write_bundle(tmp_path / "b")), "--owner", "shop", cluster=mc)
+    code, _out, err = cosctl("publish", str(write_bundle(tmp_path / "b")), "--owner", "shop", cluster=mc)
     assert code == 1
     assert err == ('cosctl publish: the cluster refused: Forbidden: secrets is forbidden: User "ci" cannot '
                    'create resource "secrets"\n')
@@ -228,7 +228,7 @@ def test_watch_gives_up_at_the_timeout_and_follows_the_owners_active_revision(tm
     mc = MemCluster()
     cosctl("publish", str(write_bundle(tmp_path / "b")), "--owner", "shop", cluster=mc)
     ticks = iter(range(100))
-    got, out, err = cosctl("status", "--owner", "shop", "--watch", "--timeout", "5", "--interval", "1",
+    got, out, _err = cosctl("status", "--owner", "shop", "--watch", "--timeout", "5", "--interval", "1",
                            cluster=mc, sleep=lambda s: None, clock=lambda: next(ticks))
     assert got == 6
     assert out.splitlines()[-1] == "shop-1: still rolling out after 5 s (timeout)"

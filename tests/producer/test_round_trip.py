@@ -31,7 +31,7 @@ def packed(tmp_path_factory):
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     for f in range(9):
         (src / f"part-{f}.yaml").write_text(yaml.dump_all(originals[f * 100:(f + 1) * 100], Dumper=dumper))
-    code, out, err = cosctl("pack", str(src), "--owner", "big", "-o", str(root / "out"))
+    code, out, _err = cosctl("pack", str(src), "--owner", "big", "-o", str(root / "out"))
     assert (code, out) == (0, "")
     docs = [yaml.load(p.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
             for p in sorted((root / "out").iterdir())]
@@ -60,7 +60,7 @@ def test_ref_resolution_gives_back_exactly_the_cleaned_manifests_in_phase_order(
     cos = next(d for d in docs if d["kind"] == api.KIND)
     expected = sort_into_phases(originals)
     assert [p["name"] for p in cos["spec"]["phases"]] == [p.name for p in expected]
-    for phase, want in zip(cos["spec"]["phases"], expected):
+    for phase, want in zip(cos["spec"]["phases"], expected, strict=False):
         got = [refs.resolve(mc, entry["ref"])[0] for entry in phase["objects"]]
         assert got == want.objects
     # and those are the originals, cleaned: nothing lost, nothing added

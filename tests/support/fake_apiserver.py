@@ -19,6 +19,7 @@ Run standalone with ``python -m tests.support.fake_apiserver --port 8001``.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import json
@@ -30,7 +31,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -132,7 +133,7 @@ def _is_item_path(path: str) -> bool:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def status_body(code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
@@ -194,7 +195,7 @@ def _leaves(obj: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any
     if isinstance(obj, dict) and obj:
         out: dict[tuple[str, ...], Any] = {}
         for k, v in obj.items():
-            out.update(_leaves(v, prefix + (k,)))
+            out.update(_leaves(v, (*prefix, k)))
         return out
     return {prefix: obj}
 
@@ -229,7 +230,7 @@ class FakeApiServer:
         self._thread: threading.Thread | None = None
 
     # ----------------------------------------------------------------------------------------- lifecycle
-    def start(self, port: int = 0) -> "FakeApiServer":
+    def start(self, port: int = 0) -> FakeApiServer:
         server = self
 
         class Handler(_Handler):
@@ -249,7 +250,7 @@ class FakeApiServer:
             self._httpd.server_close()
             self._httpd = None
 
-    def __enter__(self) -> "FakeApiServer":
+    def __enter__(self) -> FakeApiServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -299,10 +300,8 @@ class FakeApiServer:
             self._watch_abrupt = abrupt
             if abrupt:
                 for s in list(self._open_watches):
-                    try:
+                    with contextlib.suppress(OSError):
                         s.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
             self._changed.notify_all()
 
     def compact(self) -> None:
@@ -534,8 +533,8 @@ class FakeApiServer:
         key = (kind.group, kind.plural, ns, name, manager)
         meta = intent.get("metadata") or {}
         if meta.get("name") not in (None, name):
-            raise _HttpError(400, "BadRequest", "the name of the object (%s) does not match the name on the URL "
-                                                "(%s)" % (meta.get("name"), name))
+            raise _HttpError(400, "BadRequest", "the name of the object ({}) does not match the name on the URL "
+                                                "({})".format(meta.get("name"), name))
         intent_body = {k: v for k, v in intent.items() if not (kind.status_subresource and k == "status")}
         old = bucket.get((ns, name))
         if old is None:
@@ -561,7 +560,7 @@ class FakeApiServer:
                                                           f'"{other_key[4]}": .{".".join(path)}')
         live = copy.deepcopy(old)
         live = _release(live, self._applied.get(key), intent_body)
-        new = _overlay(live, {k: v for k, v in intent_body.items()})
+        new = _overlay(live, dict(intent_body))
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         out = self._update(kind, ns, new, subresource="", ignore_status=True, dry_run=dry_run)
         if not dry_run:
@@ -760,8 +759,7 @@ class FakeApiServer:
                                                         "required")
                 return self._apply(kind, ns_key, name, body, manager, query.get("force") == "true", dry_run)
             old = self._get(kind, ns_key, name)
-            if content_type.startswith("application/merge-patch+json") or \
-                    content_type.startswith("application/strategic-merge-patch+json"):
+            if content_type.startswith(("application/merge-patch+json", "application/strategic-merge-patch+json")):
                 new = _merge(old, body)
             elif content_type.startswith("application/json-patch+json"):
                 try:
@@ -769,11 +767,11 @@ class FakeApiServer:
                 except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as e:
                     raise _HttpError(422, "Invalid", str(e))
             else:
-                raise _HttpError(415, "UnsupportedMediaType", f"the body of the request was in an unknown "
-                                                              f"format - accepted media types include: "
-                                                              f"application/json-patch+json, "
-                                                              f"application/merge-patch+json, "
-                                                              f"application/apply-patch+yaml")
+                raise _HttpError(415, "UnsupportedMediaType", "the body of the request was in an unknown "
+                                                              "format - accepted media types include: "
+                                                              "application/json-patch+json, "
+                                                              "application/merge-patch+json, "
+                                                              "application/apply-patch+yaml")
             rv = ((body.get("metadata") or {}) if isinstance(body, dict) else {}).get("resourceVersion")
             new.setdefault("metadata", {})["resourceVersion"] = rv or old["metadata"]["resourceVersion"]
             return self._update(kind, ns_key, new, subresource=sub, dry_run=dry_run)
@@ -795,7 +793,7 @@ class FakeApiServer:
                     raise _HttpError(f.status, {410: "Expired", 429: "TooManyRequests"}.get(f.status,
                                                                                             "InternalError"),
                                      f"injected {f.status} for watch {path}", f.headers)
-            kind, ns, name, sub, doc = self._resolve(path)
+            kind, ns, name, _sub, _doc = self._resolve(path)
             if kind is None or name is not None:
                 raise _HttpError(405, "MethodNotAllowed", "watch needs a collection path")
             try:
@@ -853,7 +851,7 @@ class _Handler(BaseHTTPRequestHandler):
         # ACK adds ~40 ms to every request.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet test output
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
         pass
 
     def _send(self, code: int, headers: dict[str, str], body: Obj | None) -> None:

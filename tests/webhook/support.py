@@ -61,7 +61,7 @@ class Server:
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
 
-    def start(self) -> "Server":
+    def start(self) -> Server:
         self.port = free_port()
         self.cert_file = self.directory / "tls.crt"
         self.key_file = self.directory / "tls.key"

@@ -34,10 +34,10 @@ def paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
     out = [prefix]
     if isinstance(doc, dict):
         for k, v in doc.items():
-            out += paths(v, prefix + (k,))
+            out += paths(v, (*prefix, k))
     elif isinstance(doc, list):
         for i, v in enumerate(doc):
-            out += paths(v, prefix + (i,))
+            out += paths(v, (*prefix, i))
     return out
 
 

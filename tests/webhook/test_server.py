@@ -350,7 +350,7 @@ def test_secret_data_never_appears_in_responses_or_logs(server: Server) -> None:
     denied = [json.loads(a)["response"] for a in answers if not json.loads(a)["response"]["allowed"]]
     assert denied, "the broken Secrets must be denied"
     assert any("not-a-manifest" in d["status"]["message"] for d in denied)  # names the key...
-    for text in answers + [server.logs()]:
+    for text in [*answers, server.logs()]:
         for needle in encoded:
             assert needle not in text  # ...never the content
 
