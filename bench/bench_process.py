@@ -118,10 +118,10 @@ def memory(cos_count: int, per_cos: int) -> dict:
     with FakeApiServer(record=False, history=20_000) as server, tempfile.TemporaryDirectory() as tmp:
         kc = server.write_kubeconfig(os.path.join(tmp, "kc"))
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        log = open(os.path.join(tmp, "log"), "w")
-        proc = subprocess.Popen([sys.executable, "-m", "reconciler.cli", "--kubeconfig", kc, "--workers", "4",
-                                 "--health-bind", "0", "--metrics-bind", "0", "--log-level", "warning"],
-                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        with open(os.path.join(tmp, "log"), "w") as log:  # the child keeps its own descriptor
+            proc = subprocess.Popen([sys.executable, "-m", "reconciler.cli", "--kubeconfig", kc, "--workers", "4",
+                                     "--health-bind", "0", "--metrics-bind", "0", "--log-level", "warning"],
+                                    cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             time.sleep(3.0)
             idle = rss_kib(proc.pid)
@@ -137,7 +137,6 @@ def memory(cos_count: int, per_cos: int) -> dict:
         finally:
             proc.terminate()
             proc.wait(30)
-            log.close()
     return {"cos": cos_count, "objects_per_cos": per_cos, "objects_cached": cos_count * per_cos,
             "rollout_seconds": round(took, 1), "rss_idle_mib": round(idle / 1024, 1),
             "rss_loaded_mib": round(loaded / 1024, 1), "rss_ratio_to_idle": round(loaded / idle, 2),

@@ -11,6 +11,7 @@ off exponentially (100 ms doubling to 30 s, jittered): a broken API server never
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import random
@@ -96,10 +97,8 @@ class Informer:
         self._stop.set()
         resp = self._resp
         if resp is not None:
-            try:
+            with contextlib.suppress(Exception):  # already closed
                 resp.shutdown()
-            except Exception:  # already closed
-                pass
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(wait)
 

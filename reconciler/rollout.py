@@ -83,7 +83,7 @@ def is_subset(desired: Any, live: Any) -> bool:
     if isinstance(desired, list):
         if not isinstance(live, list) or len(desired) != len(live):
             return False
-        return all(is_subset(d, l) for d, l in zip(desired, live, strict=False))
+        return all(is_subset(d, v) for d, v in zip(desired, live, strict=False))
     if isinstance(desired, bool) or isinstance(live, bool):
         return desired is live
     if isinstance(desired, str) and isinstance(live, str) and desired != live:
@@ -123,9 +123,8 @@ def _refs_for(live: Obj | None, owner: Owner, *, adopt: bool) -> list[Obj]:
     for ref in (live.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("uid") == owner.uid:
             continue
-        if adopt and ref.get("controller") is True:
-            ref = {**ref, "controller": False}
-        refs.append(ref)
+        demote = adopt and ref.get("controller") is True
+        refs.append({**ref, "controller": False} if demote else ref)
     refs.append(ours)
     return refs
 

@@ -167,12 +167,15 @@ def from_label_selector(selector: Mapping[str, Any] | None) -> Selector:
         api_op = expr.get("operator")
         op = _EXPRESSION_OPS.get(str(api_op))
         if op is None:
-            raise SelectorError(f'matchExpressions[{i}].operator: Invalid value: "{api_op}": not a valid selector operator')
+            raise SelectorError(
+                f'matchExpressions[{i}].operator: Invalid value: "{api_op}": not a valid selector operator')
         values = tuple(str(v) for v in (expr.get("values") or []))
         if op in (OP_IN, OP_NOT_IN) and not values:
-            raise SelectorError(f"matchExpressions[{i}].values: Required value: must be specified when `operator` is 'In' or 'NotIn'")
+            raise SelectorError(f"matchExpressions[{i}].values: Required value: "
+                                "must be specified when `operator` is 'In' or 'NotIn'")
         if op in (OP_EXISTS, OP_DOES_NOT_EXIST) and values:
-            raise SelectorError(f"matchExpressions[{i}].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
+            raise SelectorError(f"matchExpressions[{i}].values: Forbidden: "
+                                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
         reqs.append(Requirement(key, op, values))
     return Selector(tuple(reqs))
 

@@ -81,9 +81,9 @@ def _list_map_keys(validator: Any, keys: list[str], instance: Any, schema: Obj) 
 def _format(validator: Any, fmt: str, instance: Any, schema: Obj) -> Iterator[ValidationError]:
     """Integer formats: a value outside int32/int64 cannot be stored (the API server refuses to decode it)."""
     bounds = _INT_RANGES.get(fmt)
-    if bounds and isinstance(instance, int) and not isinstance(instance, bool):
-        if not bounds[0] <= instance <= bounds[1]:
-            yield ValidationError("format", validator="format")
+    is_int = isinstance(instance, int) and not isinstance(instance, bool)
+    if bounds and is_int and not bounds[0] <= instance <= bounds[1]:
+        yield ValidationError("format", validator="format")
 
 
 _StructuralValidator = validators.extend(

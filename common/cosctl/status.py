@@ -302,8 +302,8 @@ def _show_owner(cluster: Cluster, owner: str, revisions: list[Obj], args: argpar
     print(f"owner {owner}: {len(revisions)} revision(s)")
     for c in revisions:
         progressing = condition(c, "Progressing")
-        print(f"  {revision_of(c):>4}  {c['metadata']['name']:<30} {(c.get('spec') or {}).get('lifecycleState', ''):<9} "
-              f"{progressing.get('reason', '-')}")
+        lifecycle = (c.get("spec") or {}).get("lifecycleState", "")
+        print(f"  {revision_of(c):>4}  {c['metadata']['name']:<30} {lifecycle:<9} {progressing.get('reason', '-')}")
     for state in states:
         print()
         print(render(state))

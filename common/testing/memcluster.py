@@ -236,7 +236,8 @@ class MemCluster:
     """In-memory API server; see the module docstring for what it models.
 
     >>> mc = MemCluster()
-    >>> mc.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}})["metadata"]["uid"]
+    >>> cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}}
+    >>> mc.create(cm)["metadata"]["uid"]
     '00000000-0000-4000-8000-000000000001'
     >>> mc.requests["create"], mc.writes
     (1, 1)
@@ -438,9 +439,9 @@ class MemCluster:
         old_flat = _flatten(old, info.status_subresource) if old is not None else {}
         changed = {p for p, v in new_flat.items() if old_flat.get(p, _MISSING) != v}
         removed = set(old_flat) - set(new_flat)
-        for m, paths in owners.items():
+        for paths in owners.values():
             for p in changed | removed:
-                paths -= _related(paths, p)
+                paths.difference_update(_related(paths, p))
         if changed:
             owners.setdefault(manager, set()).update(changed)
         for m in [m for m, paths in owners.items() if not paths]:
@@ -606,7 +607,7 @@ class MemCluster:
                 hit = _related(paths, p)
                 if hit:
                     if force:
-                        paths -= hit
+                        paths.difference_update(hit)
                     else:
                         conflicts.append(f'conflict with "{m}": .{".".join(p)}')
         if conflicts:

@@ -27,8 +27,10 @@ def test_table_holds_exactly_the_spec_rules() -> None:
         (".spec.progressionProbes[].selector.label", "exactly one of matchLabels or matchExpressions must be set"),
         (".spec.progressionProbes[].assertions[]",
          "conditionEqual is required when type is ConditionEqual, and forbidden otherwise"),
-        (".spec.progressionProbes[].assertions[]", "fieldsEqual is required when type is FieldsEqual, and forbidden otherwise"),
-        (".spec.progressionProbes[].assertions[]", "fieldValue is required when type is FieldValue, and forbidden otherwise"),
+        (".spec.progressionProbes[].assertions[]",
+         "fieldsEqual is required when type is FieldsEqual, and forbidden otherwise"),
+        (".spec.progressionProbes[].assertions[]",
+         "fieldValue is required when type is FieldValue, and forbidden otherwise"),
         (".spec.progressionProbes[].assertions[].fieldsEqual.fieldA", FIELD_PATH_MSG),
         (".spec.progressionProbes[].assertions[].fieldsEqual.fieldB", FIELD_PATH_MSG),
         (".spec.progressionProbes[].assertions[].fieldValue.fieldPath", FIELD_PATH_MSG),
@@ -122,8 +124,8 @@ def test_observed_phases_are_immutable_once_set() -> None:
 def test_digest_format() -> None:
     obj = base_cos()
     obj["status"] = {"observedPhases": [{"name": "deploy", "digest": "SHA256:xyz"}]}
-    assert errors_of(obj) == [
-        "status.observedPhases[0].digest: Invalid value: \"SHA256:xyz\": digest must be in the format '<algorithm>:<hex>'"]
+    assert errors_of(obj) == ['status.observedPhases[0].digest: Invalid value: "SHA256:xyz": '
+                              "digest must be in the format '<algorithm>:<hex>'"]
     obj["status"]["observedPhases"][0]["digest"] = "sha256:0123abcdef"
     assert errors_of(obj) == []
 
@@ -155,7 +157,8 @@ def test_phase_name_valid(name: str) -> None:
 def test_exactly_one_of_object_and_ref(entry) -> None:
     obj = base_cos()
     obj["spec"]["phases"][0]["objects"] = [entry]
-    assert errors_of(obj) == ["spec.phases[0].objects[0]: Invalid value: exactly one of the fields in [object ref] must be set"]
+    assert errors_of(obj) == [
+        "spec.phases[0].objects[0]: Invalid value: exactly one of the fields in [object ref] must be set"]
 
 
 def test_ref_alone_is_allowed() -> None:
@@ -179,7 +182,10 @@ def test_selector_body_matches_type(selector, message) -> None:
     assert errors_of(obj) == [f"spec.progressionProbes[0].selector: Invalid value: {message}"]
 
 
-@pytest.mark.parametrize("label", [{}, {"matchLabels": {"a": "b"}, "matchExpressions": [{"key": "a", "operator": "Exists"}]}])
+@pytest.mark.parametrize("label", [
+    {},
+    {"matchLabels": {"a": "b"}, "matchExpressions": [{"key": "a", "operator": "Exists"}]},
+])
 def test_label_selector_needs_exactly_one_form(label) -> None:
     obj = base_cos(progressionProbes=[probe({"type": "Label", "label": label})])
     assert errors_of(obj) == ["spec.progressionProbes[0].selector.label: Invalid value: "
@@ -237,7 +243,8 @@ def test_field_paths(where: str, bad: str) -> None:
         assertion = {"type": "FieldsEqual", "fieldsEqual": body}
         path = f"fieldsEqual.{where}"
     obj = base_cos(progressionProbes=[probe(assertions=[assertion])])
-    assert errors_of(obj) == [f'spec.progressionProbes[0].assertions[0].{path}: Invalid value: "{bad}": {FIELD_PATH_MSG}']
+    assert errors_of(obj) == [
+        f'spec.progressionProbes[0].assertions[0].{path}: Invalid value: "{bad}": {FIELD_PATH_MSG}']
 
 
 @pytest.mark.parametrize("good", ["a", "status.readyReplicas", "A1.b2.C3"])

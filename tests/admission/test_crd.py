@@ -8,7 +8,8 @@ from common.contract import crd, schema
 
 
 def test_committed_crd_is_fresh() -> None:
-    assert crd.CRD_PATH.read_text() == crd.render(), "stale CRD: run `python -m common.contract.crd` and commit the result"
+    assert crd.CRD_PATH.read_text() == crd.render(), (
+        "stale CRD: run `python -m common.contract.crd` and commit the result")
 
 
 def test_check_mode_detects_staleness(tmp_path) -> None:

@@ -69,7 +69,8 @@ def test_inline_object_api_versions_allowed(api_version: str) -> None:
 
 @pytest.mark.parametrize("field,value", [
     ("uid", "1234"), ("resourceVersion", "42"), ("generation", 3), ("generateName", "cm-"),
-    ("finalizers", ["example.com/x"]), ("ownerReferences", [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u"}]),
+    ("finalizers", ["example.com/x"]),
+    ("ownerReferences", [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u"}]),
 ])
 def test_server_populated_metadata_forbidden(field: str, value) -> None:
     manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", field: value}}
@@ -242,8 +243,8 @@ def test_denial_status_shape() -> None:
 
 def test_single_error_message_has_no_brackets() -> None:
     d = check(base_cos(revision=0))
-    assert d.message == ('ClusterObjectSet.olm.operatorframework.io "demo" is invalid: spec.revision: Invalid value: 0: '
-                         "spec.revision in body should be greater than or equal to 1")
+    assert d.message == ('ClusterObjectSet.olm.operatorframework.io "demo" is invalid: '
+                         "spec.revision: Invalid value: 0: spec.revision in body should be greater than or equal to 1")
 
 
 def test_trailing_newlines_are_not_valid_names() -> None:
@@ -259,7 +260,11 @@ def test_trailing_newlines_are_not_valid_names() -> None:
 
 def test_one_becoming_true_inside_phases_is_a_change() -> None:
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"x": 1}}
-    new, old = update(_with_objects(cm), lambda o: o["spec"]["phases"][0]["objects"][0]["object"]["data"].update(x=True))
+
+    def data(o: dict) -> dict:
+        return o["spec"]["phases"][0]["objects"][0]["object"]["data"]
+
+    new, old = update(_with_objects(cm), lambda o: data(o).update(x=True))
     assert errors_of(new, old) == ["spec.phases: Invalid value: phases is immutable"]
-    same, old = update(_with_objects(cm), lambda o: o["spec"]["phases"][0]["objects"][0]["object"]["data"].update(x=1.0))
+    same, old = update(_with_objects(cm), lambda o: data(o).update(x=1.0))
     assert errors_of(same, old) == []  # 1 and 1.0 are the same number, as in CEL

@@ -31,7 +31,8 @@ def test_phase_name_63_allowed_64_denied_empty_denied() -> None:
     assert errors_of(base_cos(phases=[{"name": "a" * 64, "objects": []}])) == [
         "spec.phases[0].name: Too long: may not be more than 63 bytes"]
     errs = errors_of(base_cos(phases=[{"name": "", "objects": []}]))
-    assert errs[0] == 'spec.phases[0].name: Invalid value: "": spec.phases[0].name in body should be at least 1 chars long'
+    assert errs[0] == (
+        'spec.phases[0].name: Invalid value: "": spec.phases[0].name in body should be at least 1 chars long')
 
 
 @pytest.mark.parametrize("field,limit", [("name", 253), ("key", 253), ("namespace", 63)])
@@ -93,8 +94,9 @@ def test_enums() -> None:
     obj["spec"]["phases"][0]["collisionProtection"] = "x"
     obj["spec"]["phases"][0]["objects"][0]["collisionProtection"] = "y"
     assert errors_of(obj) == [  # in the schema's field order: name, objects, collisionProtection
-        'spec.phases[0].objects[0].collisionProtection: Unsupported value: "y": supported values: "Prevent", "IfNoController", "None"',
-        'spec.phases[0].collisionProtection: Unsupported value: "x": supported values: "Prevent", "IfNoController", "None"',
+        # Whole API-server messages, one a line: split, a missing comma would silently join two of them.
+        'spec.phases[0].objects[0].collisionProtection: Unsupported value: "y": supported values: "Prevent", "IfNoController", "None"',  # noqa: E501
+        'spec.phases[0].collisionProtection: Unsupported value: "x": supported values: "Prevent", "IfNoController", "None"',  # noqa: E501
     ]
 
 

@@ -181,13 +181,14 @@ def _apply_patch(resources: list[Obj], entry: Obj, directory: Path, where: str) 
             raise RenderError(f"{where}: invalid JSON6902 patch: {exc}") from None
         out, hits = [], 0
         for obj in resources:
-            if _selects(target, obj):
-                hits += 1
-                try:
-                    obj = ops.apply(obj)
-                except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-                    raise RenderError(f"{where}: JSON6902 patch failed on {describe(obj)}: {exc}") from None
-            out.append(obj)
+            if not _selects(target, obj):
+                out.append(obj)
+                continue
+            hits += 1
+            try:
+                out.append(ops.apply(obj))
+            except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+                raise RenderError(f"{where}: JSON6902 patch failed on {describe(obj)}: {exc}") from None
         if not hits:
             raise RenderError(f"{where}: patch target {target} matches no resource")
         return out
@@ -208,12 +209,12 @@ def _apply_patch(resources: list[Obj], entry: Obj, directory: Path, where: str) 
 
     out, hits = [], 0
     for obj in resources:
-        if hit(obj):
-            hits += 1
-            if delete:
-                continue
-            obj = _merge_maps(obj, smp, where)
-        out.append(obj)
+        if not hit(obj):
+            out.append(obj)
+            continue
+        hits += 1
+        if not delete:
+            out.append(_merge_maps(obj, smp, where))
     if not hits:
         raise RenderError(f"{where}: patch for {describe(smp)} matches no resource")
     return out
@@ -221,8 +222,8 @@ def _apply_patch(resources: list[Obj], entry: Obj, directory: Path, where: str) 
 
 def _set_namespace(resources: list[Obj], namespace: str) -> list[Obj]:
     out = []
-    for obj in resources:
-        obj = copy.deepcopy(obj)
+    for original in resources:
+        obj = copy.deepcopy(original)
         if obj["kind"] not in CLUSTER_SCOPED:
             obj.setdefault("metadata", {})["namespace"] = namespace
         if obj["kind"] in ("RoleBinding", "ClusterRoleBinding"):
@@ -241,8 +242,8 @@ def _set_images(resources: list[Obj], images: list[Obj], where: str) -> list[Obj
         if unknown:
             raise RenderError(f"{where}: unsupported images field(s) {sorted(unknown)}")
     out = []
-    for obj in resources:
-        obj = copy.deepcopy(obj)
+    for original in resources:
+        obj = copy.deepcopy(original)
         path = POD_TEMPLATE_PATHS.get(obj["kind"])
         pod: Any = obj
         for key in path or ():

@@ -91,11 +91,11 @@ def handshake(tmp_path: Path, cert_pem: bytes, key_pem: bytes, ca_pem: bytes, se
     thread.start()
     client_ctx = ssl.create_default_context(cadata=ca_pem.decode())
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
-            with client_ctx.wrap_socket(raw, server_hostname=server_name) as tls:
-                peer: Any = tls.getpeercert()
-                tls.sendall(b"x")
-                return dict(x[0] for x in peer["subject"])["commonName"]
+        with (socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+              client_ctx.wrap_socket(raw, server_hostname=server_name) as tls):
+            peer: Any = tls.getpeercert()
+            tls.sendall(b"x")
+            return dict(x[0] for x in peer["subject"])["commonName"]
     finally:
         thread.join(5)
         listener.close()

@@ -449,7 +449,8 @@ def test_certificate_job_can_touch_only_its_secret_and_webhook_configurations(
          "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
          "resourceNames": ["cos-webhook"], "verbs": ["get", "update"]},
     ]
-    refs = sorted((b["kind"], b["roleRef"]["kind"], b["roleRef"]["name"]) for b in _bindings_of(objs, "cos-webhook-certs"))
+    refs = sorted((b["kind"], b["roleRef"]["kind"], b["roleRef"]["name"])
+                  for b in _bindings_of(objs, "cos-webhook-certs"))
     assert refs == [("ClusterRoleBinding", "ClusterRole", "cos-webhook-certs"),
                     ("RoleBinding", "Role", "cos-webhook-certs")]
     volume = next(v for v in dict(pod_specs(objs))["Deployment/cos-webhook"]["volumes"] if v["name"] == "tls")
@@ -532,7 +533,8 @@ def test_renderer_refuses_patches_that_match_nothing_and_unknown_fields(tmp_path
     _write(tmp_path / "a" / "cm.yaml", CM)
     _write(tmp_path / "b" / "kustomization.yaml",
            "resources: [../a]\npatches:\n- target: {kind: Secret}\n  patch: '[{op: remove, path: /data}]'\n")
-    with pytest.raises(kustomize.RenderError, match=r"patches\[0\]: patch target \{'kind': 'Secret'\} matches no resource"):
+    with pytest.raises(kustomize.RenderError,
+                       match=r"patches\[0\]: patch target \{'kind': 'Secret'\} matches no resource"):
         kustomize.render(tmp_path / "b")
     _write(tmp_path / "c" / "kustomization.yaml", "resources: [../a]\ncommonLabels: {a: b}\n")
     with pytest.raises(kustomize.RenderError, match=r"field\(s\) \['commonLabels'\] not supported"):
@@ -555,8 +557,8 @@ def test_renderer_namespace_and_images_follow_kustomize(tmp_path: Path) -> None:
 def test_documented_commands_name_real_directories() -> None:
     """docs/admin.md tells admins to `kubectl apply -k` these paths: each must render."""
     text = (ROOT / "docs" / "admin.md").read_text() + (ROOT / "README.md").read_text()
-    paths = {m.rstrip("`.,)") for m in re.findall(r"kubectl (?:apply|delete) -k (deploy\S*)|kubectl kustomize (deploy\S*)",
-                                                  text) for m in m if m}
+    commands = re.findall(r"kubectl (?:apply|delete) -k (deploy\S*)|kubectl kustomize (deploy\S*)", text)
+    paths = {path.rstrip("`.,)") for groups in commands for path in groups if path}
     assert {"deploy/", "deploy/overlays/cert-manager", "deploy/overlays/k8s-1.25"} <= paths
     for path in paths:
         assert kustomize.render(ROOT / path), path

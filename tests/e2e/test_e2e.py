@@ -72,11 +72,12 @@ def env(tmp_path_factory) -> Iterator[dict[str, Any]]:
     work_ns = f"cos-e2e-{RUN}"
     for ns in (system_ns, work_ns):
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    log = open(tmp_path_factory.mktemp("e2e") / "reconciler.log", "w+")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reconciler.cli", "--kubeconfig", path, "--system-namespace", system_ns,
-         "--workers", "4", "--health-bind", "0", "--metrics-bind", "0", "--log-format", "json"],
-        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=log, stderr=subprocess.STDOUT)
+    log_path = tmp_path_factory.mktemp("e2e") / "reconciler.log"
+    with log_path.open("w") as log:  # the child keeps its own descriptor; the teardown reads the file back
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "reconciler.cli", "--kubeconfig", path, "--system-namespace", system_ns,
+             "--workers", "4", "--health-bind", "0", "--metrics-bind", "0", "--log-format", "json"],
+            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=log, stderr=subprocess.STDOUT)
     state = {"kube": kube, "ns": work_ns, "system_ns": system_ns, "cos": []}
     try:
         yield state
@@ -90,9 +91,7 @@ def env(tmp_path_factory) -> Iterator[dict[str, Any]]:
         for ns in (work_ns, system_ns):
             with contextlib.suppress(ApiError):
                 kube.delete("v1", "Namespace", ns)
-        log.seek(0)
-        sys.stderr.write(log.read()[-4000:])
-        log.close()
+        sys.stderr.write(log_path.read_text()[-4000:])
 
 
 def _established(kube: KubeCluster) -> bool:

@@ -167,7 +167,8 @@ def test_kinds_scopes_and_crds() -> None:
         mc.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "no-namespace"}})
     crd = mc.create({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
                      "metadata": {"name": "widgets.example.com"},
-                     "spec": {"group": "example.com", "scope": "Cluster", "names": {"kind": "Widget", "plural": "widgets"},
+                     "spec": {"group": "example.com", "scope": "Cluster",
+                              "names": {"kind": "Widget", "plural": "widgets"},
                               "versions": [{"name": "v1", "served": True, "storage": True}]}})
     assert not mc.is_namespaced("example.com/v1", "Widget")
     mc.create({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})

@@ -159,8 +159,10 @@ def test_statefulset_builtin() -> None:
 
 
 @pytest.mark.parametrize("api,kind,status,ready", [
-    ("apiextensions.k8s.io/v1", "CustomResourceDefinition", {"conditions": [{"type": "Established", "status": "True"}]}, True),
-    ("apiextensions.k8s.io/v1", "CustomResourceDefinition", {"conditions": [{"type": "Established", "status": "False"}]}, False),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+     {"conditions": [{"type": "Established", "status": "True"}]}, True),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+     {"conditions": [{"type": "Established", "status": "False"}]}, False),
     ("v1", "Namespace", {"phase": "Active"}, True),
     ("v1", "Namespace", {"phase": "Terminating"}, False),
     ("v1", "PersistentVolumeClaim", {"phase": "Bound"}, True),

@@ -40,7 +40,8 @@ def test_walk_stops_at_first_incomplete_phase_and_never_touches_later_ones() -> 
     assert not any(r.name == "later" for r in mc.log)           # not even read
     assert get_cos(mc, "ext-1")["metadata"]["finalizers"] == [FINALIZER_TEARDOWN]
     assert brief(mc, "ext-1", "Progressing") == ("True", "RollingOut", "Revision 1 is rolling out.")
-    assert brief(mc, "ext-1", "Available") == ("False", "ProbeFailure", "Object Deployment.apps/v1 ns/d: .status outdated")
+    assert brief(mc, "ext-1", "Available") == (
+        "False", "ProbeFailure", "Object Deployment.apps/v1 ns/d: .status outdated")
     assert cond(mc, "ext-1", "Succeeded") is None
     assert result.watched_kinds == {("apps/v1", "Deployment"), ("v1", "ConfigMap")}
 

@@ -96,7 +96,7 @@ def test_clean_end_of_stream_rewatches_without_relisting(server: FakeApiServer, 
     wait_for(lambda: server.open_watch_count() == 1)
     for i in range(3):
         server.drop_watches(abrupt=False)
-        wait_for(lambda: informer.watches == i + 2 and server.open_watch_count() == 1)
+        wait_for(lambda n=i + 2: informer.watches == n and server.open_watch_count() == 1)
     server.put_object(cm("a"))
     wait_for(lambda: rec.events == [("ADDED", "a")])
     assert informer.lists == 1 and informer.watches >= 4

@@ -62,16 +62,17 @@ class Reconciler:
         kubeconfig = server.write_kubeconfig(str(tmp / f"kc-{identity}"), token=identity)
         self.health = free_port()
         self.metrics = free_port()
-        self.log = open(tmp / f"{identity}.log", "w+")
+        self.log = tmp / f"{identity}.log"
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         env.pop("KUBECONFIG", None)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "reconciler.cli", "--kubeconfig", kubeconfig, "--leader-elect",
-             "--leader-election-id", identity, "--system-namespace", "sys", "--workers", "2",
-             "--lease-duration", str(LEASE), "--renew-deadline", str(RENEW), "--retry-period", str(RETRY),
-             "--health-bind", f"127.0.0.1:{self.health}", "--metrics-bind", f"127.0.0.1:{self.metrics}",
-             "--log-format", "json"],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        with self.log.open("w") as log:  # the child keeps its own descriptor; logs() reads the file back
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "reconciler.cli", "--kubeconfig", kubeconfig, "--leader-elect",
+                 "--leader-election-id", identity, "--system-namespace", "sys", "--workers", "2",
+                 "--lease-duration", str(LEASE), "--renew-deadline", str(RENEW), "--retry-period", str(RETRY),
+                 "--health-bind", f"127.0.0.1:{self.health}", "--metrics-bind", f"127.0.0.1:{self.metrics}",
+                 "--log-format", "json"],
+                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
     def ready(self) -> bool:
         return http_status(f"http://127.0.0.1:{self.health}/readyz") == 200
@@ -81,15 +82,12 @@ class Reconciler:
             return r.read().decode()
 
     def logs(self) -> list[dict]:
-        self.log.flush()
-        self.log.seek(0)
-        return [json.loads(line) for line in self.log.read().splitlines() if line.startswith("{")]
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.startswith("{")]
 
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(5)
-        self.log.close()
 
 
 @pytest.fixture

@@ -77,7 +77,8 @@ def _simple(kind: str, i: int) -> Obj:
     if kind == "ServiceAccount":
         return {"apiVersion": "v1", "kind": kind, "metadata": {"name": f"sa-{i:02d}", "namespace": ns}}
     if kind == "ConfigMap":
-        return {"apiVersion": "v1", "kind": kind, "metadata": _server_meta({"name": f"cfg-{i:03d}", "namespace": ns}, i),
+        return {"apiVersion": "v1", "kind": kind,
+                "metadata": _server_meta({"name": f"cfg-{i:03d}", "namespace": ns}, i),
                 "data": {f"key{j}": _text(f"cm{i}-{j}", 30) for j in range(11)}}
     if kind == "ClusterRole":
         return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": {"name": f"big-role-{i:02d}"},
@@ -87,22 +88,26 @@ def _simple(kind: str, i: int) -> Obj:
     if kind == "RoleBinding":
         return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
                 "metadata": {"name": f"big-binding-{i:02d}", "namespace": ns},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"big-role-{i:02d}"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": f"big-role-{i:02d}"},
                 "subjects": [{"kind": "ServiceAccount", "name": f"sa-{i % 45:02d}", "namespace": ns}]}
     if kind == "Service":
         return {"apiVersion": "v1", "kind": kind, "metadata": {"name": f"svc-{i:02d}", "namespace": ns},
                 "spec": {"selector": {"app": f"worker-{i:03d}"}, "ports": [{"port": 80, "targetPort": 8080}]},
                 "status": {"loadBalancer": {}}}
     if kind == "Widget":
-        return {"apiVersion": "g0.example.com/v1", "kind": "Widget", "metadata": {"name": f"widget-{i:03d}", "namespace": ns},
+        return {"apiVersion": "g0.example.com/v1", "kind": "Widget",
+                "metadata": {"name": f"widget-{i:03d}", "namespace": ns},
                 "spec": {f"field{j:02d}": _text(f"w{i}-{j}", 4) for j in range(25)}}
     if kind == "ServiceMonitor":
-        return {"apiVersion": "monitoring.coreos.com/v1", "kind": kind, "metadata": {"name": f"mon-{i:02d}", "namespace": ns},
+        return {"apiVersion": "monitoring.coreos.com/v1", "kind": kind,
+                "metadata": {"name": f"mon-{i:02d}", "namespace": ns},
                 "spec": {"selector": {"matchLabels": {"app": f"worker-{i:03d}"}}, "endpoints": [{"port": "metrics"}]}}
     if kind == "ValidatingWebhookConfiguration":
         return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": f"big-hook-{i}"},
                 "webhooks": [{"name": f"v{i}.big.example.com", "admissionReviewVersions": ["v1"], "sideEffects": "None",
-                              "clientConfig": {"service": {"name": "svc-00", "namespace": "big-0", "path": "/validate"}}}]}
+                              "clientConfig": {"service": {"name": "svc-00", "namespace": "big-0",
+                                                           "path": "/validate"}}}]}
     raise ValueError(kind)
 
 

@@ -607,8 +607,8 @@ class FakeApiServer:
             try:
                 c = json.loads(cont)
                 start, rv = int(c["start"]), str(c["rv"])
-            except (ValueError, KeyError, TypeError):
-                raise _HttpError(400, "BadRequest", "invalid continue token")
+            except (ValueError, KeyError, TypeError) as exc:
+                raise _HttpError(400, "BadRequest", "invalid continue token") from exc
             if int(rv) < self._compacted_rv:
                 raise _HttpError(410, "Expired", "The provided continue parameter is too old to display a "
                                                  "consistent list result. You can start a new list without the "
@@ -724,7 +724,7 @@ class FakeApiServer:
             try:
                 sel = selectors.parse(query.get("labelSelector"))
             except ValueError as e:
-                raise _HttpError(400, "BadRequest", str(e))
+                raise _HttpError(400, "BadRequest", str(e)) from e
             return self._list(kind, ns if kind.namespaced else None, sel, int(query.get("limit") or 0),
                               query.get("continue", ""))
         if method == "GET":
@@ -765,7 +765,7 @@ class FakeApiServer:
                 try:
                     new = jsonpatch.apply_patch(old, body)
                 except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as e:
-                    raise _HttpError(422, "Invalid", str(e))
+                    raise _HttpError(422, "Invalid", str(e)) from e
             else:
                 raise _HttpError(415, "UnsupportedMediaType", "the body of the request was in an unknown "
                                                               "format - accepted media types include: "
@@ -799,7 +799,7 @@ class FakeApiServer:
             try:
                 sel = selectors.parse(query.get("labelSelector"))
             except ValueError as e:
-                raise _HttpError(400, "BadRequest", str(e))
+                raise _HttpError(400, "BadRequest", str(e)) from e
             rv = query.get("resourceVersion") or ""
             return kind, ns, sel, int(rv) if rv.isdigit() else -1
 

@@ -203,7 +203,8 @@ def test_a_chunked_body_over_the_limit_is_refused(server: Server) -> None:
     doc["request"]["object"]["metadata"]["annotations"] = {"pad": "x" * BODY_LIMIT}
     raw = json.dumps(doc).encode()
     conn = server.connection()
-    conn.request("POST", "/validate/clusterobjectsets", body=iter([raw[i:i + 65536] for i in range(0, len(raw), 65536)]),
+    chunks = [raw[i:i + 65536] for i in range(0, len(raw), 65536)]
+    conn.request("POST", "/validate/clusterobjectsets", body=iter(chunks),
                  headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
                  encode_chunked=True)
     resp = conn.getresponse()
@@ -360,6 +361,6 @@ def test_every_log_line_of_server_and_gunicorn_is_one_json_object(server: Server
     lines = server.stderr.read_text().splitlines()
     assert lines and server.stdout.read_text() == ""
     records = [json.loads(line) for line in lines]  # fails on any line that is not JSON
-    assert {"Booting worker with pid: %d" % pid for pid in {r["pid"] for r in records
-                                                             if r.get("event") == "admission"}} <= {
+    admission_pids = {r["pid"] for r in records if r.get("event") == "admission"}
+    assert {f"Booting worker with pid: {pid}" for pid in admission_pids} <= {
         r["msg"] for r in records if r["logger"] == "gunicorn.error"}
