@@ -18,6 +18,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,8 +57,11 @@ def _key(obj: Obj) -> ObjKey:
 
 
 def _rv_int(obj: Obj | None) -> int | None:
+    rv = ((obj or {}).get("metadata") or {}).get("resourceVersion")
+    if rv is None:
+        return None
     try:
-        return int(((obj or {}).get("metadata") or {}).get("resourceVersion"))
+        return int(rv)
     except (TypeError, ValueError):
         return None
 
@@ -233,7 +237,7 @@ class Informer:
             resp.shutdown()
 
     def _delay(self, failures: int) -> float:
-        d = min(self.backoff_cap, self.backoff_base * 2 ** (failures - 1))
+        d = min(self.backoff_cap, self.backoff_base * 2.0 ** (failures - 1))
         return d * (0.5 + random.random() / 2)
 
     def _relist(self) -> None:
@@ -323,7 +327,7 @@ class Caches:
                 log.info("started watch on %s", key)
             return inf
 
-    def retain(self, wanted: set[InformerKey], keep: set[InformerKey] = frozenset()) -> None:  # type: ignore[assignment]
+    def retain(self, wanted: AbstractSet[InformerKey], keep: AbstractSet[InformerKey] = frozenset()) -> None:
         """Start the ``wanted`` informers and stop every other one not in ``keep``."""
         for key in wanted:
             self.ensure(key)

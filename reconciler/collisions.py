@@ -88,9 +88,9 @@ def decide(live: Obj | None, *, cos_name: str, cos_uid: str, revision: int,
         if protection == COLLISION_NONE:
             return Decision(ADOPT)
         return Decision(COLLISION, f"controlled by {_describe(ctrl)}")
-    actual = revision_of(live)
-    if actual is not None:
-        return Decision(COLLISION, f'not controlled by anyone, but has revision annotation "{actual}" '
+    annotated = revision_of(live)
+    if annotated is not None:
+        return Decision(COLLISION, f'not controlled by anyone, but has revision annotation "{annotated}" '
                                    f"(orphaned by garbage collection)")
     if protection in (COLLISION_IF_NO_CONTROLLER, COLLISION_NONE):
         return Decision(ADOPT)

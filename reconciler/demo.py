@@ -70,7 +70,8 @@ def run_on_cluster(kubeconfig: str, example_files: Iterable[Path], *, timeout: f
     names = []
     for doc in documents(example_files):
         meta = doc.get("metadata") or {}
-        what = f"{doc.get('kind')} {meta.get('namespace') + '/' if meta.get('namespace') else ''}{meta.get('name')}"
+        namespace = meta.get("namespace")
+        what = f"{doc.get('kind')} {namespace + '/' if namespace else ''}{meta.get('name')}"
         try:
             kube.create(doc)
             print(f"{what} created", file=out)

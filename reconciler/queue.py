@@ -35,7 +35,7 @@ class ItemBackoff:
         with self._lock:
             n = self._failures.get(item, 0)
             self._failures[item] = n + 1
-        return min(self.cap, self.base * (2 ** min(n, 62)))
+        return min(self.cap, self.base * (2.0 ** min(n, 62)))
 
     def failures(self, item: Hashable) -> int:
         with self._lock:

@@ -88,7 +88,7 @@ def is_subset(desired: Any, live: Any) -> bool:
         return desired is live
     if isinstance(desired, str) and isinstance(live, str) and desired != live:
         return quantity.same(desired, live)  # the server stores quantities canonically (1000m -> 1)
-    return desired == live
+    return bool(desired == live)
 
 
 def drop_nulls(value: Any) -> Any:
@@ -103,7 +103,7 @@ def drop_nulls(value: Any) -> Any:
 
 def desired(manifest: Obj, owner: Owner, owner_refs: list[Obj]) -> Obj:
     """The manifest with our identity (labels, revision annotation, owner references), without ``status``."""
-    obj = drop_nulls(manifest)
+    obj: Obj = drop_nulls(manifest)  # a map stays a map
     obj.pop("status", None)
     meta = obj.setdefault("metadata", {})
     meta["labels"] = {**(meta.get("labels") or {}), LABEL_MANAGED_BY: MANAGED_BY_VALUE,

@@ -114,9 +114,9 @@ def create_app(config: Config = Config(), *, max_body_bytes: int = DEFAULT_MAX_B
 
         try:
             body = _read_body(max_body_bytes, body_timeout)
-            fields["read_ms"] = _ms(started)
+            fields["read_ms"] = read_ms = _ms(started)
             review = parse(body, route.expected, max_body_bytes)
-            fields["parse_ms"] = _ms(started) - fields["read_ms"]
+            fields["parse_ms"] = _ms(started) - read_ms
         except MalformedReview as exc:
             return malformed(exc, fields)
         req = review.request

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from common.contract import api
 from webhook.argtypes import positive_int, positive_seconds
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(args_in)
     from webhook import server
 
-    cleanup: list = []
+    cleanup: list[Path] = []
     if args.self_signed:
         if args.cert_file or args.key_file:
             parser.error("--self-signed cannot be combined with --cert-file/--key-file")

@@ -12,7 +12,7 @@ import logging
 import sys
 import time
 import traceback
-from typing import Any
+from typing import Any, TextIO
 
 
 class JSONFormatter(logging.Formatter):
@@ -45,18 +45,20 @@ def exception_site(exc: BaseException | None) -> str:
     return f"{type(exc).__name__} at {last.filename}:{last.lineno} in {last.name}"
 
 
-class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class StderrHandler(logging.StreamHandler[TextIO]):
     """Writes to whatever ``sys.stderr`` is at the time of each record (it may be replaced after set-up)."""
+
+    _cos_webhook = False  # True on the handler setup() installs, so a second call adds none
 
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property  # type: ignore[override]
-    def stream(self) -> Any:
+    @property
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, value: Any) -> None:
+    def stream(self, value: TextIO) -> None:
         pass
 
 
@@ -83,7 +85,7 @@ def setup(level: int = logging.INFO) -> None:
         return
     handler = StderrHandler()
     handler.setFormatter(JSONFormatter())
-    handler._cos_webhook = True  # type: ignore[attr-defined]
+    handler._cos_webhook = True
     root.addHandler(handler)
     root.setLevel(level)
     root.propagate = False

@@ -57,7 +57,7 @@ def split_bind(bind: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-class WebhookServer(BaseApplication):  # type: ignore[misc]
+class WebhookServer(BaseApplication):
     """gunicorn configured from ``Options`` instead of a config file or gunicorn's own command line."""
 
     def __init__(self, options: Options) -> None:

@@ -56,6 +56,8 @@ class ManifestError(Exception):
         super().__init__("\n".join(self.problems))
 
 
+# The C loader where PyYAML was built with libyaml (same interface, faster). The ignore: mypy accepts only a
+# static base class, not one chosen at import time.
 class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
     """Safe YAML without timestamp resolution: ``2024-01-01`` stays a string, as it does for the API server
     (a ``datetime`` would neither round-trip nor serialize to JSON)."""
@@ -218,7 +220,7 @@ def _type_name(value: Any) -> str:
         type(value), type(value).__name__)
 
 
-def _not_json(doc: Obj) -> str | None:
+def _not_json(doc: object) -> str | None:
     """Why ``doc`` cannot be stored as JSON (YAML allows binary, NaN and non-string keys), or None."""
     stack: list[tuple[Any, str]] = [(doc, "")]
     while stack:

@@ -205,9 +205,9 @@ def retain(cluster: Cluster, owner: str, *, keep: int = RETAIN_ARCHIVED, dry_run
 # ------------------------------------------------------------------------------------------------ writing
 
 def _same_secret(live: Obj, want: Obj) -> bool:
-    return (live.get("type") == want["type"] and live.get("data") == want["data"]
-            and (live.get("metadata") or {}).get("labels", {}).get(api.LABEL_REVISION_NAME)
-            == want["metadata"]["labels"][api.LABEL_REVISION_NAME])
+    return bool(live.get("type") == want["type"] and live.get("data") == want["data"]
+                and (live.get("metadata") or {}).get("labels", {}).get(api.LABEL_REVISION_NAME)
+                == want["metadata"]["labels"][api.LABEL_REVISION_NAME])
 
 
 def create_revision(cluster: Cluster, packed: Packed, *, dry_run: bool = False) -> list[Action]:

@@ -18,6 +18,7 @@ refresh it at once.
 
 from __future__ import annotations
 
+import builtins  # annotations inside KubeCluster after its list() method name the type as builtins.list
 import json
 import logging
 import os
@@ -216,7 +217,7 @@ class KubeCluster:
             raise err
 
     def _backoff(self, attempt: int) -> float:
-        d = min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1))
+        d = min(self.backoff_cap, self.backoff_base * 2.0 ** (attempt - 1))
         return d * (0.5 + random.random() / 2)
 
     def _observe(self, verb: str, code: int) -> None:
@@ -289,7 +290,8 @@ class KubeCluster:
         return items
 
     def list_with_version(self, api_version: str, kind: str, namespace: str | None = None,
-                          label_selector: str | None = None, *, page_size: int = 500) -> tuple[list[Obj], str]:
+                          label_selector: str | None = None, *, page_size: int = 500,
+                          ) -> tuple[builtins.list[Obj], str]:
         """List all pages; returns the items (with apiVersion/kind filled in, which the server omits on
         built-in lists) and the list's resourceVersion, the point a watch resumes from. An expired
         ``continue`` token (410) restarts the list from the beginning."""

@@ -6,6 +6,8 @@ Every string here is a compatibility promise with the OLM v1 implementation of t
 
 from __future__ import annotations
 
+from common.contract.objects import Obj
+
 GROUP = "olm.operatorframework.io"
 VERSION = "v1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -42,7 +44,7 @@ COLLISION_NONE = "None"
 COLLISION_PROTECTIONS = (COLLISION_PREVENT, COLLISION_IF_NO_CONTROLLER, COLLISION_NONE)
 
 
-def owner_reference(cos: dict) -> dict:
+def owner_reference(cos: Obj) -> Obj:
     """The controller ownerReference a ClusterObjectSet puts on what it owns."""
     meta = cos.get("metadata") or {}
     return {

@@ -9,17 +9,26 @@ watch event. ``GVK`` and ``ObjectRef`` are the two ways the spec names an object
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 Obj = dict[str, Any]
 
+_J = TypeVar("_J")
 
-def copy_json(value: Any) -> Any:
-    """Deep copy of JSON-shaped data (dicts, lists, scalars); several times faster than ``copy.deepcopy``."""
+
+def copy_json(value: _J) -> _J:
+    """Deep copy of JSON-shaped data (dicts, lists, scalars); several times faster than ``copy.deepcopy``.
+
+    The copy has the type of ``value``: a ``dict`` copies to a ``dict``, a ``list`` to a ``list``.
+    """
+    return cast(_J, _copy(value))
+
+
+def _copy(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: copy_json(v) for k, v in value.items()}
+        return {k: _copy(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [copy_json(v) for v in value]
+        return [_copy(v) for v in value]
     return value
 
 

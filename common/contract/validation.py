@@ -125,7 +125,11 @@ def format_path(parts: Any) -> str:
 
 def _structural_error(err: ValidationError) -> FieldError | None:
     path = format_path(err.absolute_path)
-    keyword, expected, value = err.validator, err.validator_value, err.instance
+    keyword = err.validator
+    # The keyword's value in the schema and the value it judged: arbitrary JSON, and set on every error
+    # iter_errors yields (the stubs also allow Unset, for a ValidationError made by hand).
+    expected: Any = err.validator_value
+    value: Any = err.instance
     if keyword == "type":
         actual = json_type(value)
         return type_invalid(path, actual, f'{path} in body must be of type {expected}: "{actual}"')
@@ -305,7 +309,7 @@ _PRUNED = object()
 
 
 def _shell(manifest: Obj, token: str) -> Obj:
-    view = {k: manifest[k] for k in ("apiVersion", "kind", "metadata") if k in manifest}
+    view: Obj = {k: manifest[k] for k in ("apiVersion", "kind", "metadata") if k in manifest}
     view[OPAQUE_TOKEN_KEY] = token
     return view
 
@@ -493,7 +497,8 @@ def _spec_extras(spec: Obj, old_spec: Any, system_namespace: str) -> tuple[list[
                                         "ref instead")
             ref = entry.get("ref")
             if isinstance(ref, dict) and isinstance(ref.get("name"), str) and isinstance(ref.get("key"), str):
-                namespace = ref.get("namespace") if isinstance(ref.get("namespace"), str) else ""
+                ref_namespace = ref.get("namespace")
+                namespace = ref_namespace if isinstance(ref_namespace, str) else ""
                 ident_ref = (namespace or system_namespace, ref["name"], ref["key"])
                 if ident_ref in seen_refs:
                     errs.append(duplicate(path, {"name": ident_ref[1], "namespace": ident_ref[0],

@@ -13,7 +13,7 @@ from common.bundle.publish import RETAIN_ARCHIVED, gc
 from common.cosctl._producer import EXIT_OK, add_cluster_arguments, add_namespace_argument, run
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "gc", help="clean up after interrupted publishes and trim archived revisions",
         description="Delete orphaned object-data Secrets, add missing ownerReferences, and delete archived "

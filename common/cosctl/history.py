@@ -17,7 +17,7 @@ from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments,
 from common.cosctl.status import condition
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "history", help="list an owner's revisions with their states and when they changed",
         description="List every revision of an owner, oldest first: lifecycle state, rollout state "

@@ -19,7 +19,7 @@ from common.cosctl._producer import EXIT_OK, add_bundle_arguments, load_phases, 
 INLINE_WARNING_BYTES = 1024 * 1024  # the webhook warns from here too
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "pack", help="render manifests as a ClusterObjectSet and its Secrets (YAML)",
         description="Sort manifests into phases and render a ClusterObjectSet with its objects packed into "

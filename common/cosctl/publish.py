@@ -13,7 +13,7 @@ from common.bundle.publish import publish
 from common.cosctl._producer import EXIT_OK, add_bundle_arguments, add_cluster_arguments, load_phases, load_probes, run
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "publish", help="create the next revision on the cluster (or update it in place when unchanged)",
         description="Publish manifests as revision N+1 of the owner's ClusterObjectSet (named <owner>-<N+1>), "

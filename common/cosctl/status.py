@@ -83,7 +83,8 @@ class RevisionState:
 # ---------------------------------------------------------------------------------------------- inspection
 
 def condition(cos: Obj, ctype: str) -> Obj:
-    for c in (cos.get("status") or {}).get("conditions") or []:
+    conditions: list[Obj] = (cos.get("status") or {}).get("conditions") or []
+    for c in conditions:
         if c.get("type") == ctype:
             return c
     return {}
@@ -104,7 +105,8 @@ def outcome(cos: Obj) -> str | None:
 
 
 def _controller(live: Obj) -> Obj | None:
-    for ref in (live.get("metadata") or {}).get("ownerReferences") or []:
+    refs: list[Obj] = (live.get("metadata") or {}).get("ownerReferences") or []
+    for ref in refs:
         if ref.get("controller"):
             return ref
     return None
@@ -239,7 +241,7 @@ def progress_line(cos: Obj, state: RevisionState) -> str:
 
 # ---------------------------------------------------------------------------------------------- commands
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "status", help="show a rollout phase by phase; --watch follows it until it ends",
         description="Show a ClusterObjectSet's conditions and, for each phase, whether each object is applied "

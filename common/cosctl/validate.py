@@ -69,7 +69,9 @@ class Verdict:
 
 
 def _identity(doc: dict[str, Any]) -> tuple[str, str, str]:
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     return str(doc.get("kind") or ""), str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 

@@ -35,6 +35,7 @@ namespace deletion, defaulting, field validation beyond what is listed above.
 from __future__ import annotations
 
 import base64
+import builtins  # annotations inside MemCluster after its list() method name the type as builtins.list
 import functools
 import itertools
 import threading
@@ -42,7 +43,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from common.cluster.interface import AlreadyExists, ApiError, BadRequest, Conflict, Invalid, NotFound, UnknownKind
 from common.contract import labels as labelsel
@@ -189,7 +190,7 @@ def _set_path(obj: Obj, p: Path, value: Any) -> None:
 
 def _del_path(obj: Obj, p: Path) -> None:
     """Remove a leaf and prune maps it leaves empty (but never ``metadata`` itself)."""
-    chain: list[tuple[dict, str]] = []
+    chain: list[tuple[Obj, str]] = []
     cur: Any = obj
     for k in p:
         if not isinstance(cur, dict) or k not in cur:
@@ -219,10 +220,14 @@ def _merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def _locked(method: Callable) -> Callable:
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(method: Callable[Concatenate[MemCluster, _P], _R]) -> Callable[Concatenate[MemCluster, _P], _R]:
     """Serialise public calls: tests may drive the cluster from worker threads (one API server, many clients)."""
     @functools.wraps(method)
-    def wrapper(self: MemCluster, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: MemCluster, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self._lock:
             return method(self, *args, **kwargs)
     return wrapper
@@ -741,7 +746,7 @@ class MemCluster:
         return copy_json(obj) if obj is not None else None
 
     @_locked
-    def objects(self, api_version: str, kind: str) -> list[Obj]:
+    def objects(self, api_version: str, kind: str) -> builtins.list[Obj]:
         """All stored objects of a kind (copies, sorted by namespace/name); not counted."""
         info = self._info(api_version, kind)
         return [copy_json(o) for _, o in sorted(self._store[(info.group, info.kind)].items())]
