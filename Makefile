@@ -17,7 +17,15 @@ venv: $(VENV)/.installed
 demo: venv
 	$(PY) examples/demo.py
 
+# Four gates, in order; the first that fails stops the run and says which it was.
 test: venv
+	@echo "== lint-imports: the import contracts ([tool.importlinter] in pyproject.toml)"
+	@$(VENV)/bin/lint-imports --no-logo || { echo "make test: FAILED at lint-imports: an import breaks a contract (above)" >&2; exit 1; }
+	@echo "== mypy: strict types of common/, webhook/, reconciler/ ([tool.mypy])"
+	@$(VENV)/bin/mypy || { echo "make test: FAILED at mypy: type errors (above)" >&2; exit 1; }
+	@echo "== ruff check . ([tool.ruff])"
+	@$(VENV)/bin/ruff check . || { echo "make test: FAILED at ruff: lint findings (above; some fix with ruff check --fix)" >&2; exit 1; }
+	@echo "== pytest"
 	$(PY) -m pytest -q
 
 bench: venv
