@@ -328,3 +328,22 @@ def test_pod_disruption_budget_builtin() -> None:
     assert pdb({"observedGeneration": 1, "currentHealthy": 0, "desiredHealthy": 1}) == (TRUE, [])
     assert pdb({"observedGeneration": 1}, generation=2) == (UNKNOWN, [".status outdated"])
     assert pdb(None) == (UNKNOWN, [".status outdated"])
+
+
+def test_the_probe_failure_condition_says_a_shared_message_once() -> None:
+    """Issue 9's report, through the engine: the Available message names the PVC's phase once."""
+    from tests.engine.helpers import brief, cluster, cos, phase, run
+
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "test-pvc", "namespace": "ns"},
+           "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("one", pvc), progressionProbes=[
+        {"selector": {"type": "GroupKind", "groupKind": {"group": "", "kind": "PersistentVolumeClaim"}},
+         "assertions": [{"type": "FieldValue", "fieldValue": {"fieldPath": "status.phase", "value": "Bound"}}]}]))
+    run(mc, "ext-1")
+    mc.set_status("v1", "PersistentVolumeClaim", "test-pvc", "ns", {"phase": "Pending"})
+    run(mc, "ext-1")
+    assert brief(mc, "ext-1", "Available") == (
+        "False", "ProbeFailure",
+        'Object PersistentVolumeClaim.v1 ns/test-pvc: value at key "status.phase" != "Bound"; expected: "Bound" '
+        'got: "Pending"')
