@@ -230,7 +230,12 @@ def _job(obj: Obj) -> ProbeResult:
     failed = _condition(obj, "Failed")
     if failed is not None and failed.get("status") == TRUE:
         return ProbeResult(FALSE, [_explained('.status.condition["Failed"] is True', failed)])
-    return condition_equal(obj, "Complete", TRUE)
+    complete = condition_equal(obj, "Complete", TRUE)
+    suspended = _condition(obj, "Suspended")
+    if not complete.ok and suspended is not None and suspended.get("status") == TRUE:
+        # it will not complete until someone sets spec.suspend to false: say so rather than "missing"
+        return ProbeResult(FALSE, [_explained('.status.condition["Suspended"] is True', suspended)])
+    return complete
 
 
 def _load_balancer(obj: Obj) -> ProbeResult:

@@ -133,6 +133,13 @@ def test_job_completed_by_the_job_controller(env: dict) -> None:
     settles_at(kube, done, (probes.TRUE, ['.status.condition["Complete"] is True']), "the Job to complete")
 
 
+def test_job_suspended_by_its_spec(env: dict) -> None:
+    kube, ns = env["kube"], env["ns"]
+    held = kube.create(job(ns, "held", suspend=True))
+    settles_at(kube, held, (probes.FALSE, ['.status.condition["Suspended"] is True (JobSuspended): Job suspended']),
+               "the Job controller to mark the Job suspended")
+
+
 def test_replicaset_without_a_scheduler_is_not_available(env: dict) -> None:
     kube, ns = env["kube"], env["ns"]
     rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs", "namespace": ns},

@@ -287,6 +287,11 @@ def test_job_builtin() -> None:
     assert job([{"type": "Suspended", "status": "False"}]) == (UNKNOWN, ['missing .status.condition["Complete"]'])
     assert job([{"type": "Failed", "status": "False"}, {"type": "Complete", "status": "False"}]) == (
         FALSE, ['.status.condition["Complete"] is False'])
+    # suspended: it waits for spec.suspend to be set to false
+    assert job([{"type": "Suspended", "status": "True", "reason": "JobSuspended", "message": "Job suspended"}]) == (
+        FALSE, ['.status.condition["Suspended"] is True (JobSuspended): Job suspended'])
+    assert job([{"type": "Suspended", "status": "True"}, {"type": "Complete", "status": "True"}]) == (
+        TRUE, ['.status.condition["Complete"] is True'])
 
 
 def test_apiservice_builtin() -> None:
