@@ -3,10 +3,10 @@
 
 Checked offline, as the rest of deploy/ is: the Component renders; the ConfigMap is valid for every Kubernetes
 release kubernetes-validate knows; the PrometheusRule and ServiceMonitors are valid for the prometheus-operator
-CRDs (their openAPIV3Schema, kept in tests/deploy/fixtures/prometheus-operator/, with unknown fields refused as
-the API server's strict field validation does); every PromQL expression parses; and every metric an alert or a
-panel uses is one the code exports, read from the programs' own registries so the check stays true as metrics
-are added or renamed.
+API (the pydantic models generated from its CRDs by cloudcoil-models-prometheus-operator, pinned as a test
+dependency, with unknown fields refused and no type coerced, as the API server's strict field validation does);
+every PromQL expression parses; and every metric an alert or a panel uses is one the code exports, read from the
+programs' own registries so the check stays true as metrics are added or renamed.
 """
 
 from __future__ import annotations
@@ -17,15 +17,18 @@ import os
 import re
 import shutil
 import subprocess
+import types
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import prometheus_client
 import promql_parser
+import pydantic
 import pytest
 import yaml
+from cloudcoil.models.prometheus_operator import v1 as prometheus_operator
 
 from tests.deploy import kustomize, schemas
 
@@ -33,7 +36,6 @@ Obj = dict[str, Any]
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPONENT = ROOT / "deploy" / "components" / "monitoring"
-CRDS = Path(__file__).resolve().parent / "fixtures" / "prometheus-operator"
 DASHBOARD_KEY = "cluster-object-set.json"
 
 # Metrics the pending alerts and panels need and the code does not export yet (docs/admin.md section 7 describes
@@ -159,43 +161,64 @@ def test_dashboard_configmap_is_valid_for_every_kubernetes_release(objs: list[Ob
         assert schemas.errors(cm, version) == [], version
 
 
-def _strict(schema: Any) -> Any:
-    """The CRD schema as the API server applies it with strict field validation: fields it does not declare are
-    errors (unless the schema preserves unknown fields); ``x-kubernetes-*`` markers are dropped."""
-    if isinstance(schema, list):
-        return [_strict(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: _strict(v) for k, v in schema.items() if not k.startswith("x-kubernetes-")}
-    if "properties" in schema:
-        out["properties"] = {k: _strict(v) for k, v in schema["properties"].items()}
-    if schema.get("type") == "object" and "additionalProperties" not in schema \
-            and not schema.get("x-kubernetes-preserve-unknown-fields"):
-        out["additionalProperties"] = False
-    if schema.get("x-kubernetes-int-or-string"):
-        out.pop("type", None)
-        out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
-    return out
+# The prometheus-operator's v1 kinds, as models generated from its CRDs. They ignore fields they do not declare
+# (pydantic's default) and accept a field by its Python name as well as by its JSON name (``for_`` for ``for``),
+# so unknown fields are found by walking the input against the models' fields by JSON name, below.
+MODELS: dict[str, type[pydantic.BaseModel]] = {
+    "PrometheusRule": prometheus_operator.PrometheusRule,
+    "ServiceMonitor": prometheus_operator.ServiceMonitor,
+}
 
 
-def crd_validator(kind: str) -> jsonschema.protocols.Validator:
-    plural = {"PrometheusRule": "prometheusrules", "ServiceMonitor": "servicemonitors"}[kind]
-    crd = yaml.safe_load((CRDS / f"monitoring.coreos.com_{plural}.yaml").read_text())
-    assert crd["spec"]["names"]["kind"] == kind
-    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
-    schema = _strict(version["schema"]["openAPIV3Schema"])
-    # metadata is the API server's ObjectMeta, not part of the CRD's schema; check only what we set in it.
-    schema["properties"]["metadata"] = {"type": "object", "required": ["name", "namespace"], "properties": {
-        "name": {"type": "string"}, "namespace": {"type": "string"},
-        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-        "annotations": {"type": "object", "additionalProperties": {"type": "string"}}},
-        "additionalProperties": False}
-    return jsonschema.Draft7Validator(schema)
+def _dotted(path: tuple[str | int, ...]) -> str:
+    return ".".join(map(str, path)) or "<root>"
+
+
+def _unknown_fields(annotation: Any, value: Any, path: tuple[str | int, ...] = ()) -> list[str]:
+    """Where ``value`` has a field that the type ``annotation`` (a model, or a list, dict, Optional or Union
+    of them) does not declare by its JSON name: the fields the API server's strict field validation refuses."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _unknown_fields(args[0], value, path)
+    if origin in (typing.Union, types.UnionType):
+        alternatives = [a for a in args if a is not type(None)]
+        if value is None or not alternatives:
+            return []
+        # The alternative the value fits best: with several (int or str, two shapes of a quantity), the
+        # one that declares the most of its fields.
+        return min((_unknown_fields(a, value, path) for a in alternatives), key=len)
+    if origin is list and isinstance(value, list):
+        return [e for i, item in enumerate(value) for e in _unknown_fields(args[0], item, (*path, i))]
+    if origin is dict and isinstance(value, dict) and len(args) == 2:
+        return [e for k, item in value.items() for e in _unknown_fields(args[1], item, (*path, k))]
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.RootModel):
+        return _unknown_fields(annotation.model_fields["root"].annotation, value, path)
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel) and isinstance(value, dict):
+        fields = {f.alias or name: f for name, f in annotation.model_fields.items()}
+        errors = []
+        for key, item in value.items():
+            if key in fields:
+                errors += _unknown_fields(fields[key].annotation, item, (*path, key))
+            elif annotation.model_config.get("extra") != "allow":
+                errors.append(f"{_dotted((*path, key))}: Extra inputs are not permitted")
+        return errors
+    return []
 
 
 def crd_errors(obj: Obj) -> list[str]:
-    validator = crd_validator(obj["kind"])
-    return sorted(f"{'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in validator.iter_errors(obj))
+    """What the API server would refuse in ``obj``: fields the CRD does not declare, values of the wrong type
+    (checked strictly: nothing is coerced) or outside an enum or pattern, required fields missing."""
+    model = MODELS[obj["kind"]]
+    errors = _unknown_fields(model, obj)
+    try:
+        parsed = model.model_validate(obj, strict=True)
+    except pydantic.ValidationError as exc:
+        errors += [f"{_dotted(e['loc'])}: {e['msg']}" for e in exc.errors()]
+    else:
+        # A cross-check of the walk above: a valid object with no unknown field reads back unchanged.
+        if not errors and parsed.model_dump(by_alias=True, exclude_unset=True, mode="json") != obj:
+            errors.append("<root>: the model does not read the object back unchanged")
+    return sorted(errors)
 
 
 def test_prometheus_rule_and_service_monitors_are_valid_for_the_prometheus_operator_crds(objs: list[Obj]) -> None:
@@ -206,18 +229,31 @@ def test_prometheus_rule_and_service_monitors_are_valid_for_the_prometheus_opera
 
 
 def test_the_crd_check_catches_mistakes(objs: list[Obj]) -> None:
-    """The schema check can fail: a misspelt field, a wrong type and a missing required field are reported."""
+    """The schema check can fail: a misspelt field, a wrong type and a missing required field are reported;
+    so are a field given by the models' Python name, a misspelt field deep in a ServiceMonitor or in metadata
+    and a value outside an enum."""
     rule = copy.deepcopy(one(objs, "PrometheusRule", "cos-alerts"))
     rule["spec"]["groups"][0]["rules"][0]["fro"] = "5m"
     rule["spec"]["groups"][0]["rules"][1]["labels"] = {"severity": 3}
     del rule["spec"]["groups"][1]["name"]
-    errors = crd_errors(rule)
-    assert any(e.startswith("spec.groups.0.rules.0: Additional properties") and "'fro'" in e for e in errors)
-    assert "spec.groups.0.rules.1.labels.severity: 3 is not of type 'string'" in errors
-    assert "spec.groups.1: 'name' is a required property" in errors
+    rule["spec"]["groups"][1]["rules"][0]["for_"] = rule["spec"]["groups"][1]["rules"][0].pop("for")
+    assert crd_errors(rule) == [
+        "spec.groups.0.rules.0.fro: Extra inputs are not permitted",
+        "spec.groups.0.rules.1.labels.severity: Input should be a valid string",
+        "spec.groups.1.name: Field required",
+        "spec.groups.1.rules.0.for_: Extra inputs are not permitted",
+    ]
     monitor = copy.deepcopy(one(objs, "ServiceMonitor", "cos-webhook"))
     monitor["spec"]["endpoints"][0]["scheme"] = "tcp"
-    assert any(e.startswith("spec.endpoints.0.scheme: 'tcp' is not one of") for e in crd_errors(monitor))
+    monitor["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"]["keys"] = "ca.crt"
+    monitor["metadata"]["label"] = {}
+    monitor["spec"]["endpoints"][0]["interval"] = 30
+    assert crd_errors(monitor) == [
+        "metadata.label: Extra inputs are not permitted",
+        "spec.endpoints.0.interval: Input should be a valid string",
+        "spec.endpoints.0.scheme: Input should be 'http' or 'https'",
+        "spec.endpoints.0.tlsConfig.ca.secret.keys: Extra inputs are not permitted",
+    ]
 
 
 # ---- PromQL: it parses, and uses only exported metrics --------------------------------------------------------
