@@ -6,7 +6,10 @@ rollout back), so both say the same thing.
 Two sources, combined: the built-in probes for well-known kinds (run for every COS, so a producer that forgets
 them still gets a safe rollout) and the COS's own ``spec.progressionProbes``. Each probe yields a status
 (True / False / Unknown) and messages; combining keeps the worst status (Unknown > False > True) and the
-messages of that status. Messages are OLM v1's (``shared/spec/reconciler.md`` section 3).
+messages of that status, each distinct message once (a built-in probe and a user probe checking the same field
+say the same thing). Messages are OLM v1's (``shared/spec/reconciler.md`` section 3); the built-in probes for
+DaemonSets, ReplicaSets, Pods, Jobs, APIServices, LoadBalancer Services and PodDisruptionBudgets are ours, in
+the same style (the README's readiness-probe table).
 """
 
 from __future__ import annotations
@@ -35,11 +38,16 @@ class ProbeResult:
 
 
 def combine(results: Sequence[ProbeResult]) -> ProbeResult:
-    """Unknown beats False beats True; the messages of the winning status are kept, in order."""
+    """Unknown beats False beats True; the messages of the winning status are kept, in order, each once.
+
+    Duplicates are dropped because the reconciler joins the messages into one condition message, where
+    ``... got: "Pending" and value at key ... got: "Pending"`` only repeats itself (issue 9).
+    """
     if not results:
         return ProbeResult(TRUE)
     worst = max((r.status for r in results), key=_RANK.__getitem__)
-    return ProbeResult(worst, [m for r in results if r.status == worst for m in r.messages])
+    messages = dict.fromkeys(m for r in results if r.status == worst for m in r.messages)
+    return ProbeResult(worst, list(messages))
 
 
 def _json(value: Any) -> str:
@@ -128,6 +136,34 @@ def _status_current(obj: Obj) -> ProbeResult:
     return ProbeResult(TRUE)
 
 
+def _condition(obj: Obj, ctype: str) -> Mapping[str, Any] | None:
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for cond in conditions if isinstance(conditions, list) else ():
+        if isinstance(cond, dict) and cond.get("type") == ctype:
+            return cond
+    return None
+
+
+def _explained(message: str, cond: Mapping[str, Any]) -> str:
+    """``message (Reason): condition message``: the controller's own words say what to fix."""
+    reason, text = cond.get("reason"), cond.get("message")
+    if isinstance(reason, str) and reason:
+        message += f" ({reason})"
+    if isinstance(text, str) and text:
+        message += f": {text}"
+    return message
+
+
+def _condition_explained(obj: Obj, ctype: str) -> ProbeResult:
+    """ConditionEqual {ctype, True}, with the condition's reason and message added when it is not True."""
+    result = condition_equal(obj, ctype, TRUE)
+    cond = _condition(obj, ctype)
+    if result.status == FALSE and cond is not None:
+        return ProbeResult(FALSE, [_explained(result.messages[0], cond)])
+    return result
+
+
 # ---- built-in probes ----------------------------------------------------------------------------------------
 
 def _deployment(obj: Obj) -> ProbeResult:
@@ -146,12 +182,88 @@ def _statefulset(obj: Obj) -> ProbeResult:
                     _replicas_equal(obj, "status.availableReplicas", "status.replicas")])
 
 
+def _daemonset(obj: Obj) -> ProbeResult:
+    """Every node that should run a pod runs the current template, and those pods are available.
+
+    The desired count comes first so the message reads ``expected: <desired> got: <actual>``; no eligible node
+    (desired 0) is ready.
+    """
+    current = _status_current(obj)
+    if not current.ok:
+        return current
+    return combine([_replicas_equal(obj, "status.desiredNumberScheduled", "status.updatedNumberScheduled"),
+                    _replicas_equal(obj, "status.desiredNumberScheduled", "status.numberAvailable")])
+
+
+def _spec_replicas(obj: Obj) -> Obj:
+    """The object with ``spec.replicas`` filled in as the API server defaults it (1), for the comparisons."""
+    spec = obj.get("spec")
+    spec = dict(spec) if isinstance(spec, dict) else {}
+    spec.setdefault("replicas", 1)
+    return {**obj, "spec": spec}
+
+
+def _replicaset(obj: Obj) -> ProbeResult:
+    """As many pods as asked for exist (a scale-down has finished) and are available (a scale-up has)."""
+    current = _status_current(obj)
+    if not current.ok:
+        return current
+    full = _spec_replicas(obj)
+    return combine([_replicas_equal(full, "spec.replicas", "status.replicas"),
+                    _replicas_equal(full, "spec.replicas", "status.availableReplicas")])
+
+
+def _pod(obj: Obj) -> ProbeResult:
+    """Ready, or run to completion (a one-shot pod); a Failed pod says why, in the kubelet's words."""
+    phase = _field(obj, "status.phase")
+    if phase == "Succeeded":
+        return ProbeResult(TRUE, [".status.phase is Succeeded"])
+    if phase == "Failed":
+        status = obj.get("status") or {}
+        return ProbeResult(FALSE, [_explained(".status.phase is Failed", status)])
+    return condition_equal(obj, "Ready", TRUE)
+
+
+def _job(obj: Obj) -> ProbeResult:
+    """Complete; a Failed Job is a probe failure with the Job controller's reason and message, so a migration
+    Job that failed holds later phases back and says why."""
+    failed = _condition(obj, "Failed")
+    if failed is not None and failed.get("status") == TRUE:
+        return ProbeResult(FALSE, [_explained('.status.condition["Failed"] is True', failed)])
+    complete = condition_equal(obj, "Complete", TRUE)
+    suspended = _condition(obj, "Suspended")
+    if not complete.ok and suspended is not None and suspended.get("status") == TRUE:
+        # it will not complete until someone sets spec.suspend to false: say so rather than "missing"
+        return ProbeResult(FALSE, [_explained('.status.condition["Suspended"] is True', suspended)])
+    return complete
+
+
+def _load_balancer(obj: Obj) -> ProbeResult:
+    """A Service of type LoadBalancer is ready once the load balancer has an address; other Services always."""
+    if _field(obj, "spec.type") != "LoadBalancer":
+        return ProbeResult(TRUE)
+    ingress = _field(obj, "status.loadBalancer.ingress")
+    if isinstance(ingress, list):
+        for entry in ingress:
+            if isinstance(entry, dict) and (entry.get("ip") or entry.get("hostname")):
+                address = entry.get("ip") or entry.get("hostname")
+                return ProbeResult(TRUE, [f'.status.loadBalancer.ingress has address {_json(address)}'])
+    return ProbeResult(FALSE, [".status.loadBalancer.ingress has no address yet"])
+
+
 BUILTIN: dict[tuple[str, str], Callable[[Obj], ProbeResult]] = {
     ("apiextensions.k8s.io", "CustomResourceDefinition"): lambda o: condition_equal(o, "Established", TRUE),
     ("", "Namespace"): lambda o: field_value(o, "status.phase", "Active"),
     ("", "PersistentVolumeClaim"): lambda o: field_value(o, "status.phase", "Bound"),
+    ("", "Pod"): _pod,
+    ("", "Service"): _load_balancer,
     ("apps", "Deployment"): _deployment,
     ("apps", "StatefulSet"): _statefulset,
+    ("apps", "DaemonSet"): _daemonset,
+    ("apps", "ReplicaSet"): _replicaset,
+    ("batch", "Job"): _job,
+    ("apiregistration.k8s.io", "APIService"): lambda o: _condition_explained(o, "Available"),
+    ("policy", "PodDisruptionBudget"): _status_current,
     ("cert-manager.io", "Certificate"): lambda o: condition_equal(o, "Ready", TRUE),
     ("cert-manager.io", "Issuer"): lambda o: condition_equal(o, "Ready", TRUE),
 }

@@ -178,3 +178,177 @@ def test_other_builtins(api, kind, status, ready) -> None:
 def test_builtin_namespace_message() -> None:
     assert r(probe(obj({"phase": "Terminating"}, kind="Namespace", api="v1"))) == (
         FALSE, ['value at key "status.phase" != "Active"; expected: "Active" got: "Terminating"'])
+
+
+# ---- identical messages once (issue 9) --------------------------------------------------------------------------
+
+def test_identical_messages_are_reported_once_in_order() -> None:
+    a, b = ProbeResult(FALSE, ["x", "y"]), ProbeResult(FALSE, ["y", "z", "x"])
+    assert r(combine([a, b])) == (FALSE, ["x", "y", "z"])
+
+
+def test_builtin_and_user_probe_on_the_same_field_say_it_once() -> None:
+    """The doubled PVC message of issue 9: the built-in probe and a user FieldValue probe agree."""
+    probes = parse_probes([{"selector": {"type": "GroupKind", "groupKind": {"group": "",
+                                                                             "kind": "PersistentVolumeClaim"}},
+                            "assertions": [{"type": "FieldValue", "fieldValue": {"fieldPath": "status.phase",
+                                                                                 "value": "Bound"}}]}])
+    pvc = obj({"phase": "Pending"}, kind="PersistentVolumeClaim", api="v1")
+    assert r(probe(pvc, probes)) == (
+        FALSE, ['value at key "status.phase" != "Bound"; expected: "Bound" got: "Pending"'])
+
+
+# ---- built-in probes of the kinds added by issue 12 (ours) -----------------------------------------------------
+
+def built(kind: str, api: str, status=None, spec=None, generation=1) -> ProbeResult:
+    o = obj(status, generation, kind=kind, api=api)
+    if spec is not None:
+        o["spec"] = spec
+    return probe(o)
+
+
+def test_daemonset_builtin() -> None:
+    def ds(status, generation=1):
+        return r(built("DaemonSet", "apps/v1", status, generation=generation))
+    assert ds({"observedGeneration": 2, "desiredNumberScheduled": 3, "updatedNumberScheduled": 3,
+               "numberAvailable": 3}, generation=2) == (
+        TRUE, ['"status.desiredNumberScheduled" == "status.updatedNumberScheduled"',
+               '"status.desiredNumberScheduled" == "status.numberAvailable"'])
+    assert ds({"observedGeneration": 1, "desiredNumberScheduled": 3, "updatedNumberScheduled": 1,
+               "numberAvailable": 3}) == (
+        FALSE, ['"status.desiredNumberScheduled" != "status.updatedNumberScheduled" expected: 3 got: 1'])
+    assert ds({"observedGeneration": 1, "desiredNumberScheduled": 3, "updatedNumberScheduled": 3,
+               "numberAvailable": 2}) == (
+        FALSE, ['"status.desiredNumberScheduled" != "status.numberAvailable" expected: 3 got: 2'])
+    assert ds({"observedGeneration": 1, "desiredNumberScheduled": 2}) == (
+        FALSE, ['"status.desiredNumberScheduled" != "status.updatedNumberScheduled" expected: 2 got: 0',
+                '"status.desiredNumberScheduled" != "status.numberAvailable" expected: 2 got: 0'])
+    # no node is eligible: nothing to wait for (the controller writes zeros, or nothing at all)
+    assert ds({"observedGeneration": 1, "desiredNumberScheduled": 0})[0] == TRUE
+    assert ds({"observedGeneration": 1})[0] == TRUE
+    # unknown until the controller has seen this generation
+    assert ds({}) == (UNKNOWN, [".status outdated"])
+    assert ds(None) == (UNKNOWN, [".status outdated"])
+    assert ds({"observedGeneration": 1, "desiredNumberScheduled": 1, "updatedNumberScheduled": 1,
+               "numberAvailable": 1}, generation=2) == (UNKNOWN, [".status outdated"])
+
+
+def test_replicaset_builtin() -> None:
+    def rs(status, replicas=3, generation=1):
+        return r(built("ReplicaSet", "apps/v1", status, spec={"replicas": replicas}, generation=generation))
+    assert rs({"observedGeneration": 1, "replicas": 3, "availableReplicas": 3}) == (
+        TRUE, ['"spec.replicas" == "status.replicas"', '"spec.replicas" == "status.availableReplicas"'])
+    assert rs({"observedGeneration": 1, "replicas": 3, "availableReplicas": 1}) == (
+        FALSE, ['"spec.replicas" != "status.availableReplicas" expected: 3 got: 1'])
+    # a scale-down still deleting pods
+    assert rs({"observedGeneration": 1, "replicas": 5, "availableReplicas": 3}) == (
+        FALSE, ['"spec.replicas" != "status.replicas" expected: 3 got: 5'])
+    assert rs({"observedGeneration": 1}, replicas=0)[0] == TRUE
+    assert rs({"observedGeneration": 0, "replicas": 3, "availableReplicas": 3}) == (UNKNOWN, [".status outdated"])
+    # spec.replicas left out: the API server's default of 1
+    assert r(built("ReplicaSet", "apps/v1", {"observedGeneration": 1}, spec={})) == (
+        FALSE, ['"spec.replicas" != "status.replicas" expected: 1 got: 0',
+                '"spec.replicas" != "status.availableReplicas" expected: 1 got: 0'])
+
+
+def test_pod_builtin() -> None:
+    def pod(status):
+        return r(built("Pod", "v1", status))
+    assert pod({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}) == (
+        TRUE, ['.status.condition["Ready"] is True'])
+    assert pod({"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "False"}]}) == (
+        TRUE, [".status.phase is Succeeded"])
+    assert pod({"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}) == (
+        FALSE, ['.status.condition["Ready"] is False'])
+    assert pod({"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}) == (
+        FALSE, [".status.phase is Failed (Evicted): The node was low on resource: memory."])
+    assert pod({"phase": "Failed"}) == (FALSE, [".status.phase is Failed"])
+    # not scheduled yet, or no kubelet has reported: not known
+    assert pod({"phase": "Pending"}) == (UNKNOWN, ["missing .status.conditions"])
+    assert pod({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}) == (
+        UNKNOWN, ['missing .status.condition["Ready"]'])
+
+
+JOB_FAILED = {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+              "message": "Job has reached the specified backoff limit"}
+
+
+def test_job_builtin() -> None:
+    def job(conditions):
+        return r(built("Job", "batch/v1", {} if conditions is None else {"conditions": conditions}))
+    assert job([{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]) == (
+        TRUE, ['.status.condition["Complete"] is True'])
+    assert job([{"type": "FailureTarget", "status": "True"}, JOB_FAILED]) == (
+        FALSE, ['.status.condition["Failed"] is True (BackoffLimitExceeded): '
+                'Job has reached the specified backoff limit'])
+    assert job([{"type": "Failed", "status": "True"}]) == (FALSE, ['.status.condition["Failed"] is True'])
+    # still running
+    assert job(None) == (UNKNOWN, ["missing .status.conditions"])
+    assert job([{"type": "Suspended", "status": "False"}]) == (UNKNOWN, ['missing .status.condition["Complete"]'])
+    assert job([{"type": "Failed", "status": "False"}, {"type": "Complete", "status": "False"}]) == (
+        FALSE, ['.status.condition["Complete"] is False'])
+    # suspended: it waits for spec.suspend to be set to false
+    assert job([{"type": "Suspended", "status": "True", "reason": "JobSuspended", "message": "Job suspended"}]) == (
+        FALSE, ['.status.condition["Suspended"] is True (JobSuspended): Job suspended'])
+    assert job([{"type": "Suspended", "status": "True"}, {"type": "Complete", "status": "True"}]) == (
+        TRUE, ['.status.condition["Complete"] is True'])
+
+
+def test_apiservice_builtin() -> None:
+    def api(conditions):
+        return r(built("APIService", "apiregistration.k8s.io/v1",
+                       None if conditions is None else {"conditions": conditions}))
+    assert api([{"type": "Available", "status": "True", "reason": "Passed"}]) == (
+        TRUE, ['.status.condition["Available"] is True'])
+    assert api([{"type": "Available", "status": "False", "reason": "MissingEndpoints",
+                 "message": 'endpoints for service/metrics-server in "kube-system" have no addresses'}]) == (
+        FALSE, ['.status.condition["Available"] is False (MissingEndpoints): '
+                'endpoints for service/metrics-server in "kube-system" have no addresses'])
+    assert api([{"type": "Available", "status": "Unknown"}]) == (FALSE, ['.status.condition["Available"] is Unknown'])
+    assert api(None) == (UNKNOWN, ["missing .status.conditions"])
+    assert api([]) == (UNKNOWN, ['missing .status.condition["Available"]'])
+
+
+def test_load_balancer_service_builtin() -> None:
+    def svc(spec, status=None):
+        return r(built("Service", "v1", status, spec=spec))
+    lb = {"type": "LoadBalancer"}
+    assert svc(lb, {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}) == (
+        TRUE, ['.status.loadBalancer.ingress has address "203.0.113.7"'])
+    assert svc(lb, {"loadBalancer": {"ingress": [{"ports": [{"port": 80}]}, {"hostname": "lb.example.com"}]}}) == (
+        TRUE, ['.status.loadBalancer.ingress has address "lb.example.com"'])
+    assert svc(lb, {"loadBalancer": {}}) == (FALSE, [".status.loadBalancer.ingress has no address yet"])
+    assert svc(lb, {"loadBalancer": {"ingress": [{"ip": ""}]}}) == (
+        FALSE, [".status.loadBalancer.ingress has no address yet"])
+    assert svc(lb) == (FALSE, [".status.loadBalancer.ingress has no address yet"])
+    # every other type of Service is ready as it is
+    assert svc({"type": "ClusterIP"}) == (TRUE, [])
+    assert svc({"type": "NodePort"}, {"loadBalancer": {}}) == (TRUE, [])
+    assert svc({}) == (TRUE, [])
+
+
+def test_pod_disruption_budget_builtin() -> None:
+    def pdb(status, generation=1):
+        return r(built("PodDisruptionBudget", "policy/v1", status, generation=generation))
+    assert pdb({"observedGeneration": 1, "currentHealthy": 0, "desiredHealthy": 1}) == (TRUE, [])
+    assert pdb({"observedGeneration": 1}, generation=2) == (UNKNOWN, [".status outdated"])
+    assert pdb(None) == (UNKNOWN, [".status outdated"])
+
+
+def test_the_probe_failure_condition_says_a_shared_message_once() -> None:
+    """Issue 9's report, through the engine: the Available message names the PVC's phase once."""
+    from tests.engine.helpers import brief, cluster, cos, phase, run
+
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "test-pvc", "namespace": "ns"},
+           "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("one", pvc), progressionProbes=[
+        {"selector": {"type": "GroupKind", "groupKind": {"group": "", "kind": "PersistentVolumeClaim"}},
+         "assertions": [{"type": "FieldValue", "fieldValue": {"fieldPath": "status.phase", "value": "Bound"}}]}]))
+    run(mc, "ext-1")
+    mc.set_status("v1", "PersistentVolumeClaim", "test-pvc", "ns", {"phase": "Pending"})
+    run(mc, "ext-1")
+    assert brief(mc, "ext-1", "Available") == (
+        "False", "ProbeFailure",
+        'Object PersistentVolumeClaim.v1 ns/test-pvc: value at key "status.phase" != "Bound"; expected: "Bound" '
+        'got: "Pending"')
