@@ -96,14 +96,17 @@ def run_on_cluster(kubeconfig: str, examples: Iterable[Path | dict[str, Any]], *
         cos = by_name.get(name) or {}
         conds = {c.get("type"): c for c in (cos.get("status") or {}).get("conditions") or []}
         prog, avail = conds.get("Progressing") or {}, conds.get("Available") or {}
-        print(f"{name}: Progressing={prog.get('status', '?')} {prog.get('reason', '')}: {prog.get('message', '')}"
-              f" | Available={avail.get('status', '?')} {avail.get('reason', '')}", file=out)
+        line = (f"{name}: Progressing={prog.get('status', '?')} {prog.get('reason', '')}: {prog.get('message', '')}"
+                f" | Available={avail.get('status', '?')} {avail.get('reason', '')}")
+        if avail.get("status") != "True" and avail.get("message"):
+            line += f": {avail['message']}"  # names the object not ready yet
+        print(line, file=out)
     kube.close()
     waiting = [n for n in names if not settled(by_name.get(n, {}))]
     if ok and not waiting:
         return 0
     print(f"not settled after {timeout:.0f}s: {', '.join(waiting) or 'other ClusterObjectSets on the cluster'} "
-          "(Progressing above names what each still waits for)", file=out)
+          "(Available above names what each still waits for)", file=out)
     return 1
 
 
