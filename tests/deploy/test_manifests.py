@@ -376,7 +376,7 @@ def test_webhook_rules_match_exactly_what_the_server_judges(overlay: str, render
                 assert "matchConditions" not in hook
             else:
                 assert [c["name"] for c in hook["matchConditions"]] == [
-                    "a-default-is-missing" if stage == "mutate" else "spec-changed"]
+                    "a-default-is-missing" if stage == "mutate" else "phases-or-probes-changed"]
         else:
             assert hook["namespaceSelector"] == {"matchExpressions": [
                 {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]}
@@ -438,15 +438,35 @@ def test_the_mutating_cos_webhook_is_called_only_when_a_default_is_missing(rende
         assert matches("CREATE", {"spec": bad}) is True, bad
 
 
-def test_the_validating_cos_webhook_skips_updates_that_leave_spec_alone(rendered: dict[str, list[Obj]]) -> None:
+def test_the_validating_cos_webhook_gets_only_updates_of_phases_or_probes(rendered: dict[str, list[Obj]]) -> None:
     matches = _cos_condition(rendered, "ValidatingWebhookConfiguration")
-    old = {"metadata": {"name": "x", "generation": 3}, "spec": _spec()}
-    labelled = {"metadata": {"name": "x", "generation": 3, "labels": {"a": "b"}}, "spec": _spec()}
-    archived = {"metadata": {"name": "x", "generation": 4}, "spec": _spec(lifecycleState="Archived")}
+    probes = [{"selector": {"type": "Label", "label": {"matchLabels": {"a": "b"}}}, "assertions": []}]
+    old = {"metadata": {"name": "x", "generation": 3}, "spec": _spec(progressionProbes=probes)}
+
+    def changed(generation: int = 4, **spec: Any) -> Obj:
+        return {"metadata": {"name": "x", "generation": generation}, "spec": {**old["spec"], **spec}}
+
     assert matches("CREATE", old) is True
-    assert matches("UPDATE", labelled, old) is False
-    assert matches("UPDATE", archived, old) is True
-    assert matches("UPDATE", {"metadata": {"name": "x"}, "spec": _spec()}, old) is True  # no generation: judge
+    # the same generation: metadata only
+    assert matches("UPDATE", {**old, "metadata": {**old["metadata"], "labels": {"a": "b"}}}, old) is False
+    # spec changed, phases and probes not: the CRD's verdict is the webhook's
+    assert matches("UPDATE", changed(lifecycleState="Archived"), old) is False
+    assert matches("UPDATE", changed(progressDeadlineMinutes=40), old) is False
+    # what only the webhook sees
+    assert matches("UPDATE", changed(phases=old["spec"]["phases"][::-1] + [{"name": "b", "objects": []}]), old)
+    assert matches("UPDATE", changed(phases=[]), old) is True
+    assert matches("UPDATE", changed(progressionProbes=[]), old) is True
+    removed = changed()
+    del removed["spec"]["phases"]
+    assert matches("UPDATE", removed, old) is True
+    without_probes = changed()
+    del without_probes["spec"]["progressionProbes"]
+    assert matches("UPDATE", without_probes, old) is True
+    # the same generation wins even where the lists differ (the API server would have bumped it otherwise)
+    assert matches("UPDATE", changed(generation=3, phases=[]), old) is False
+    # no generation or no spec: judge it
+    assert matches("UPDATE", {"metadata": {"name": "x"}, "spec": _spec(phases=[])}, old) is True
+    assert matches("UPDATE", {"metadata": {"name": "x", "generation": 4}}, old) is True
 
 
 def test_match_condition_selects_only_object_data_secrets() -> None:
