@@ -453,7 +453,7 @@ def test_the_validating_cos_webhook_gets_only_updates_of_phases_or_probes(render
     assert matches("UPDATE", changed(lifecycleState="Archived"), old) is False
     assert matches("UPDATE", changed(progressDeadlineMinutes=40), old) is False
     # what only the webhook sees
-    assert matches("UPDATE", changed(phases=old["spec"]["phases"][::-1] + [{"name": "b", "objects": []}]), old)
+    assert matches("UPDATE", changed(phases=[*old["spec"]["phases"][::-1], {"name": "b", "objects": []}]), old)
     assert matches("UPDATE", changed(phases=[]), old) is True
     assert matches("UPDATE", changed(progressionProbes=[]), old) is True
     removed = changed()
