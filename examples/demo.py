@@ -8,9 +8,10 @@ and prints what kubectl would print (warnings, then ``... created`` or the ``Err
 and name) are sent as UPDATEs with it as ``oldObject``. Files named ``1*-bad-*`` are expected to be denied;
 the demo exits 1 if any example is answered otherwise, so it doubles as a smoke test.
 
-The denial text is the one the API server builds from the webhook's answer; on a cluster whose CRD carries
-the CEL rules, violations of those rules are reported by the API server itself before the webhook is
-called, without the ``admission webhook ... denied the request:`` prefix.
+What it prints is what ``kubectl apply`` prints on a cluster with this project's CRD and webhooks, byte for
+byte: the CRD's own rules are judged between the two webhooks, as the API server does (and with its
+staging: after a structural error, nothing else is reported), and a denial is printed the way kubectl
+rebuilds it from the Status's ``details.causes`` (``common.contract.kubectl``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+if str(ROOT) not in sys.path:  # `python examples/demo.py` from a checkout that is not installed
+    sys.path.insert(0, str(ROOT))
+
+from common.contract import kubectl, validation  # noqa: E402
+from common.contract.admission import denied  # noqa: E402
+
 # The names deploy/base/webhook/ gives the webhooks in its (Validating|Mutating)WebhookConfiguration.
 WEBHOOK_NAMES = {
     "mutate": "mclusterobjectsets.olm.operatorframework.io",
@@ -152,41 +159,72 @@ def admission_request(obj: dict[str, Any], old: dict[str, Any] | None) -> dict[s
     return req
 
 
-def apply_document(hook: Webhook, filename: str, obj: dict[str, Any], old: dict[str, Any] | None) -> bool:
-    """Play one document through mutation and validation; print kubectl's view. Returns allowed."""
+def apply_document(hook: Webhook, filename: str, obj: dict[str, Any], old: dict[str, Any] | None,
+                   out: list[str]) -> dict[str, Any] | None:
+    """Play one document through the API server's admission stages, appending to ``out`` the lines
+    ``kubectl apply`` prints. Returns the object as admitted (the mutating webhook's patch applied), or None
+    when it is denied.
+
+    The stages, as a cluster runs them: the mutating webhook (this process's cos-webhook); for a COS, the
+    CRD's schema and CEL rules (``validation.crd_errors``, the same rule table the CRD in deploy/crd/ is
+    generated from: on a cluster the API server answers these itself, stops at the first failing stage and
+    never calls the validating webhook); then the validating webhook."""
     kind = obj.get("kind", "")
     name = (obj.get("metadata") or {}).get("name", "")
+    verb = "configured" if old else "created"
     if kind == "ClusterObjectSet":
         route, names, shown = "clusterobjectsets", WEBHOOK_NAMES, f"clusterobjectset.olm.operatorframework.io/{name}"
     elif kind == "Secret" and obj.get("type") == OBJECT_DATA:
         route, names, shown = "secrets", SECRET_WEBHOOK_NAMES, f"secret/{name}"
     else:
-        print(f"{kind.lower()}/{name} {'configured' if old else 'created'} (not sent to the webhook)")
-        return True
+        out.append(f"{kind.lower()}/{name} {verb} (not sent to the webhook)")
+        return obj
     warnings: list[str] = []
-    mutated = hook.review(f"/mutate/{route}", admission_request(obj, old))
-    response = mutated
+    response = hook.review(f"/mutate/{route}", admission_request(obj, old))
     stage = "mutate"
-    if mutated.get("allowed"):
-        warnings += mutated.get("warnings") or []
-        if mutated.get("patch"):
-            ops = json.loads(base64.b64decode(mutated["patch"]))
-            obj = jsonpatch.apply_patch(copy.deepcopy(obj), ops)
-        response = hook.review(f"/validate/{route}", admission_request(obj, old))
-        stage = "validate"
-    warnings += [w for w in response.get("warnings") or [] if w not in warnings]
-    for warning in warnings:
-        print(f"Warning: {warning}")
     if response.get("allowed"):
-        print(f"{shown} {'configured' if old else 'created'}")
-        return True
-    status = response.get("status") or {}
-    reason = status.get("reason") or "Forbidden"
-    verb = "patching" if old else "creating"
-    message = status.get("message") or "without explanation"
-    print(f'Error from server ({reason}): error when {verb} "{filename}": '
-          f'admission webhook "{names[stage]}" denied the request: {message}')
-    return False
+        warnings += response.get("warnings") or []
+        if response.get("patch"):
+            ops = json.loads(base64.b64decode(response["patch"]))
+            obj = jsonpatch.apply_patch(copy.deepcopy(obj), ops)
+        errors = (validation.crd_errors(validation.prune_nulls(obj), validation.prune_nulls(old) if old else None)
+                  if kind == "ClusterObjectSet" else [])
+        if errors:
+            response, stage = {"allowed": False, "status": denied(kind, name, errors).status}, "crd"
+        else:
+            response = hook.review(f"/validate/{route}", admission_request(obj, old))
+            stage = "validate"
+            warnings += [w for w in response.get("warnings") or [] if w not in warnings]
+    out.extend(f"Warning: {warning}" for warning in warnings)
+    if response.get("allowed"):
+        out.append(f"{shown} {verb}")
+        return obj
+    status = dict(response.get("status") or {})
+    if stage != "crd":  # the API server quotes a webhook's message after naming it
+        status["message"] = (f'admission webhook "{names[stage]}" denied the request: '
+                             f'{status.get("message") or "without explanation"}')
+        status.setdefault("reason", "Forbidden")
+    out.extend(kubectl.error_text(status, verb="patching" if old else "creating", source=filename).split("\n"))
+    return None
+
+
+def apply_file(hook: Webhook, path: Path, filename: str) -> tuple[list[str], list[dict[str, Any]], bool]:
+    """``kubectl apply -f filename`` played through ``hook``: kubectl's lines, the admitted objects, and
+    whether every document was admitted."""
+    live = live_objects(path)
+    lines: list[str] = []
+    admitted: list[dict[str, Any]] = []
+    ok = True
+    for doc in yaml.safe_load_all(path.read_text()):
+        if not isinstance(doc, dict):
+            continue
+        key = (doc.get("kind", ""), (doc.get("metadata") or {}).get("name", ""))
+        result = apply_document(hook, filename, doc, live.get(key), lines)
+        if result is None:
+            ok = False
+        else:
+            admitted.append(result)
+    return lines, admitted, ok
 
 
 def live_objects(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -205,20 +243,18 @@ def main() -> int:
         print(f"demo: {exc}", file=sys.stderr)
         return 1
     surprises: list[str] = []
+    admitted: list[dict[str, Any]] = []
     try:
         for path in examples:
             filename = f"examples/{path.name}"
             print(f"\n$ kubectl apply -f {filename}")
-            live = live_objects(path)
+            lines, objects, ok = apply_file(hook, path, filename)
+            print("\n".join(lines))
             expect_denial = path.name[:1] == "1" and "-bad-" in path.name
-            outcomes = []
-            for doc in yaml.safe_load_all(path.read_text()):
-                if not isinstance(doc, dict):
-                    continue
-                key = (doc.get("kind", ""), (doc.get("metadata") or {}).get("name", ""))
-                outcomes.append(apply_document(hook, filename, doc, live.get(key)))
-            if expect_denial == all(outcomes):
+            if expect_denial == ok:
                 surprises.append(f"{filename}: expected {'a denial' if expect_denial else 'no denial'}")
+            if path.name[:1] == "0":
+                admitted += objects
     except DemoError as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 1
@@ -229,20 +265,19 @@ def main() -> int:
         print("demo: unexpected answers:\n  " + "\n  ".join(surprises), file=sys.stderr)
         return 1
     print(f"# {len(examples)} examples answered as expected; cos-webhook stopped")
-    return reconcile_on_cluster()
+    return reconcile_on_cluster(admitted)
 
 
-def reconcile_on_cluster() -> int:
-    """The second half of the main job: with KUBECONFIG naming a cluster, create the good examples there and
-    run the reconciler on them until each has settled; without one, say what it would take."""
+def reconcile_on_cluster(admitted: list[dict[str, Any]]) -> int:
+    """The second half of the main job: with KUBECONFIG naming a cluster, create the good examples there as
+    the webhook admitted them (defaults applied: the webhook need not be registered on that cluster) and run
+    the reconciler on them until each has settled; without one, say what it would take."""
     kubeconfig = os.environ.get("KUBECONFIG")
     if not kubeconfig:
         print("# Reconciler: skipped. Set KUBECONFIG to a cluster you may create objects in (kind or minikube\n"
               "# will do) and run `make demo` again to roll the good examples out with cos-reconciler.")
         return 0
-    # Imported here (the webhook half needs no cluster client), from this checkout when not installed.
-    if str(HERE.parent) not in sys.path:
-        sys.path.insert(0, str(HERE.parent))
+    # Imported here: the webhook half needs no cluster client.
     from reconciler.demo import cluster_problem, run_on_cluster
 
     problem = cluster_problem(kubeconfig)
@@ -251,7 +286,7 @@ def reconcile_on_cluster() -> int:
               file=sys.stderr)
         return 1
     print(f"\n# Reconciler: rolling out the good examples on the cluster in KUBECONFIG={kubeconfig}")
-    return run_on_cluster(kubeconfig, sorted(HERE.glob("0*.yaml")))
+    return run_on_cluster(kubeconfig, admitted)
 
 
 if __name__ == "__main__":

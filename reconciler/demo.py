@@ -47,16 +47,21 @@ def cluster_problem(kubeconfig: str | None) -> str | None:
     return None
 
 
-def documents(paths: Iterable[Path]) -> list[dict[str, Any]]:
+def documents(examples: Iterable[Path | dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects to create: each file's documents, or objects as given (``make demo`` passes what the
+    webhook admitted, defaults applied, so a cluster without the webhook takes them as they are)."""
     out = []
-    for path in paths:
-        for doc in yaml.safe_load_all(Path(path).read_text(encoding="utf-8")):
+    for example in examples:
+        if isinstance(example, dict):
+            out.append(example)
+            continue
+        for doc in yaml.safe_load_all(Path(example).read_text(encoding="utf-8")):
             if isinstance(doc, dict) and doc:
                 out.append(doc)
     return out
 
 
-def run_on_cluster(kubeconfig: str, example_files: Iterable[Path], *, timeout: float = 300.0,
+def run_on_cluster(kubeconfig: str, examples: Iterable[Path | dict[str, Any]], *, timeout: float = 300.0,
                    system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, out: TextIO = sys.stdout) -> int:
     """Create the examples on the cluster and reconcile them; 0 when every COS settled, else 1."""
     kube = KubeCluster.from_kubeconfig(kubeconfig.split(":", maxsplit=1)[0])
@@ -68,7 +73,7 @@ def run_on_cluster(kubeconfig: str, example_files: Iterable[Path], *, timeout: f
     with contextlib.suppress(AlreadyExists):
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": system_namespace}})
     names = []
-    for doc in documents(example_files):
+    for doc in documents(examples):
         meta = doc.get("metadata") or {}
         namespace = meta.get("namespace")
         what = f"{doc.get('kind')} {namespace + '/' if namespace else ''}{meta.get('name')}"
@@ -82,18 +87,27 @@ def run_on_cluster(kubeconfig: str, example_files: Iterable[Path], *, timeout: f
             continue
         if doc.get("kind") == api.KIND:
             names.append(str(meta.get("name")))
-    print(f"running the reconciler until {len(names)} ClusterObjectSet(s) settle (up to {timeout:.0f}s)...",
-          file=out)
+    print(f"running the reconciler for up to {timeout:.0f}s, until each of the {len(names)} ClusterObjectSet(s) "
+          "has rolled out (every phase's objects ready: Deployments Available, which needs nodes that can pull "
+          "and run their images), been archived, or is blocked...", file=out)
     ok, items = run_until_settled(kube, system_namespace=system_namespace, timeout=timeout)
     by_name = {c["metadata"]["name"]: c for c in items}
     for name in names:
         cos = by_name.get(name) or {}
         conds = {c.get("type"): c for c in (cos.get("status") or {}).get("conditions") or []}
         prog, avail = conds.get("Progressing") or {}, conds.get("Available") or {}
-        print(f"{name}: Progressing={prog.get('status', '?')} {prog.get('reason', '')}: {prog.get('message', '')}"
-              f" | Available={avail.get('status', '?')} {avail.get('reason', '')}", file=out)
+        line = (f"{name}: Progressing={prog.get('status', '?')} {prog.get('reason', '')}: {prog.get('message', '')}"
+                f" | Available={avail.get('status', '?')} {avail.get('reason', '')}")
+        if avail.get("status") != "True" and avail.get("message"):
+            line += f": {avail['message']}"  # names the object not ready yet
+        print(line, file=out)
     kube.close()
-    return 0 if ok and all(settled(by_name.get(n, {})) for n in names) else 1
+    waiting = [n for n in names if not settled(by_name.get(n, {}))]
+    if ok and not waiting:
+        return 0
+    print(f"not settled after {timeout:.0f}s: {', '.join(waiting) or 'other ClusterObjectSets on the cluster'} "
+          "(Available above names what each still waits for)", file=out)
+    return 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -158,3 +158,38 @@ def review(req: Request, config: Config = Config()) -> Decision:
                                req.dry_run), config)
     warnings = mutated.warnings + tuple(w for w in checked.warnings if w not in mutated.warnings)
     return Decision(checked.allowed, checked.status, warnings, mutated.patch, checked.errors)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterAnswer:
+    """What an API server with this project's CRD and webhooks answers: ``decision`` and who gave it
+    (``mutate`` or ``validate``: a webhook; ``crd``: the API server's own schema and CEL rules)."""
+
+    decision: Decision
+    stage: Literal["mutate", "crd", "validate"]
+
+
+def on_cluster(req: Request, config: Config = Config()) -> ClusterAnswer:
+    """``review`` as a cluster's API server runs it, stage by stage: the mutating webhook; then, for a COS,
+    the CRD's schema and CEL rules (``validation.crd_errors``); then the validating webhook. Only the first
+    stage that denies speaks, so authors on a cluster do not see every violation at once, as ``cosctl
+    validate`` shows them."""
+    from common.contract import validation
+
+    mutated = mutate(req, config)
+    if not mutated.allowed:
+        return ClusterAnswer(mutated, "mutate")
+    obj = req.object
+    if mutated.patch and isinstance(obj, dict):
+        obj = jsonpatch.apply_patch(copy.deepcopy(obj), list(mutated.patch))
+    if req.kind == api.KIND and isinstance(obj, dict) and req.operation in ("CREATE", "UPDATE"):
+        old = req.old_object if req.operation == "UPDATE" and isinstance(req.old_object, dict) else None
+        errors = validation.crd_errors(validation.prune_nulls(obj),
+                                       validation.prune_nulls(old) if old is not None else None)
+        if errors:
+            return ClusterAnswer(denied(req.kind, _name_of(req, obj), errors, mutated.warnings), "crd")
+    checked = validate(Request(req.kind, req.operation, obj, req.old_object, req.name, req.namespace,
+                               req.dry_run), config)
+    warnings = mutated.warnings + tuple(w for w in checked.warnings if w not in mutated.warnings)
+    return ClusterAnswer(Decision(checked.allowed, checked.status, warnings, mutated.patch, checked.errors),
+                         "validate")

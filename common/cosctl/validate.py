@@ -2,8 +2,10 @@
 
 Authors see the exact rejection ``kubectl apply`` would show while they write manifests, and CI pipelines
 check bundles before they reach a cluster. Each document goes through the same mutation and validation as
-the admission webhook (``common.contract.admission.review``); with ``--old`` a document whose kind, namespace and
-name match one in the old file is judged as an UPDATE of it.
+the admission webhook (``common.contract.admission.review``), and a denial prints as ``kubectl apply`` prints
+it (``common.contract.kubectl``), but with every violation at once: on a cluster the API server stops at the
+first failing stage (a structural error hides the CEL rules and the webhook's checks). With ``--old`` a
+document whose kind, namespace and name match one in the old file is judged as an UPDATE of it.
 
 Exit codes: 0 every document is allowed, 1 at least one is denied, 2 input could not be read or the
 command line is wrong.
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from common.bundle.manifests import Source, documents
-from common.contract import api
+from common.contract import api, kubectl
 from common.contract.admission import Config, Decision, Request, review
 
 EXIT_ALLOWED, EXIT_DENIED, EXIT_UNREADABLE = 0, 1, 2
@@ -33,6 +35,7 @@ class Verdict:
     kind: str
     name: str
     decision: Decision | None  # None: skipped (not a kind the webhook judges)
+    update: bool = False
 
     def as_json(self) -> dict[str, Any]:
         d = self.decision
@@ -61,10 +64,9 @@ class Verdict:
         if d.allowed:
             lines.append(f"{head}: allowed")
         else:
-            lines.append(f"{head}: {d.message}")
-            causes = ((d.status or {}).get("details") or {}).get("causes", [])
-            if len(causes) > 1:
-                lines.extend(f"  - {c['field']}: {c['message']}" for c in causes)
+            verb = "patching" if self.update else "creating"
+            text = kubectl.error_text(d.status or {}, verb=verb, source=self.source.path)
+            lines.extend(f"{head}: {text}".split("\n"))
         return lines
 
 
@@ -107,7 +109,7 @@ def judge(docs: list[tuple[Source, Any]], old_docs: list[tuple[Source, Any]], co
         old = olds.get((kind, namespace, name))
         request = Request(kind=judged, operation="UPDATE" if old is not None else "CREATE", object=doc,
                           old_object=old, name=name, namespace=namespace)
-        verdicts.append(Verdict(source, kind, name, review(request, config)))
+        verdicts.append(Verdict(source, kind, name, review(request, config), update=old is not None))
     return verdicts
 
 

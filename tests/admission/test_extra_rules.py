@@ -38,9 +38,9 @@ def test_update_reordering_phases() -> None:
 
 @pytest.mark.parametrize("manifest,expected", [
     ({"kind": "ConfigMap", "metadata": {"name": "a"}},
-     ["spec.phases[0].objects[0].object.apiVersion: Required value: must not be empty"]),
+     ["spec.phases[0].objects[0].object.apiVersion: Required value"]),
     ({"apiVersion": "v1", "metadata": {"name": "a"}},
-     ["spec.phases[0].objects[0].object.kind: Required value: must not be empty"]),
+     ["spec.phases[0].objects[0].object.kind: Required value"]),
     ({"apiVersion": "", "kind": "ConfigMap", "metadata": {"name": "a"}},
      ['spec.phases[0].objects[0].object.apiVersion: Invalid value: "": must not be empty']),
     ({"apiVersion": "a/b/c", "kind": "ConfigMap", "metadata": {"name": "a"}},
@@ -213,7 +213,7 @@ def test_defaults_are_applied_with_warnings_on_create() -> None:
 def test_missing_required_fields_without_mutation_are_denied() -> None:
     obj = base_cos()
     del obj["spec"]["lifecycleState"], obj["spec"]["collisionProtection"]
-    assert errors_of(obj) == ["spec.lifecycleState: Required value", "spec.collisionProtection: Required value"]
+    assert errors_of(obj) == ["spec.collisionProtection: Required value", "spec.lifecycleState: Required value"]
 
 
 def test_denial_status_shape() -> None:

@@ -93,10 +93,10 @@ def test_enums() -> None:
     obj = base_cos()
     obj["spec"]["phases"][0]["collisionProtection"] = "x"
     obj["spec"]["phases"][0]["objects"][0]["collisionProtection"] = "y"
-    assert errors_of(obj) == [  # in the schema's field order: name, objects, collisionProtection
+    assert errors_of(obj) == [  # the API server's order: properties by name (collisionProtection, objects)
         # Whole API-server messages, one a line: split, a missing comma would silently join two of them.
-        'spec.phases[0].objects[0].collisionProtection: Unsupported value: "y": supported values: "Prevent", "IfNoController", "None"',  # noqa: E501
         'spec.phases[0].collisionProtection: Unsupported value: "x": supported values: "Prevent", "IfNoController", "None"',  # noqa: E501
+        'spec.phases[0].objects[0].collisionProtection: Unsupported value: "y": supported values: "Prevent", "IfNoController", "None"',  # noqa: E501
     ]
 
 
@@ -178,9 +178,9 @@ def test_condition_status_enum() -> None:
 
 def test_all_violations_reported_at_once() -> None:
     obj = base_cos(revision=0, lifecycleState="Paused", phases=[{"name": "-x", "objects": [{}]}])
-    assert errors_of(obj) == [
-        "spec.revision: Invalid value: 0: spec.revision in body should be greater than or equal to 1",
+    assert errors_of(obj) == [  # schema errors by property name, then the CEL rules a cluster would skip
         'spec.lifecycleState: Unsupported value: "Paused": supported values: "Active", "Archived"',
+        "spec.revision: Invalid value: 0: spec.revision in body should be greater than or equal to 1",
         'spec.phases[0].name: Invalid value: "-x": the value must consist of only lowercase alphanumeric '
         "characters and hyphens, and must start and end with an alphanumeric character.",
         "spec.phases[0].objects[0]: Invalid value: exactly one of the fields in [object ref] must be set",

@@ -149,9 +149,11 @@ def test_every_object_is_valid_for_every_supported_release(overlay: str, rendere
 def test_default_install_needs_1_28_only_for_match_conditions(rendered: dict[str, list[Obj]]) -> None:
     vwc = find(rendered["deploy"], "ValidatingWebhookConfiguration", "cos-webhook")
     assert schemas.errors(vwc, "1.25") == [
+        "webhooks.0: Additional properties are not allowed ('matchConditions' was unexpected)",
         "webhooks.1: Additional properties are not allowed ('matchConditions' was unexpected)"]
-    legacy = find(rendered["deploy/overlays/k8s-1.25"], "ValidatingWebhookConfiguration", "cos-webhook")
-    assert schemas.errors(legacy, "1.25") == []
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        legacy = find(rendered["deploy/overlays/k8s-1.25"], kind, "cos-webhook")
+        assert schemas.errors(legacy, "1.25") == []
 
 
 def test_schema_validation_rejects_what_the_api_server_would(rendered: dict[str, list[Obj]]) -> None:
@@ -367,8 +369,14 @@ def test_webhook_rules_match_exactly_what_the_server_judges(overlay: str, render
                                   "operations": ["CREATE", "UPDATE"],
                                   "scope": "Cluster" if resource == "clusterobjectsets" else "Namespaced"}], name
         if resource == "clusterobjectsets":
-            # Cluster-scoped: a namespaceSelector would be meaningless; every COS is sent.
-            assert "namespaceSelector" not in hook and "objectSelector" not in hook and "matchConditions" not in hook
+            # Cluster-scoped: a namespaceSelector would be meaningless. Every COS is sent where matchConditions
+            # do not exist; elsewhere only what the webhook has something to say about (tested below).
+            assert "namespaceSelector" not in hook and "objectSelector" not in hook
+            if overlay == "deploy/overlays/k8s-1.25":
+                assert "matchConditions" not in hook
+            else:
+                assert [c["name"] for c in hook["matchConditions"]] == [
+                    "a-default-is-missing" if stage == "mutate" else "phases-or-probes-changed"]
         else:
             assert hook["namespaceSelector"] == {"matchExpressions": [
                 {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]}
@@ -380,6 +388,85 @@ def test_webhook_rules_match_exactly_what_the_server_judges(overlay: str, render
                 assert hook["matchConditions"] == [{"name": "object-data-secrets-only",
                                                     "expression": MATCH_EXPRESSION}]
                 assert "objectSelector" not in hook
+
+
+def _cos_condition(rendered: dict[str, list[Obj]], kind: str) -> Any:
+    from cel_expr_python import cel
+
+    (condition,) = find(rendered["deploy"], kind, "cos-webhook")["webhooks"][0]["matchConditions"]
+    env = cel.NewEnv(variables={"object": cel.Type.DYN, "oldObject": cel.Type.DYN, "request": cel.Type.DYN})
+    program = env.compile(condition["expression"])
+
+    def matches(operation: str, obj: Any, old: Any = None) -> bool:
+        result = program.eval(data={"object": obj, "oldObject": old, "request": {"operation": operation}})
+        assert result.type() == cel.Type.BOOL, "a non-bool or error result would reject the request (Fail)"
+        return bool(result.value())
+
+    return matches
+
+
+def _spec(**fields: Any) -> Obj:
+    spec: Obj = {"revision": 1, "lifecycleState": "Active", "collisionProtection": "Prevent", "phases": [
+        {"name": "a", "objects": [{"object": {"apiVersion": "v1", "kind": "ConfigMap"}},
+                                  {"ref": {"name": "s", "namespace": "olmv1-system", "key": "k"}}]}]}
+    spec.update(fields)
+    return spec
+
+
+def test_the_mutating_cos_webhook_is_called_only_when_a_default_is_missing(rendered: dict[str, list[Obj]]) -> None:
+    matches = _cos_condition(rendered, "MutatingWebhookConfiguration")
+    assert matches("CREATE", {"spec": _spec()}) is False
+    for field in ("lifecycleState", "collisionProtection"):
+        spec = _spec()
+        del spec[field]
+        assert matches("CREATE", {"spec": spec}) is True, field
+        assert matches("CREATE", {"spec": {**spec, field: None}}) is True, field
+    for namespace in ({}, {"namespace": ""}, {"namespace": None}):
+        ref = {"name": "s", "key": "k", **namespace}
+        spec = _spec(phases=[{"name": "a", "objects": []}, {"name": "b", "objects": [{"ref": ref}]}])
+        assert matches("CREATE", {"spec": spec}) is True, namespace
+    assert matches("CREATE", {"spec": _spec(phases=[])}) is False
+    assert matches("CREATE", {"spec": {k: v for k, v in _spec().items() if k != "phases"}}) is False
+    assert matches("CREATE", {"metadata": {"name": "x"}}) is False  # no spec: nothing to default
+    # it never patches an UPDATE
+    spec = _spec()
+    del spec["lifecycleState"]
+    assert matches("UPDATE", {"spec": spec}, {"spec": _spec()}) is False
+    # not shaped like a COS yet (the schema comes after mutating admission): call rather than error
+    for bad in ("x", {"phases": "x"}, {"phases": ["x"]}, {"phases": [{"objects": "x"}]},
+                {"phases": [{"objects": [1]}]}, {"phases": [{"objects": [{"ref": "x"}]}]}):
+        assert matches("CREATE", {"spec": bad}) is True, bad
+
+
+def test_the_validating_cos_webhook_gets_only_updates_of_phases_or_probes(rendered: dict[str, list[Obj]]) -> None:
+    matches = _cos_condition(rendered, "ValidatingWebhookConfiguration")
+    probes = [{"selector": {"type": "Label", "label": {"matchLabels": {"a": "b"}}}, "assertions": []}]
+    old = {"metadata": {"name": "x", "generation": 3}, "spec": _spec(progressionProbes=probes)}
+
+    def changed(generation: int = 4, **spec: Any) -> Obj:
+        return {"metadata": {"name": "x", "generation": generation}, "spec": {**old["spec"], **spec}}
+
+    assert matches("CREATE", old) is True
+    # the same generation: metadata only
+    assert matches("UPDATE", {**old, "metadata": {**old["metadata"], "labels": {"a": "b"}}}, old) is False
+    # spec changed, phases and probes not: the CRD's verdict is the webhook's
+    assert matches("UPDATE", changed(lifecycleState="Archived"), old) is False
+    assert matches("UPDATE", changed(progressDeadlineMinutes=40), old) is False
+    # what only the webhook sees
+    assert matches("UPDATE", changed(phases=[*old["spec"]["phases"][::-1], {"name": "b", "objects": []}]), old)
+    assert matches("UPDATE", changed(phases=[]), old) is True
+    assert matches("UPDATE", changed(progressionProbes=[]), old) is True
+    removed = changed()
+    del removed["spec"]["phases"]
+    assert matches("UPDATE", removed, old) is True
+    without_probes = changed()
+    del without_probes["spec"]["progressionProbes"]
+    assert matches("UPDATE", without_probes, old) is True
+    # the same generation wins even where the lists differ (the API server would have bumped it otherwise)
+    assert matches("UPDATE", changed(generation=3, phases=[]), old) is False
+    # no generation or no spec: judge it
+    assert matches("UPDATE", {"metadata": {"name": "x"}, "spec": _spec(phases=[])}, old) is True
+    assert matches("UPDATE", {"metadata": {"name": "x", "generation": 4}}, old) is True
 
 
 def test_match_condition_selects_only_object_data_secrets() -> None:

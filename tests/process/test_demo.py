@@ -46,3 +46,41 @@ def test_run_on_cluster_installs_the_crd_creates_examples_and_reconciles(tmp_pat
         assert "ClusterObjectSet demo-1 created" in text
         assert "demo-1: Progressing=True Succeeded: Revision 1 has rolled out. | Available=True ProbesSucceeded" in text
         assert server.get_object("v1", "ConfigMap", "settings", "demo")["data"] == {"mode": "production"}
+
+
+def test_run_on_cluster_creates_the_objects_the_webhook_admitted(tmp_path: Path) -> None:
+    """``make demo`` passes the objects with the webhook's defaults applied, so a cluster without the webhook
+    takes them: here the admitted COS, where the file had no lifecycleState."""
+    import yaml
+
+    admitted = yaml.safe_load(EXAMPLE)
+    with FakeApiServer(with_cos_crd=False) as server:
+        out = io.StringIO()
+        rc = run_on_cluster(server.write_kubeconfig(str(tmp_path / "kc")), [admitted], timeout=20, out=out)
+        assert rc == 0, out.getvalue()
+        assert "ClusterObjectSet demo-1 created" in out.getvalue()
+
+
+def test_run_on_cluster_says_what_it_waits_for_and_what_is_still_pending(tmp_path: Path) -> None:
+    import yaml
+
+    cos = yaml.safe_load(EXAMPLE)
+    cos["metadata"]["name"] = "demo-2"
+    cos["spec"]["phases"][0]["objects"] = [{"object": {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "demo"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "web", "image": "example.com/web:1"}]}}}}}]
+    with FakeApiServer(with_cos_crd=False) as server:
+        out = io.StringIO()
+        rc = run_on_cluster(server.write_kubeconfig(str(tmp_path / "kc")), [cos], timeout=3, out=out)
+        lines = out.getvalue().splitlines()
+    assert rc == 1
+    assert ("running the reconciler for up to 3s, until each of the 1 ClusterObjectSet(s) has rolled out (every "
+            "phase's objects ready: Deployments Available, which needs nodes that can pull and run their images), "
+            "been archived, or is blocked...") in lines
+    (status,) = [line for line in lines if line.startswith("demo-2: ")]
+    assert status.startswith("demo-2: Progressing=True RollingOut: Revision 1 is rolling out. | Available=False "
+                             "ProbeFailure: "), status
+    assert "demo/web" in status or "web" in status.split("ProbeFailure: ", 1)[1], status
+    assert lines[-1] == "not settled after 3s: demo-2 (Available above names what each still waits for)"

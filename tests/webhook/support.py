@@ -60,9 +60,10 @@ class Server:
     directory: Path
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    port: int = 0  # 0: a free loopback port
 
     def start(self) -> Server:
-        self.port = free_port()
+        self.port = self.port or free_port()
         self.cert_file = self.directory / "tls.crt"
         self.key_file = self.directory / "tls.key"
         self.serial = self.ca.issue(self.cert_file, self.key_file)
