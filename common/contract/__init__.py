@@ -3,10 +3,11 @@
 Owns the API names (:mod:`.api`), the CRD rule table (:mod:`.schema`) and its rendering (:mod:`.crd`),
 validation with the API server's field-error formatting (:mod:`.validation`, :mod:`.cel`, :mod:`.names`,
 :mod:`.fielderrors`), defaults (:mod:`.mutation`), admission decisions as plain data (:mod:`.admission`),
-object-data decoding (:mod:`.objectdata`), label selectors (:mod:`.labels`), readiness probes
-(:mod:`.probes`), the object model (:mod:`.objects`) and realistic sample COSs (:mod:`.samples`).
+denials as kubectl prints them (:mod:`.kubectl`), object-data decoding (:mod:`.objectdata`), label
+selectors (:mod:`.labels`), readiness probes (:mod:`.probes`), the object model (:mod:`.objects`) and
+realistic sample COSs (:mod:`.samples`).
 
-May import: the standard library and pure libraries (jsonschema, cel-expr-python, PyYAML). Never cluster access
-(:mod:`common.cluster`, the ``kubernetes`` client), never the layers above it, never a test double. Spec:
-``shared/spec/api-and-admission.md`` and section 3 (probes) of ``shared/spec/reconciler.md``.
+May import: the standard library and pure libraries (jsonschema, cel-expr-python, orjson, PyYAML). Never
+cluster access (:mod:`common.cluster`, the ``kubernetes`` client), never the layers above it, never a test
+double. Spec: ``shared/spec/api-and-admission.md`` and section 3 (probes) of ``shared/spec/reconciler.md``.
 """
