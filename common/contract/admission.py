@@ -109,11 +109,12 @@ def mutate(req: Request, config: Config = Config()) -> Decision:
     """The mutating webhook: defaults as a JSONPatch (idempotent), with warnings saying what was defaulted."""
     from common.contract import mutation, validation
 
-    if req.operation != "CREATE" or not isinstance(req.object, dict):
+    if req.operation not in ("CREATE", "UPDATE") or not isinstance(req.object, dict):
         return allowed()
     if req.kind == api.KIND:
-        ops, warnings = mutation.cos_defaults(validation.prune_nulls(req.object), config.system_namespace)
-    elif req.kind == "Secret":
+        ops, warnings = mutation.cos_defaults(validation.prune_nulls(req.object), config.system_namespace,
+                                              create=req.operation == "CREATE")
+    elif req.kind == "Secret" and req.operation == "CREATE":
         ops, warnings = mutation.secret_defaults(req.object)
     else:
         return allowed()

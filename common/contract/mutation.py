@@ -14,15 +14,22 @@ Obj = dict[str, Any]
 Patch = list[dict[str, Any]]
 
 
-def cos_defaults(obj: Obj, system_namespace: str) -> tuple[Patch, list[str]]:
+def cos_defaults(obj: Obj, system_namespace: str, *, create: bool = True) -> tuple[Patch, list[str]]:
     """``lifecycleState`` Active, ``collisionProtection`` Prevent (each with a warning saying so), and the
-    system namespace on refs that name none (the reconciler applies the same default when resolving)."""
+    system namespace on refs that name none (the reconciler applies the same default when resolving).
+
+    On an UPDATE (``create=False``) only the refs' namespace is defaulted. ``kubectl apply`` sends the file's
+    phases again, refs without their namespace, and phases are immutable: without the same default on UPDATE,
+    re-applying an unchanged file would be denied with ``phases is immutable``. The two state fields are not
+    defaulted on UPDATE: an UPDATE that drops them is an author's mistake the CRD reports (defaulting
+    ``lifecycleState`` to Active there could even look like an attempt to un-archive)."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [], []  # validation reports the missing or malformed spec
     ops: Patch = []
     warnings: list[str] = []
-    for field, default in (("lifecycleState", api.LIFECYCLE_ACTIVE), ("collisionProtection", api.COLLISION_PREVENT)):
+    defaults = (("lifecycleState", api.LIFECYCLE_ACTIVE), ("collisionProtection", api.COLLISION_PREVENT))
+    for field, default in defaults if create else ():
         if spec.get(field) is None:
             ops.append({"op": "add", "path": f"/spec/{field}", "value": default})
             warnings.append(f'spec.{field} was not set; defaulted to "{default}"')

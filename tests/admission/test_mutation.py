@@ -7,7 +7,7 @@ import copy
 import jsonpatch
 
 from common.contract.admission import Config, Request, mutate
-from tests.admission.helpers import base_cos
+from tests.admission.helpers import base_cos, check, reviewed
 
 
 def _refs_cos() -> dict:
@@ -41,8 +41,31 @@ def test_mutation_is_idempotent() -> None:
     assert again.patch == () and again.warnings == ()
 
 
-def test_update_and_malformed_are_not_mutated() -> None:
-    assert mutate(Request("ClusterObjectSet", "UPDATE", _refs_cos(), _refs_cos())).patch == ()
+def test_update_defaults_only_the_refs_namespace() -> None:
+    d = mutate(Request("ClusterObjectSet", "UPDATE", _refs_cos(), _refs_cos()), Config(system_namespace="olm"))
+    assert d.patch == (
+        {"op": "add", "path": "/spec/phases/0/objects/0/ref/namespace", "value": "olm"},
+        {"op": "replace", "path": "/spec/phases/0/objects/1/ref/namespace", "value": "olm"},
+    )
+    assert d.warnings == ()
+
+
+def test_reapplying_the_unchanged_file_is_allowed() -> None:
+    """``kubectl apply`` of the file a COS was created from sends its refs without the namespace the mutating
+    webhook added on CREATE; phases are immutable, so only the same default on UPDATE lets that through."""
+    created = _refs_cos()
+    created = jsonpatch.apply_patch(created, list(mutate(Request("ClusterObjectSet", "CREATE", created)).patch))
+    again = _refs_cos()
+    again["spec"].update(lifecycleState="Active", collisionProtection="Prevent")  # kept by kubectl's 3-way merge
+    unmutated = check(again, created)
+    assert not unmutated.allowed and "spec.phases: Invalid value: phases is immutable" in unmutated.status["message"]
+    assert reviewed(again, created).allowed
+
+
+def test_malformed_and_secret_updates_are_not_mutated() -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "type": "olm.operatorframework.io/object-data"}
+    assert mutate(Request("Secret", "UPDATE", secret, secret)).patch == ()
+    assert mutate(Request("Secret", "CREATE", secret)).patch == ({"op": "add", "path": "/immutable", "value": True},)
     assert mutate(Request("ClusterObjectSet", "CREATE", {"spec": "x"})).patch == ()
     assert mutate(Request("ClusterObjectSet", "CREATE", {"spec": {"phases": [1, {"objects": "x"}]}})).patch == (
         {"op": "add", "path": "/spec/lifecycleState", "value": "Active"},

@@ -428,10 +428,13 @@ def test_the_mutating_cos_webhook_is_called_only_when_a_default_is_missing(rende
     assert matches("CREATE", {"spec": _spec(phases=[])}) is False
     assert matches("CREATE", {"spec": {k: v for k, v in _spec().items() if k != "phases"}}) is False
     assert matches("CREATE", {"metadata": {"name": "x"}}) is False  # no spec: nothing to default
-    # it never patches an UPDATE
+    # an UPDATE only for a ref without a namespace (kubectl apply of the unchanged file): never for the state fields
     spec = _spec()
     del spec["lifecycleState"]
     assert matches("UPDATE", {"spec": spec}, {"spec": _spec()}) is False
+    assert matches("UPDATE", {"spec": _spec()}, {"spec": _spec()}) is False
+    spec = _spec(phases=[{"name": "a", "objects": [{"ref": {"name": "s", "key": "k"}}]}])
+    assert matches("UPDATE", {"spec": spec}, {"spec": _spec()}) is True
     # not shaped like a COS yet (the schema comes after mutating admission): call rather than error
     for bad in ("x", {"phases": "x"}, {"phases": ["x"]}, {"phases": [{"objects": "x"}]},
                 {"phases": [{"objects": [1]}]}, {"phases": [{"objects": [{"ref": "x"}]}]}):

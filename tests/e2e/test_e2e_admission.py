@@ -326,6 +326,31 @@ def test_the_mutating_webhook_is_called_only_when_a_default_is_missing(env: Env)
     assert routes == ["/validate/clusterobjectsets", "/mutate/clusterobjectsets", "/validate/clusterobjectsets"]
 
 
+def test_reapplying_an_unchanged_file_with_refs_is_allowed_and_changes_nothing(env: Env) -> None:
+    """kubectl's 3-way merge sends the file's phases again, refs without the namespace the mutating webhook set on
+    CREATE; phases are immutable, so the webhook defaults it on that UPDATE too and the re-apply is a no-op."""
+    obj = cos("reapply", phases=[{"name": "config", "objects": [{"ref": {"name": "s", "key": "k"}}]}])
+    text = yaml.safe_dump(obj)
+    code, out, err = env.kubectl("apply", "-f", "-", stdin=text)
+    assert code == 0, err
+    before = json.loads(env.kubectl("get", "clusterobjectsets.olm.operatorframework.io", obj["metadata"]["name"],
+                                    "-o", "json")[1])
+    assert before["spec"]["phases"][0]["objects"][0]["ref"]["namespace"] == SYSTEM_NAMESPACE
+    calls = len(env.calls())
+    try:
+        code, out, err = env.kubectl("apply", "-f", "-", stdin=text)
+        assert (code, err) == (0, ""), err
+        assert out == f'clusterobjectset.olm.operatorframework.io/{obj["metadata"]["name"]} configured\n'
+        after = json.loads(env.kubectl("get", "clusterobjectsets.olm.operatorframework.io", obj["metadata"]["name"],
+                                       "-o", "json")[1])
+        assert after["spec"] == before["spec"]
+        # defaulted, the phases are unchanged: the generation stays, so the validating webhook is not even called
+        assert [c[:2] for c in env.calls()[calls:]] == [("/mutate/clusterobjectsets", "UPDATE")]
+    finally:
+        env.kubectl("delete", "clusterobjectsets.olm.operatorframework.io", obj["metadata"]["name"],
+                    "--ignore-not-found")
+
+
 SECRETS: dict[str, Obj] = {
     "object-data Secret, immutable defaulted": _secret("good", {CONTENT_KEY: MANIFEST}),
     "gzip value": _secret("gz", {"cm": gzip.compress(MANIFEST, mtime=0)}, immutable=True),
