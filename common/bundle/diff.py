@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
@@ -26,6 +27,7 @@ HIDDEN = "<hidden>"
 CHANGED = "<changed>"
 ADDED, REMOVED, CHANGED_OBJECT, MOVED = "added", "removed", "changed", "moved"
 _SECRET_FIELDS = ("data", "stringData")
+_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter: ~10x faster
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +122,7 @@ def mask_secrets(a: Obj | None, b: Obj | None) -> tuple[Obj | None, Obj | None]:
 def _yaml(obj: Obj | None) -> list[str]:
     if obj is None:
         return []
-    text = yaml.safe_dump(obj, sort_keys=True, default_flow_style=False, allow_unicode=True)
+    text = yaml.dump(obj, Dumper=_DUMPER, sort_keys=True, default_flow_style=False, allow_unicode=True)
     return text.splitlines(keepends=True)
 
 

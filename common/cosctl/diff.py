@@ -29,30 +29,41 @@ EXIT_DIFFERENT = 1
 EXIT_TROUBLE = 2
 
 EXAMPLE = """\
-example (a new image and a new ConfigMap key, a Secret value changed and a Service dropped):
-  $ cosctl diff manifests/ --owner shop
-  --- shop-3
-  +++ manifests/
-  changed  Deployment.apps shop/web (phase deploy)
-      --- shop-3 Deployment.apps shop/web
-      +++ manifests/ Deployment.apps shop/web
-      @@ -8,7 +8,7 @@
-             containers:
-      -      - image: web:1
-      +      - image: web:2
-               name: w
-  changed  Secret shop/creds (phase configuration)
-      --- shop-3 Secret shop/creds
-      +++ manifests/ Secret shop/creds
-      @@ -1,5 +1,5 @@
+example (a page size, a Secret value and a Service port changed, a NetworkPolicy added):
+  $ cosctl diff v2 --owner shop
+  --- shop-1
+  +++ v2
+  added    NetworkPolicy.networking.k8s.io shop/web (phase policies)
+      --- shop-1 NetworkPolicy.networking.k8s.io shop/web
+      +++ v2 NetworkPolicy.networking.k8s.io shop/web
+      @@ -0,0 +1,11 @@
+      +apiVersion: networking.k8s.io/v1
+      +kind: NetworkPolicy
+      ...
+  changed  ConfigMap shop/settings (phase configuration)
+      --- shop-1 ConfigMap shop/settings
+      +++ v2 ConfigMap shop/settings
+      @@ -1,7 +1,7 @@
        apiVersion: v1
        data:
+         currency: EUR
+      -  page-size: '20'
+      +  page-size: '50'
+       kind: ConfigMap
+       metadata:
+         name: settings
+  changed  Secret shop/db (phase configuration)
+      --- shop-1 Secret shop/db
+      +++ v2 Secret shop/db
+      @@ -4,4 +4,4 @@
+         name: db
+         namespace: shop
+       stringData:
       -  password: <hidden>
       +  password: <changed>
-       kind: Secret
-  removed  Service shop/web (phase infrastructure)
+  changed  Service shop/web (phase infrastructure)
       ...
-  0 added, 1 removed, 2 changed, 0 moved, 3 unchanged
+  1 added, 0 removed, 3 changed, 0 moved, 2 unchanged
 exit codes: 0 no difference, 1 different, 2 trouble"""
 
 

@@ -14,14 +14,14 @@ from common.bundle.rollback import rollback
 from common.cosctl._producer import EXIT_OK, add_cluster_arguments, add_namespace_argument, run
 
 EXAMPLE = """\
-example:
+example (revision 2 is the latest; revision 1 is the previous one that succeeded):
   $ cosctl rollback --owner shop
-  rolling back owner shop to revision 2 (shop-2)
-  create Secret olmv1-system/shop-4-3f0c8a1d9e2b7c44: 3 object(s), 912 bytes
-  create ClusterObjectSet shop-4: revision 4, 3 phase(s), 3 object(s)
-  patch Secret olmv1-system/shop-4-3f0c8a1d9e2b7c44: ownerReference to ClusterObjectSet shop-4
-  ClusterObjectSet shop-4 (revision 4) created
-  follow it: cosctl status shop-4 --watch"""
+  rolling back owner shop to revision 1 (shop-1)
+  create Secret olmv1-system/shop-3-fb76d4f2c285c8f8: 5 object(s), 561 bytes
+  create ClusterObjectSet shop-3: revision 3, 4 phase(s), 5 object(s)
+  patch Secret olmv1-system/shop-3-fb76d4f2c285c8f8: ownerReference to ClusterObjectSet shop-3
+  ClusterObjectSet shop-3 (revision 3) created
+  follow it: cosctl status shop-3 --watch"""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

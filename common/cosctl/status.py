@@ -48,6 +48,15 @@ EXIT_DEADLINE = 4
 EXIT_ARCHIVED = 5
 EXIT_TIMEOUT = 6
 CONDITION_TYPES = ("Progressing", "Available", "Succeeded")
+WATCH_EXAMPLE = """\
+example (not a terminal: one line per change; on a terminal the progress line is redrawn in place):
+  $ cosctl status shop-4 --watch --timeout 600
+  21:35:28 shop-4: 3/5 phases complete, 5/7 objects ready; phase configuration waits for ConfigMap \
+shop/migration (missing key: "data.done"); Progressing True RollingOut
+  21:35:31 shop-4: 5/5 phases complete, 7/7 objects ready; Progressing True Succeeded
+  shop-4: rollout succeeded: Revision 3.0.0 has rolled out.
+  $ echo $?
+  0"""
 
 
 @dataclass
@@ -259,6 +268,7 @@ def progress_line(cos: Obj, state: RevisionState) -> str:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "status", help="show a rollout phase by phase; --watch follows it until it ends",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=WATCH_EXAMPLE,
         description="Show a ClusterObjectSet's conditions and, for each phase, whether each object is applied "
                     "and ready. --watch follows the rollout; exit codes: 0 succeeded, 3 blocked, 4 progress "
                     "deadline exceeded, 5 archived, 6 --timeout reached, 1 error.")
@@ -358,12 +368,12 @@ class Progress:
             self.stream.write(f"{stamp} {self.name}: {line}\n")
         self.stream.flush()
 
-    def end(self, line: str) -> None:
-        """The closing line (outcome, timeout or error), on a line of its own."""
+    def end(self, line: str, *, error: bool = False) -> None:
+        """The closing line (outcome or timeout; an error goes to stderr), on a line of its own."""
         if self.tty and self.last is not None:
             self.stream.write("\n")
-        self.stream.write(line + "\n")
         self.stream.flush()
+        print(line, file=sys.stderr if error else self.stream, flush=True)
 
 
 def _progress(args: argparse.Namespace, name: str) -> Progress:
@@ -415,7 +425,7 @@ def _watch(cluster: Cluster, name: str, args: argparse.Namespace) -> int:
                 if etype == "BOOKMARK" or (obj.get("metadata") or {}).get("name") != name:
                     continue
                 if etype == "DELETED":
-                    progress.end(f"cosctl status: ClusterObjectSet {name} was deleted")
+                    progress.end(f"cosctl status: ClusterObjectSet {name} was deleted", error=True)
                     return EXIT_FAILED
                 code = _report(cluster, obj, progress, args)
                 if code is not None:
@@ -426,7 +436,7 @@ def _watch(cluster: Cluster, name: str, args: argparse.Namespace) -> int:
             try:
                 cos = cluster.get(api.API_VERSION, api.KIND, name)
             except NotFound:
-                progress.end(f"cosctl status: ClusterObjectSet {name} was deleted")
+                progress.end(f"cosctl status: ClusterObjectSet {name} was deleted", error=True)
                 return EXIT_FAILED
             version = str(cos["metadata"].get("resourceVersion") or "")
             code = _report(cluster, cos, progress, args)

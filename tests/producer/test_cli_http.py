@@ -228,6 +228,25 @@ def test_status_watch_over_http_follows_watch_events_without_polling(server, kub
     assert len(cos_reads) == 1  # one GET to start; everything after came from the watch
 
 
+def test_status_watch_over_http_of_a_deleted_revision_and_of_a_timeout(server, kubeconfig, tmp_path, capsys):
+    assert main(["publish", write(tmp_path / "one", "web:1"), "--owner", "shop", "--kubeconfig", kubeconfig]) == 0
+    capsys.readouterr()
+    w = Watcher(["status", "shop-1", "--watch", "--kubeconfig", kubeconfig])
+    wait_for(lambda: server.open_watch_count() == 1 and w.lines(), "the watch is open")
+    server.delete_object(*COS, "shop-1")
+    w.thread.join(20)
+    assert w.code == 1
+    assert capsys.readouterr().err == "cosctl status: ClusterObjectSet shop-1 was deleted\n"
+    assert main(["status", "shop-1", "--watch", "--kubeconfig", kubeconfig]) == 1
+    assert capsys.readouterr().err == "cosctl status: ClusterObjectSet shop-1 not found\n"
+    assert main(["publish", str(tmp_path / "one"), "--owner", "shop", "--kubeconfig", kubeconfig]) == 0
+    capsys.readouterr()
+    server.clear_requests()
+    assert main(["status", "shop-1", "--watch", "--timeout", "1", "--kubeconfig", kubeconfig]) == 6
+    assert capsys.readouterr().out.splitlines()[-1] == "shop-1: still rolling out after 1 s (timeout)"
+    assert [r.query["timeoutSeconds"] for r in server.requests if r.query.get("watch")] == ["1"]
+
+
 def test_status_watch_over_http_on_a_terminal_redraws_one_line_and_re_reads_after_410(server, kubeconfig,
                                                                                         tmp_path, monkeypatch):
     from common.cluster.kube import KubeCluster
