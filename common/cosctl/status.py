@@ -28,16 +28,7 @@ import urllib3
 from common.bundle import refs
 from common.bundle.packing import object_label
 from common.bundle.publish import owner_revisions, revision_of
-from common.cluster.interface import (
-    Cluster,
-    Gone,
-    NotFound,
-    ServiceUnavailable,
-    Timeout,
-    TooManyRequests,
-    UnknownKind,
-    error_from_status,
-)
+from common.cluster.interface import ApiError, Cluster, Gone, NotFound, UnknownKind, error_from_status
 from common.contract import api
 from common.contract.objects import GVK, Obj
 from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, run
@@ -440,13 +431,39 @@ def _watch(cluster: Cluster, name: str, args: argparse.Namespace) -> int:
                 return EXIT_FAILED
             version = str(cos["metadata"].get("resourceVersion") or "")
             code = _report(cluster, cos, progress, args)
-        except (OSError, urllib3.exceptions.HTTPError, ServiceUnavailable, TooManyRequests, Timeout):
+        except (OSError, urllib3.exceptions.HTTPError, ApiError) as exc:
+            if isinstance(exc, ApiError) and not _retryable(exc):
+                raise
             failures += 1  # the connection dropped: resume from the last version seen, backing off
+            if failures > WATCH_ATTEMPTS:
+                progress.end(f"cosctl status: cannot watch ClusterObjectSet {name}: gave up after {WATCH_ATTEMPTS} "
+                             f"attempts: {_problem(exc)}", error=True)
+                return EXIT_FAILED
             args.sleep(min(0.1 * 2.0 ** failures, 5.0))
     return code
 
 
+def _retryable(exc: ApiError) -> bool:
+    """429 and 5xx answers to a watch request pass (as for the reconciler's watches); others are final."""
+    code = _http_code(exc)
+    return code == 429 or code >= 500
+
+
+def _http_code(exc: ApiError) -> int:
+    """The status code the server answered (the Status's ``code``; the class's when it sent none)."""
+    code = exc.status.get("code")
+    return code if isinstance(code, int) and not isinstance(code, bool) else exc.code
+
+
+def _problem(exc: Exception) -> str:
+    """An error in one line: the API server's answer, or the connection problem's type and text."""
+    if isinstance(exc, ApiError):
+        return f"{_http_code(exc)} {exc.reason}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
 WATCH_SECONDS = 300
+WATCH_ATTEMPTS = 8  # consecutive failed (re)connections before giving up: about 20 s of backoff
 
 
 @runtime_checkable

@@ -247,6 +247,34 @@ def test_status_watch_over_http_of_a_deleted_revision_and_of_a_timeout(server, k
     assert [r.query["timeoutSeconds"] for r in server.requests if r.query.get("watch")] == ["1"]
 
 
+def test_status_watch_over_http_retries_a_failing_watch_then_gives_up(server, kubeconfig, tmp_path):
+    from common.cluster.kube import KubeCluster
+    from tests.producer.helpers import cosctl
+    assert main(["publish", write(tmp_path / "one", "web:1"), "--owner", "shop", "--kubeconfig", kubeconfig]) == 0
+    watch_path = f"/apis/{api.API_VERSION}/clusterobjectsets"
+    server.inject("GET", watch_path, 503, query={"watch": "true"}, times=2)
+    sleeps: list[float] = []
+
+    def succeed_once_watched() -> None:
+        wait_for(lambda: server.open_watch_count() == 1, "the third watch request")
+        set_status(server, "shop-1", "True", "Succeeded", "Revision 1 has rolled out.", SUCCEEDED)
+    t = threading.Thread(target=succeed_once_watched, daemon=True)
+    t.start()
+    cluster = KubeCluster.from_kubeconfig(kubeconfig)
+    code, out, err = cosctl("status", "shop-1", "--watch", cluster=cluster, sleep=sleeps.append)
+    t.join(20)
+    assert (code, sleeps, err) == (0, [0.2, 0.4], "")
+    assert out.splitlines()[-1] == "shop-1: rollout succeeded: Revision 1 has rolled out."
+
+    set_status(server, "shop-1", "True", "RollingOut", "Revision 1 is rolling out.")
+    server.inject("GET", watch_path, 503, query={"watch": "true"}, times=100)
+    sleeps.clear()
+    code, out, err = cosctl("status", "shop-1", "--watch", cluster=cluster, sleep=sleeps.append)
+    assert code == 1 and sleeps == [0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0, 5.0]
+    assert err == (f"cosctl status: cannot watch ClusterObjectSet shop-1: gave up after 8 attempts: "
+                   f"503 InternalError: injected 503 for watch {watch_path}\n")
+
+
 def test_status_watch_over_http_on_a_terminal_redraws_one_line_and_re_reads_after_410(server, kubeconfig,
                                                                                         tmp_path, monkeypatch):
     from common.cluster.kube import KubeCluster
