@@ -5,7 +5,8 @@ an object that only changed its API version or phase is "changed"/"moved", not r
 cleaned exactly as ``publish`` cleans it before comparing, so server-assigned metadata or ``status`` in a plain
 manifest never shows up as a difference that publishing would not make.
 
-Secret values never appear: before rendering, each value of a Secret's ``data``/``stringData`` is replaced by
+Secret values never appear: before rendering, each value of a Secret's ``data``/``stringData`` (and the
+``kubectl.kubernetes.io/last-applied-configuration`` annotation, which repeats them) is replaced by
 ``<hidden>`` on both sides when it is equal and by ``<hidden>`` / ``<changed>`` when it differs, so the diff
 says *that* a key changed, not what it holds (not even a digest, which would let a guessable value be
 recovered).
@@ -27,6 +28,8 @@ HIDDEN = "<hidden>"
 CHANGED = "<changed>"
 ADDED, REMOVED, CHANGED_OBJECT, MOVED = "added", "removed", "changed", "moved"
 _SECRET_FIELDS = ("data", "stringData")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_ABSENT: Any = object()
 _DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter: ~10x faster
 
 
@@ -100,23 +103,56 @@ def is_secret(obj: Obj) -> bool:
     return obj.get("kind") == "Secret" and GVK.of(obj).group == ""
 
 
+def _masked(old: Any, new: Any) -> tuple[Any, Any]:
+    """Markers for one value present on the old and/or new side (``_ABSENT`` where it is not)."""
+    return HIDDEN, (HIDDEN if old is _ABSENT or old == new else CHANGED)
+
+
+def _mask_values(a: Obj | None, b: Obj | None, field: str) -> None:
+    """Replace every value of the mapping ``field`` in ``a``/``b`` (in place) by a marker."""
+    va = a.get(field, _ABSENT) if a is not None else _ABSENT
+    vb = b.get(field, _ABSENT) if b is not None else _ABSENT
+    if isinstance(va, dict) or isinstance(vb, dict):
+        da = va if isinstance(va, dict) else {}
+        db = vb if isinstance(vb, dict) else {}
+        if a is not None and va is not _ABSENT:
+            a[field] = dict.fromkeys(da, HIDDEN) if isinstance(va, dict) else HIDDEN
+        if b is not None and vb is not _ABSENT:
+            b[field] = ({k: _masked(da.get(k, _ABSENT), v)[1] for k, v in db.items()}
+                        if isinstance(vb, dict) else HIDDEN)
+        return
+    if a is not None and va is not _ABSENT:
+        a[field] = HIDDEN
+    if b is not None and vb is not _ABSENT:
+        b[field] = _masked(va, vb)[1]
+
+
 def mask_secrets(a: Obj | None, b: Obj | None) -> tuple[Obj | None, Obj | None]:
-    """Copies of the two versions of one object with Secret values replaced by markers (see module doc)."""
+    """Copies of the two versions of one object with Secret values replaced by markers (see module doc):
+    ``data``, ``stringData`` and the ``last-applied-configuration`` annotation ``kubectl apply`` leaves on
+    an exported Secret, which holds its values too."""
     if not any(o is not None and is_secret(o) for o in (a, b)):
         return a, b
     out_a = dict(a) if a is not None else None
     out_b = dict(b) if b is not None else None
     for field in _SECRET_FIELDS:
-        va = (a or {}).get(field) if a is not None and is_secret(a) else None
-        vb = (b or {}).get(field) if b is not None and is_secret(b) else None
-        va = va if isinstance(va, dict) else {}
-        vb = vb if isinstance(vb, dict) else {}
-        if out_a is not None and field in out_a:
-            out_a[field] = dict.fromkeys(va, HIDDEN) if isinstance(out_a[field], dict) else HIDDEN
-        if out_b is not None and field in out_b:
-            out_b[field] = ({k: HIDDEN if k in va and va[k] == v else CHANGED if k in va else HIDDEN
-                             for k, v in vb.items()} if isinstance(out_b[field], dict) else HIDDEN)
+        _mask_values(out_a, out_b, field)
+    annotations = (_annotations(out_a), _annotations(out_b))
+    if any(LAST_APPLIED in (ann or {}) for ann in annotations):
+        _mask_values(annotations[0], annotations[1], LAST_APPLIED)
     return out_a, out_b
+
+
+def _annotations(obj: Obj | None) -> Obj | None:
+    """A copy of ``obj``'s annotations, put in place of the original, to mask in (None without any)."""
+    if obj is None or not isinstance(obj.get("metadata"), dict):
+        return None
+    meta = obj["metadata"] = dict(obj["metadata"])
+    if not isinstance(meta.get("annotations"), dict):
+        return None
+    ann: Obj = dict(meta["annotations"])
+    meta["annotations"] = ann
+    return ann
 
 
 def _yaml(obj: Obj | None) -> list[str]:

@@ -74,6 +74,28 @@ def test_secret_values_never_appear_only_that_they_changed():
     assert masked == {"apiVersion": "v1", "kind": "Secret", "data": {"k": "<hidden>"}}
 
 
+def test_an_exported_secrets_last_applied_annotation_is_masked_too():
+    def exported(password: str) -> dict:
+        s = secret(password=password)
+        s["metadata"]["annotations"] = {"team": "shop", "kubectl.kubernetes.io/last-applied-configuration":
+                                        json.dumps({"stringData": {"password": password}})}
+        return s
+    result = diff([Phase("p", [exported("hunter2")])], [Phase("p", [exported("s3cret")])])
+    text = result.render()
+    assert "hunter2" not in text and "s3cret" not in text
+    assert "-    kubectl.kubernetes.io/last-applied-configuration: <hidden>" in text.replace("    -", "-").splitlines()
+    assert "+    kubectl.kubernetes.io/last-applied-configuration: <changed>" in text.replace("    +", "+").splitlines()
+    assert "team: shop" in text
+    a, b = exported("same"), exported("same")
+    assert mask_secrets(a, b)[1]["metadata"]["annotations"] == {
+        "team": "shop", "kubectl.kubernetes.io/last-applied-configuration": "<hidden>"}
+    assert a == exported("same")  # the inputs are not changed
+    # a Secret whose data is not a mapping (invalid, but it must not leak either)
+    odd_a = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}, "data": "plain-text-1"}
+    odd_b = {**odd_a, "data": "plain-text-2"}
+    assert [o["data"] for o in mask_secrets(odd_a, odd_b)] == ["<hidden>", "<changed>"]
+
+
 def test_offline_between_directories_and_pack_outputs(tmp_path):
     a, b = write_bundle(tmp_path / "a"), write_bundle(tmp_path / "b", image="web:2")
     code, out, err = cosctl("diff", str(a), str(b), cluster=Untouchable())
