@@ -130,6 +130,14 @@ def test_publish_watch_diff_rollback(ctl: dict) -> None:
     assert any(line.startswith(f"{OWNER}-1: 1/2 phases complete, 3/4 objects ready; phase configuration waits "
                                f'for ConfigMap {APP_NS}/gate (missing key: "data.ready")') for line in lines), lines
 
+    # kubectl's --context, as kubectl spells it, after the plugin name
+    context = yaml.safe_load(Path(ctl["kubeconfig"]).read_text())["current-context"]
+    done = kubectl_cos(ctl, "history", "--owner", OWNER, "--context", context)
+    assert done.returncode == 0 and done.stdout.splitlines()[1].split()[:5] == [
+        "1", f"{OWNER}-1", "Active", "Succeeded", "yes"], done.stdout + done.stderr
+    done = kubectl_cos(ctl, "history", "--owner", OWNER, "--context", f"no-such-context-{RUN}")
+    assert done.returncode == 1 and done.stderr.startswith("cosctl history: cannot load the cluster configuration")
+
     # what publishing v2 would change: the ConfigMap's text and, masked, the Secret's value
     done = kubectl_cos(ctl, "diff", v2, "--owner", OWNER)
     assert done.returncode == 1, done.stderr

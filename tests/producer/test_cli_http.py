@@ -335,6 +335,9 @@ def test_kubectl_global_flags_before_the_subcommand(server, kubeconfig, tmp_path
     assert hoist_global_flags(["--kubeconfig"]) == ["--kubeconfig"]  # argparse then says what is missing
     assert main(["--kubeconfig", kubeconfig, "--context", "nope", "history", "--owner", "shop"]) == 1
     assert capsys.readouterr().err.startswith("cosctl history: cannot load the cluster configuration: ")
+    # every command that talks to a cluster takes -n, as kubectl users type it out of habit
+    assert main(["history", "--owner", "shop", "-n", "elsewhere", "--kubeconfig", kubeconfig]) == 1
+    assert capsys.readouterr().err == "cosctl history: owner shop has no revisions\n"
     assert main(["-n", "elsewhere", "--kubeconfig", kubeconfig, "gc", "--owner", "shop"]) == 0
     assert [r.path for r in server.requests if "secrets" in r.path] == ["/api/v1/namespaces/elsewhere/secrets"]
 
