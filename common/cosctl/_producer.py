@@ -1,4 +1,4 @@
-"""What the producer subcommands (pack, publish, status, history, gc) share: arguments, bundle loading,
+"""What the producer subcommands (pack, diff, publish, rollback, status, history, gc) share: arguments, bundle loading,
 YAML rendering, cluster connection and error reporting. Not a subcommand itself (not in ``COMMANDS``)."""
 
 from __future__ import annotations

@@ -1,7 +1,18 @@
 """The producer commands end to end through ``cosctl`` (common.cosctl.main) and the real client adapter
-(common.cluster.kube) against the fake API server over HTTP: the exact requests a publish sends."""
+(common.cluster.kube) against the fake API server over HTTP: the exact requests publish, diff, rollback and
+status --watch send, and ``kubectl cos`` finding the plugin."""
 
 from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -67,15 +78,6 @@ def test_unreachable_or_missing_kubeconfig_is_a_clear_error(bundle, tmp_path, mo
 
 # ---- diff, rollback, status --watch and the kubectl plugin over HTTP ---------------------------------------
 
-import contextlib  # noqa: E402
-import io  # noqa: E402
-import os  # noqa: E402
-import re  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import threading  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 COS = (api.API_VERSION, api.KIND)
 SUCCEEDED = {"type": "Succeeded", "status": "True", "reason": "Succeeded",
