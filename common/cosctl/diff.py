@@ -154,6 +154,8 @@ def _diff(args: argparse.Namespace) -> int:
         latest = latest_active(owner_revisions(sides.cluster, args.owner))
         a_name, a = (str(latest["metadata"]["name"]), sides.remote(latest)) if latest else (
             f"(owner {args.owner} has no Active revision)", [])
+    elif args.owner and len(args.sources) == 1:
+        raise UsageError(f"{args.sources[0]}: no such file or directory")
     elif len(args.sources) == 2:
         (a_name, a), (b_name, b) = sides.side(args.sources[0]), sides.side(args.sources[1])
     else:

@@ -149,6 +149,8 @@ def test_what_publish_would_change_against_the_latest_active_revision(published)
     assert "    -      - image: web:2" in out.splitlines() and "    +      - image: web:1" in out.splitlines()
     assert cosctl("diff", str(tmp / "b2"), "--owner", "shop", cluster=mc)[0] == 0
     assert mc.writes == 2 * 3  # the two publishes only: diff never writes
+    assert cosctl("diff", str(tmp / "absent"), "--owner", "shop", cluster=mc) == (
+        2, "", f"cosctl diff: {tmp / 'absent'}: no such file or directory\n")
     code, out, _ = cosctl("diff", str(tmp / "b1"), "--owner", "nobody", cluster=mc)
     assert code == 1 and out.splitlines()[0] == "--- (owner nobody has no Active revision)"
     assert out.splitlines()[-1] == "3 added, 0 removed, 0 changed, 0 moved, 0 unchanged"
