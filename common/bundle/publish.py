@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -269,10 +269,6 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
             dry_run: bool = False) -> Result:
     """Make the owner's latest Active revision carry ``phases``: in place when only mutable fields differ,
     otherwise as revision N+1 named ``<owner>-<N+1>``. Recovery runs first, retention before creating."""
-    actions = recover(cluster, namespace=system_namespace, owner=owner, dry_run=dry_run)
-    revisions = owner_revisions(cluster, owner)
-    latest = revisions[-1] if revisions else None
-    number = revision_of(latest) + 1 if latest else 1
 
     def render(name: str, revision: int) -> Packed:
         return pack(phases, name=name, revision=revision, system_namespace=system_namespace, owner=owner,
@@ -280,6 +276,19 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
                     progress_deadline_minutes=progress_deadline_minutes, bundle_version=bundle_version,
                     progression_probes=progression_probes)
 
+    return publish_rendered(cluster, render, owner=owner, system_namespace=system_namespace, dry_run=dry_run)
+
+
+def publish_rendered(cluster: Cluster, render: Callable[[str, int], Packed], *, owner: str,
+                     system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, dry_run: bool = False,
+                     revisions: Sequence[Obj] | None = None) -> Result:
+    """The decision and the crash-safe sequence of :func:`publish` for any rendering: ``render(name, revision)``
+    gives the revision's COS and Secrets (``cosctl rollback`` renders an earlier revision's content).
+    ``revisions`` is the owner's list when the caller already read it (recovery never changes it)."""
+    actions = recover(cluster, namespace=system_namespace, owner=owner, dry_run=dry_run)
+    revisions = list(owner_revisions(cluster, owner) if revisions is None else revisions)
+    latest = revisions[-1] if revisions else None
+    number = revision_of(latest) + 1 if latest else 1
     packed = render(f"{owner}-{number}", number)  # validates names and sizes before any decision
     if (latest is not None and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
             and not (latest.get("metadata") or {}).get("deletionTimestamp")

@@ -15,13 +15,41 @@ import os
 import sys
 
 # Module names under common.cosctl, in the order `cosctl --help` lists them.
-COMMANDS = ("validate", "pack", "publish", "status", "history", "gc")
+COMMANDS = ("validate", "pack", "diff", "publish", "rollback", "status", "history", "gc")
 
 
-def build_parser() -> argparse.ArgumentParser:
+# kubectl's global flags that name the cluster or namespace: accepted before the subcommand as well (kubectl
+# passes a plugin everything after its name, so ``kubectl cos --context prod status x`` arrives like that).
+GLOBAL_FLAGS = ("--kubeconfig", "--context", "-n", "--namespace")
+
+
+def hoist_global_flags(argv: list[str]) -> list[str]:
+    """Move kubectl-style global flags given before the subcommand to just after it, where the subcommand's
+    parser reads them (``-n``/``--namespace`` mean ``--system-namespace``)."""
+    moved: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_FLAGS:
+            takes_next = "=" not in arg and i + 1 < len(argv)
+            moved.extend(argv[i:i + 2] if takes_next else [arg])
+            i += 2 if takes_next else 1
+        elif arg.startswith("-n") and len(arg) > 2 and not arg.startswith("--"):
+            moved.append(arg)  # -nNAMESPACE
+            i += 1
+        else:
+            break
+    if not moved or i >= len(argv):
+        return argv
+    return [*argv[i:i + 1], *moved, *argv[i + 1:]]
+
+
+def build_parser(prog: str = "cosctl") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="cosctl",
-        description="Validate, pack, publish and inspect ClusterObjectSets.",
+        prog=prog,
+        description="Validate, pack, diff, publish, roll back and inspect ClusterObjectSets. Also installed as "
+                    "the kubectl plugin kubectl-cos: `kubectl cos status shop-3 --context prod`.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
@@ -29,14 +57,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def kubectl_main(argv: list[str] | None = None) -> int:
+    """The kubectl plugin ``kubectl-cos``: the same commands, help spelled ``kubectl cos``."""
+    return main(argv, prog="kubectl cos")
+
+
+def main(argv: list[str] | None = None, *, prog: str = "cosctl") -> int:
     # Manifests may hold text a terminal cannot encode (a lone surrogate from a YAML escape): print it
     # escaped rather than die half-way through a report.
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    parser = build_parser(prog)
+    args = parser.parse_args(hoist_global_flags(list(sys.argv[1:] if argv is None else argv)))
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-"""What the producer subcommands (pack, publish, status, history, gc) share: arguments, bundle loading,
+"""What the producer subcommands (pack, diff, publish, rollback, status, history, gc) share: arguments, bundle loading,
 YAML rendering, cluster connection and error reporting. Not a subcommand itself (not in ``COMMANDS``)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from common.bundle.contents import ContentUnavailable
 from common.bundle.manifests import ManifestError, load
 from common.bundle.packing import PackingError
 from common.bundle.phasing import Phase, PhasingError, sort_into_phases
@@ -46,8 +47,10 @@ def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_namespace_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--system-namespace", default=api.DEFAULT_SYSTEM_NAMESPACE, metavar="NS",
-                        help=f"namespace of the object-data Secrets (default {api.DEFAULT_SYSTEM_NAMESPACE})")
+    parser.add_argument("--system-namespace", "-n", "--namespace", dest="system_namespace",
+                        default=api.DEFAULT_SYSTEM_NAMESPACE, metavar="NS",
+                        help=f"namespace of the object-data Secrets (default {api.DEFAULT_SYSTEM_NAMESPACE}); "
+                             "-n/--namespace as kubectl spells it")
 
 
 def load_phases(paths: Iterable[str]) -> list[Phase]:
@@ -86,6 +89,10 @@ class ConnectError(Exception):
     """No usable cluster configuration."""
 
 
+class UsageError(Exception):
+    """Arguments that parse but do not make sense together (argparse cannot say so itself)."""
+
+
 def connect(args: argparse.Namespace) -> Cluster:
     """The cluster named by ``--kubeconfig``/``KUBECONFIG``, through the project's client adapter."""
     from kubernetes.config import ConfigException  # imported late: pack needs no Kubernetes client
@@ -100,8 +107,9 @@ def connect(args: argparse.Namespace) -> Cluster:
         raise ConnectError(f"cannot load the cluster configuration: {exc}") from None
 
 
-def run(command: str, body: Callable[[], int]) -> int:
-    """Run a subcommand body, turning every expected failure into a clear message and exit code 1."""
+def run(command: str, body: Callable[[], int], *, failure: int = EXIT_FAILED) -> int:
+    """Run a subcommand body, turning every expected failure into a clear message and exit code ``failure``
+    (1; ``diff`` uses 2, as diff(1) does, since 1 means "different")."""
     try:
         return body()
     except ManifestError as exc:
@@ -109,10 +117,14 @@ def run(command: str, body: Callable[[], int]) -> int:
             print(f"cosctl {command}: {problem}", file=sys.stderr)
         print(f"cosctl {command}: {len(exc.problems)} problem(s) in the manifests; nothing was done",
               file=sys.stderr)
-    except (PhasingError, PackingError, PublishError, ConnectError) as exc:
+    except ContentUnavailable as exc:
+        print(f"cosctl {command}: {exc}", file=sys.stderr)
+    except (PhasingError, PackingError, PublishError, ConnectError, UsageError) as exc:
         print(f"cosctl {command}: {exc}", file=sys.stderr)
     except ApiError as exc:
         print(f"cosctl {command}: the cluster refused: {exc.reason}: {exc.message}", file=sys.stderr)
+    except BrokenPipeError:
+        raise  # the reader went away (| head): main exits quietly
     except OSError as exc:
         print(f"cosctl {command}: {exc}", file=sys.stderr)
-    return EXIT_FAILED
+    return failure

@@ -13,7 +13,7 @@ import sys
 from common.bundle.publish import owner_revisions, revision_of
 from common.contract import api
 from common.contract.objects import Obj
-from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, run
+from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, run
 from common.cosctl.status import condition
 
 
@@ -24,6 +24,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "(the Progressing reason), creation time and the time of the last condition change.")
     parser.add_argument("--owner", required=True, help="owner name")
     parser.add_argument("--output", choices=("text", "json"), default="text", help="output format")
+    add_namespace_argument(parser)  # unused (revisions are cluster-scoped), accepted as kubectl's -n habit
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
 

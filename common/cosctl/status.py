@@ -4,25 +4,31 @@ The COS conditions are the reconciler's verdict and are shown as they are. The p
 is it ours, is it ready) is read live from the cluster and judged with the reconciler's own readiness probes
 (:mod:`common.contract.probes`), so what ``status`` calls "not ready" is what holds the rollout back.
 
-``--watch`` polls until the rollout ends and says how through the exit code: 0 succeeded, 3 blocked,
-4 progress deadline exceeded, 5 archived, 6 ``--timeout`` reached; 1 when the COS cannot be read.
+``--watch`` follows the COS on the watch API (one request open, no polling) and shows progress as events
+arrive: a redrawn line on a terminal, one time-stamped line per change elsewhere. It ends with the rollout and
+says how through the exit code: 0 succeeded, 3 blocked, 4 progress deadline exceeded, 5 archived, 6
+``--timeout`` reached; 1 when the COS cannot be read or was deleted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, TextIO, runtime_checkable
+
+import urllib3
 
 from common.bundle import refs
 from common.bundle.packing import object_label
 from common.bundle.publish import owner_revisions, revision_of
-from common.cluster.interface import Cluster, NotFound, UnknownKind
+from common.cluster.interface import ApiError, Cluster, Gone, NotFound, UnknownKind, error_from_status
 from common.contract import api
 from common.contract.objects import GVK, Obj
 from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, run
@@ -33,6 +39,15 @@ EXIT_DEADLINE = 4
 EXIT_ARCHIVED = 5
 EXIT_TIMEOUT = 6
 CONDITION_TYPES = ("Progressing", "Available", "Succeeded")
+WATCH_EXAMPLE = """\
+example (not a terminal: one line per change; on a terminal the progress line is redrawn in place):
+  $ cosctl status shop-4 --watch --timeout 600
+  21:35:28 shop-4: 3/5 phases complete, 5/7 objects ready; phase configuration waits for ConfigMap \
+shop/migration (missing key: "data.done"); Progressing True RollingOut
+  21:35:31 shop-4: 5/5 phases complete, 7/7 objects ready; Progressing True Succeeded
+  shop-4: rollout succeeded: Revision 3.0.0 has rolled out.
+  $ echo $?
+  0"""
 
 
 @dataclass
@@ -244,6 +259,7 @@ def progress_line(cos: Obj, state: RevisionState) -> str:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "status", help="show a rollout phase by phase; --watch follows it until it ends",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=WATCH_EXAMPLE,
         description="Show a ClusterObjectSet's conditions and, for each phase, whether each object is applied "
                     "and ready. --watch follows the rollout; exit codes: 0 succeeded, 3 blocked, 4 progress "
                     "deadline exceeded, 5 archived, 6 --timeout reached, 1 error.")
@@ -252,13 +268,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     target.add_argument("--owner", help="every revision of this owner")
     parser.add_argument("--watch", action="store_true", help="follow the rollout until it ends")
     parser.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
-                        help="seconds between polls with --watch (default 2)")
+                        help="seconds between reads with --watch where the cluster has no watch API (default 2)")
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                         help="give up watching after this long (exit 6)")
     parser.add_argument("--output", choices=("text", "json"), default="text", help="output format")
     add_namespace_argument(parser)
     add_cluster_arguments(parser)
-    parser.set_defaults(func=_main, sleep=time.sleep, clock=time.monotonic)
+    parser.set_defaults(func=_main, sleep=time.sleep, clock=time.monotonic, tty=None)
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -320,29 +336,169 @@ _ENDINGS = {
 }
 
 
+class Progress:
+    """The progress display of ``--watch``: on a terminal one line redrawn in place; elsewhere (CI logs,
+    pipes) one time-stamped line per change, so a log reads as a rollout history."""
+
+    def __init__(self, name: str, stream: TextIO, tty: bool) -> None:
+        self.name, self.stream, self.tty = name, stream, tty
+        self.last: str | None = None
+
+    def show(self, line: str) -> None:
+        if line == self.last:
+            return
+        self.last = line
+        if self.tty:
+            width = shutil.get_terminal_size((120, 24)).columns
+            text = f"{self.name}: {line}"
+            if len(text) >= width:
+                text = text[:max(width - 2, 1)] + "…"
+            self.stream.write("\r\x1b[K" + text)
+        else:
+            stamp = datetime.now(UTC).strftime("%H:%M:%S")
+            self.stream.write(f"{stamp} {self.name}: {line}\n")
+        self.stream.flush()
+
+    def end(self, line: str, *, error: bool = False) -> None:
+        """The closing line (outcome or timeout; an error goes to stderr), on a line of its own."""
+        if self.tty and self.last is not None:
+            self.stream.write("\n")
+        self.stream.flush()
+        print(line, file=sys.stderr if error else self.stream, flush=True)
+
+
+def _progress(args: argparse.Namespace, name: str) -> Progress:
+    tty = args.tty if args.tty is not None else sys.stdout.isatty()
+    return Progress(name, sys.stdout, tty)
+
+
+def _report(cluster: Cluster, cos: Obj, progress: Progress, args: argparse.Namespace) -> int | None:
+    """Show the progress of ``cos``; the exit code when its rollout has ended, else None."""
+    state = inspect(cluster, cos, system_namespace=args.system_namespace)
+    progress.show(progress_line(cos, state))
+    ended = outcome(cos)
+    if ended is None:
+        return None
+    code, words = _ENDINGS[ended]
+    message = condition(cos, "Progressing").get("message", "")
+    progress.end(f"{progress.name}: {words}" + (f": {message}" if message and ended != "archived" else ""))
+    return code
+
+
 def _watch(cluster: Cluster, name: str, args: argparse.Namespace) -> int:
-    """Poll and print a line whenever progress changes, until the rollout ends (or ``--timeout``)."""
+    """Follow the rollout until it ends (or ``--timeout``): on the watch API when the cluster offers it,
+    re-reading the objects each time the reconciler writes the COS (it does on every step of a rollout)."""
+    if not isinstance(cluster, Watchable):
+        return _poll(cluster, name, args)
+    progress = _progress(args, name)
     started = args.clock()
-    last = None
+    try:
+        cos = cluster.get(api.API_VERSION, api.KIND, name)
+    except NotFound:
+        print(f"cosctl status: ClusterObjectSet {name} not found", file=sys.stderr)
+        return EXIT_FAILED
+    owner = ((cos.get("metadata") or {}).get("labels") or {}).get(api.LABEL_OWNER_NAME)
+    selector = f"{api.LABEL_OWNER_NAME}={owner}" if owner else None  # fewer events than every COS
+    version = str(cos["metadata"].get("resourceVersion") or "")
+    code = _report(cluster, cos, progress, args)
+    failures = 0
+    while code is None:
+        remaining = None if args.timeout is None else args.timeout - (args.clock() - started)
+        if remaining is not None and remaining <= 0:
+            progress.end(f"{name}: still rolling out after {args.timeout:g} s (timeout)")
+            return EXIT_TIMEOUT
+        seconds = WATCH_SECONDS if remaining is None else max(1, min(WATCH_SECONDS, math.ceil(remaining)))
+        try:
+            # One stream until the server ends it (its timeoutSeconds), then resume from the last version.
+            for etype, obj in _events(cluster, selector, version, seconds):
+                failures = 0
+                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                if etype == "BOOKMARK" or (obj.get("metadata") or {}).get("name") != name:
+                    continue
+                if etype == "DELETED":
+                    progress.end(f"cosctl status: ClusterObjectSet {name} was deleted", error=True)
+                    return EXIT_FAILED
+                code = _report(cluster, obj, progress, args)
+                if code is not None:
+                    return code
+                if args.timeout is not None and args.clock() - started >= args.timeout:
+                    break
+        except Gone:  # too old to resume from: read the COS again, and watch from there
+            try:
+                cos = cluster.get(api.API_VERSION, api.KIND, name)
+            except NotFound:
+                progress.end(f"cosctl status: ClusterObjectSet {name} was deleted", error=True)
+                return EXIT_FAILED
+            version = str(cos["metadata"].get("resourceVersion") or "")
+            code = _report(cluster, cos, progress, args)
+        except (OSError, urllib3.exceptions.HTTPError, ApiError) as exc:
+            if isinstance(exc, ApiError) and not _retryable(exc):
+                raise
+            failures += 1  # the connection dropped: resume from the last version seen, backing off
+            if failures > WATCH_ATTEMPTS:
+                progress.end(f"cosctl status: cannot watch ClusterObjectSet {name}: gave up after {WATCH_ATTEMPTS} "
+                             f"attempts: {_problem(exc)}", error=True)
+                return EXIT_FAILED
+            args.sleep(min(0.1 * 2.0 ** failures, 5.0))
+    return code
+
+
+def _retryable(exc: ApiError) -> bool:
+    """429 and 5xx answers to a watch request pass (as for the reconciler's watches); others are final."""
+    code = _http_code(exc)
+    return code == 429 or code >= 500
+
+
+def _http_code(exc: ApiError) -> int:
+    """The status code the server answered (the Status's ``code``; the class's when it sent none)."""
+    code = exc.status.get("code")
+    return code if isinstance(code, int) and not isinstance(code, bool) else exc.code
+
+
+def _problem(exc: Exception) -> str:
+    """An error in one line: the API server's answer, or the connection problem's type and text."""
+    if isinstance(exc, ApiError):
+        return f"{_http_code(exc)} {exc.reason}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+WATCH_SECONDS = 300
+WATCH_ATTEMPTS = 8  # consecutive failed (re)connections before giving up: about 20 s of backoff
+
+
+@runtime_checkable
+class Watchable(Protocol):
+    """A cluster that streams watch events (``KubeCluster``); the Cluster protocol itself has no watch."""
+
+    def watch(self, api_version: str, kind: str, namespace: str | None = None, *,
+              label_selector: str | None = None, resource_version: str = "",
+              timeout_seconds: int = 300) -> Iterator[Any]:
+        ...
+
+
+def _events(cluster: Watchable, selector: str | None, version: str, seconds: int) -> Iterator[tuple[str, Obj]]:
+    """(type, object) of each event of one watch stream; an ERROR event is raised as its ``ApiError``."""
+    for event in cluster.watch(api.API_VERSION, api.KIND, label_selector=selector, resource_version=version,
+                               timeout_seconds=seconds):
+        if event.type == "ERROR":
+            raise error_from_status(int(event.obj.get("code") or 500), event.obj)
+        yield event.type, event.obj
+
+
+def _poll(cluster: Cluster, name: str, args: argparse.Namespace) -> int:
+    """Follow the rollout by reading it every ``--interval`` seconds, for clusters without a watch API."""
+    progress = _progress(args, name)
+    started = args.clock()
     while True:
         try:
             cos = cluster.get(api.API_VERSION, api.KIND, name)
         except NotFound:
             print(f"cosctl status: ClusterObjectSet {name} not found", file=sys.stderr)
             return EXIT_FAILED
-        state = inspect(cluster, cos, system_namespace=args.system_namespace)
-        line = progress_line(cos, state)
-        if line != last:
-            stamp = datetime.now(UTC).strftime("%H:%M:%S")
-            print(f"{stamp} {name}: {line}", flush=True)
-            last = line
-        ended = outcome(cos)
-        if ended is not None:
-            code, words = _ENDINGS[ended]
-            message = condition(cos, "Progressing").get("message", "")
-            print(f"{name}: {words}" + (f": {message}" if message and ended != "archived" else ""))
+        code = _report(cluster, cos, progress, args)
+        if code is not None:
             return code
         if args.timeout is not None and args.clock() - started >= args.timeout:
-            print(f"{name}: still rolling out after {args.timeout:g} s (timeout)")
+            progress.end(f"{name}: still rolling out after {args.timeout:g} s (timeout)")
             return EXIT_TIMEOUT
         args.sleep(args.interval)

@@ -1,0 +1,168 @@
+"""``cosctl diff``: what publishing would change, or what differs between two revisions, object by object.
+
+Each side is a revision's content: manifests on disk (plain manifests, or the output of ``cosctl pack``, whose
+refs are resolved against the Secrets rendered with it), a ClusterObjectSet on the cluster (refs resolved by
+reading its Secrets), or, with ``--owner``, a revision number of that owner. ``cosctl diff DIR --owner shop``
+compares the owner's latest Active revision with DIR: exactly what ``publish`` would change. Exit codes follow
+diff(1): 0 no difference, 1 different, 2 trouble (unreadable input, missing Secrets, no cluster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from common.bundle.contents import cluster_reader, documents_reader, is_cos, resolve_phases
+from common.bundle.diff import diff
+from common.bundle.manifests import STDIN, load
+from common.bundle.phasing import Phase, sort_into_phases
+from common.bundle.publish import owner_revisions, revision_of
+from common.cluster.interface import Cluster, NotFound
+from common.contract import api
+from common.contract.objects import Obj
+from common.cosctl._producer import UsageError, add_cluster_arguments, add_namespace_argument, run
+
+EXIT_SAME = 0
+EXIT_DIFFERENT = 1
+EXIT_TROUBLE = 2
+
+EXAMPLE = """\
+example (a page size, a Secret value and a Service port changed, a NetworkPolicy added):
+  $ cosctl diff v2 --owner shop
+  --- shop-1
+  +++ v2
+  added    NetworkPolicy.networking.k8s.io shop/web (phase policies)
+      --- shop-1 NetworkPolicy.networking.k8s.io shop/web
+      +++ v2 NetworkPolicy.networking.k8s.io shop/web
+      @@ -0,0 +1,11 @@
+      +apiVersion: networking.k8s.io/v1
+      +kind: NetworkPolicy
+      ...
+  changed  ConfigMap shop/settings (phase configuration)
+      --- shop-1 ConfigMap shop/settings
+      +++ v2 ConfigMap shop/settings
+      @@ -1,7 +1,7 @@
+       apiVersion: v1
+       data:
+         currency: EUR
+      -  page-size: '20'
+      +  page-size: '50'
+       kind: ConfigMap
+       metadata:
+         name: settings
+  changed  Secret shop/db (phase configuration)
+      --- shop-1 Secret shop/db
+      +++ v2 Secret shop/db
+      @@ -4,4 +4,4 @@
+         name: db
+         namespace: shop
+       stringData:
+      -  password: <hidden>
+      +  password: <changed>
+  changed  Service shop/web (phase infrastructure)
+      ...
+  1 added, 0 removed, 3 changed, 0 moved, 2 unchanged
+exit codes: 0 no difference, 1 different, 2 trouble"""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "diff", help="show what publish would change, or compare two revisions, object by object",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLE,
+        description="cosctl diff DIR|FILE... --owner OWNER: the owner's latest Active revision against the "
+                    "manifests (what publish would change). cosctl diff A B: two revisions, each a directory or "
+                    "file (plain manifests or cosctl pack output), a ClusterObjectSet name on the cluster, or with "
+                    "--owner a revision number. Objects added, removed, changed (with a unified diff of the "
+                    "cleaned manifests; Secret values masked) and moved to another phase.")
+    parser.add_argument("sources", nargs="+", metavar="DIR|FILE|REV",
+                        help="manifests or pack output on disk, ClusterObjectSet names, or revision numbers")
+    parser.add_argument("--owner", default=None,
+                        help="compare with this owner's latest Active revision; REV numbers are its revisions")
+    parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="output format")
+    add_namespace_argument(parser)
+    add_cluster_arguments(parser)
+    parser.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    return run("diff", lambda: _diff(args), failure=EXIT_TROUBLE)
+
+
+def _is_path(source: str) -> bool:
+    return source == STDIN or Path(source).exists()
+
+
+def local_phases(paths: list[str]) -> list[Phase]:
+    """Phases from files: ``cosctl pack`` output (one ClusterObjectSet, its Secrets beside it) or plain
+    manifests, sorted and cleaned as ``publish`` does."""
+    documents = [m.obj for m in load(paths)]
+    revisions = [d for d in documents if is_cos(d)]
+    if not revisions:
+        return sort_into_phases(documents)
+    if len(revisions) > 1:
+        names = ", ".join(str(d["metadata"]["name"]) for d in revisions)
+        raise UsageError(f"{' '.join(paths)}: holds {len(revisions)} ClusterObjectSets ({names}); "
+                         "compare one revision at a time")
+    return resolve_phases(revisions[0], documents_reader(documents))
+
+
+class _Sides:
+    """Lazily connected cluster, shared by both sides."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self._cluster: Cluster | None = None
+
+    @property
+    def cluster(self) -> Cluster:
+        if self._cluster is None:
+            self._cluster = self.args.connect(self.args)
+        return self._cluster
+
+    def remote(self, cos: Obj) -> list[Phase]:
+        return resolve_phases(cos, cluster_reader(self.cluster), system_namespace=self.args.system_namespace)
+
+    def side(self, source: str) -> tuple[str, list[Phase]]:
+        if _is_path(source):
+            return source, local_phases([source])
+        owner = self.args.owner
+        if owner and source.isdigit():
+            wanted = int(source)
+            for cos in owner_revisions(self.cluster, owner):
+                if revision_of(cos) == wanted:
+                    return str(cos["metadata"]["name"]), self.remote(cos)
+            raise UsageError(f"owner {owner} has no revision {wanted}")
+        try:
+            cos = self.cluster.get(api.API_VERSION, api.KIND, source)
+        except NotFound:
+            raise UsageError(f"{source}: neither a file or directory nor a ClusterObjectSet on the cluster") from None
+        return source, self.remote(cos)
+
+
+def latest_active(revisions: list[Obj]) -> Obj | None:
+    active = [c for c in revisions if (c.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
+              and not (c.get("metadata") or {}).get("deletionTimestamp")]
+    return active[-1] if active else None
+
+
+def _diff(args: argparse.Namespace) -> int:
+    sides = _Sides(args)
+    if args.owner and all(_is_path(s) for s in args.sources):
+        b_name, b = " ".join(args.sources), local_phases(args.sources)  # input problems before the cluster
+        latest = latest_active(owner_revisions(sides.cluster, args.owner))
+        a_name, a = (str(latest["metadata"]["name"]), sides.remote(latest)) if latest else (
+            f"(owner {args.owner} has no Active revision)", [])
+    elif args.owner and len(args.sources) == 1:
+        raise UsageError(f"{args.sources[0]}: no such file or directory")
+    elif len(args.sources) == 2:
+        (a_name, a), (b_name, b) = sides.side(args.sources[0]), sides.side(args.sources[1])
+    else:
+        raise UsageError("give two revisions to compare (A B), or manifests with --owner OWNER")
+    result = diff(a, b, a_name=a_name, b_name=b_name)
+    if args.output == "json":
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        sys.stdout.write(result.render())
+    return EXIT_DIFFERENT if result.different else EXIT_SAME

@@ -1,0 +1,190 @@
+"""End-to-end: the day-two commands (``kubectl cos`` diff, rollback, status --watch) against a real API server
+with the real reconciler process (opt-in: ``pytest -m e2e`` with ``COS_E2E_KUBECONFIG``).
+
+Every command runs as a user would run it: ``kubectl cos ...`` (kubectl finds the ``kubectl-cos`` plugin on
+PATH, next to this Python), with kubectl's own ``--kubeconfig`` and ``-n`` flags. Names carry a per-run
+suffix; the revisions are deleted at the end (the reconciler tears their objects down first).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from common.cluster.interface import ApiError, NotFound
+from tests.e2e.test_e2e import COS_API, CRD_FILE, KIND, ROOT, RUN, _cluster_or_skip, _established, wait_for
+
+pytestmark = pytest.mark.e2e
+
+OWNER = f"shop-{RUN}"
+APP_NS = f"cos-e2e-ctl-{RUN}"
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def ctl(tmp_path_factory) -> Iterator[dict[str, Any]]:
+    path, kube = _cluster_or_skip()
+    if shutil.which("kubectl") is None or not (BIN / "kubectl-cos").exists():
+        pytest.skip("needs kubectl on PATH and kubectl-cos installed next to this Python (pip install -e .)")
+    try:
+        kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "clusterobjectsets.olm.operatorframework.io")
+    except NotFound:
+        kube.create(yaml.safe_load(CRD_FILE.read_text()))
+        wait_for(lambda: _established(kube), 60, "the CRD to be established")
+    system_ns = f"cos-e2e-ctlsys-{RUN}"
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": system_ns}})
+    log_path = tmp_path_factory.mktemp("e2e-cosctl") / "reconciler.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [str(BIN / "cos-reconciler"), "--kubeconfig", path, "--system-namespace", system_ns,
+             "--health-bind", "0", "--metrics-bind", "0", "--log-format", "json"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    state = {"kube": kube, "kubeconfig": path, "system_ns": system_ns, "dir": tmp_path_factory.mktemp("bundles")}
+    try:
+        yield state
+    finally:
+        names = [c["metadata"]["name"] for c in kube.list(COS_API, KIND,
+                                                           label_selector=f"olm.operatorframework.io/owner-name={OWNER}")]
+        for name in names:
+            with contextlib.suppress(ApiError):
+                kube.delete(COS_API, KIND, name)
+        wait_for(lambda: not kube.list(COS_API, KIND, label_selector=f"olm.operatorframework.io/owner-name={OWNER}"),
+                 120, "the test revisions to be deleted")
+        proc.terminate()
+        proc.wait(30)
+        with contextlib.suppress(ApiError):
+            kube.delete("v1", "Namespace", system_ns)
+        sys.stderr.write(log_path.read_text()[-3000:])
+
+
+def bundle(ctl: dict, name: str, *, greeting: str, password: str) -> str:
+    root = ctl["dir"] / name
+    root.mkdir()
+    (root / "app.yaml").write_text(
+        f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {APP_NS}}}\n---\n"
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: greeting, namespace: {APP_NS}}}\n"
+        f"data: {{text: {greeting}}}\n---\n"
+        f"apiVersion: v1\nkind: Secret\nmetadata: {{name: creds, namespace: {APP_NS}}}\n"
+        f"stringData: {{password: {password}}}\n---\n"
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: gate, namespace: {APP_NS}, labels: {{e2e-gate: 'yes'}}}}\n"
+        "data: {purpose: the probe waits for data.ready, which the test sets by hand}\n")
+    return str(root)
+
+
+PROBES = ("- selector: {type: Label, label: {matchLabels: {e2e-gate: 'yes'}}}\n"
+          "  assertions: [{type: FieldValue, fieldValue: {fieldPath: data.ready, value: 'true'}}]\n")
+
+
+def _command(ctl: dict, argv: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("KUBECONFIG", None)
+    return ["kubectl", "cos", *argv, "--kubeconfig", ctl["kubeconfig"], "-n", ctl["system_ns"]], env
+
+
+def kubectl_cos(ctl: dict, *argv: str) -> subprocess.CompletedProcess[str]:
+    command, env = _command(ctl, argv)
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+
+def watch(ctl: dict, name: str) -> subprocess.CompletedProcess[str]:
+    return kubectl_cos(ctl, "status", name, "--watch", "--timeout", "180")
+
+
+def test_publish_watch_diff_rollback(ctl: dict) -> None:
+    kube = ctl["kube"]
+    v1 = bundle(ctl, "v1", greeting="hello", password="first-Secret-value")
+    v2 = bundle(ctl, "v2", greeting="bonjour", password="second-Secret-value")
+
+    probes = ctl["dir"] / "probes.yaml"
+    probes.write_text(PROBES)
+    done = kubectl_cos(ctl, "publish", v1, "--owner", OWNER, "--bundle-version", "1.0.0",
+                       "--progression-probes", str(probes))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"ClusterObjectSet {OWNER}-1 (revision 1) created"
+    # follow the rollout while it waits for the gate; open the gate once the watch has said so
+    command, env = _command(ctl, ("status", f"{OWNER}-1", "--watch", "--timeout", "180"))
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        seen = []
+        for line in proc.stdout:
+            seen.append(line.rstrip("\n"))
+            if f"waits for ConfigMap {APP_NS}/gate" in line:
+                break
+        kube.merge_patch("v1", "ConfigMap", "gate", APP_NS, {"data": {"ready": "true"}})
+        rest, err = proc.communicate(timeout=180)
+    lines = [re.sub(r"^\d\d:\d\d:\d\d ", "", line) for line in [*seen, *rest.splitlines()]]  # time stamps
+    assert (proc.returncode, err) == (0, "")
+    assert lines[-1] == f"{OWNER}-1: rollout succeeded: Revision 1.0.0 has rolled out."
+    assert lines[-2] == f"{OWNER}-1: 2/2 phases complete, 4/4 objects ready; Progressing True Succeeded"
+    assert any(line.startswith(f"{OWNER}-1: 1/2 phases complete, 3/4 objects ready; phase configuration waits "
+                               f'for ConfigMap {APP_NS}/gate (missing key: "data.ready")') for line in lines), lines
+
+    # kubectl's --context, as kubectl spells it, after the plugin name
+    context = yaml.safe_load(Path(ctl["kubeconfig"]).read_text())["current-context"]
+    done = kubectl_cos(ctl, "history", "--owner", OWNER, "--context", context)
+    assert done.returncode == 0 and done.stdout.splitlines()[1].split()[:5] == [
+        "1", f"{OWNER}-1", "Active", "Succeeded", "yes"], done.stdout + done.stderr
+    done = kubectl_cos(ctl, "history", "--owner", OWNER, "--context", f"no-such-context-{RUN}")
+    assert done.returncode == 1 and done.stderr.startswith("cosctl history: cannot load the cluster configuration")
+
+    # what publishing v2 would change: the ConfigMap's text and, masked, the Secret's value
+    done = kubectl_cos(ctl, "diff", v2, "--owner", OWNER)
+    assert done.returncode == 1, done.stderr
+    out = done.stdout
+    assert "Secret-value" not in out
+    assert out.splitlines()[:3] == [f"--- {OWNER}-1", f"+++ {v2}",
+                                    f"changed  ConfigMap {APP_NS}/greeting (phase configuration)"]
+    assert "    -  text: hello" in out.splitlines() and "    +  text: bonjour" in out.splitlines()
+    assert "    -  password: <hidden>" in out.splitlines() and "    +  password: <changed>" in out.splitlines()
+    assert out.splitlines()[-1] == "0 added, 0 removed, 2 changed, 0 moved, 2 unchanged"
+    assert kubectl_cos(ctl, "diff", v1, "--owner", OWNER).returncode == 0
+
+    assert kubectl_cos(ctl, "publish", v2, "--owner", OWNER, "--bundle-version", "2.0.0").returncode == 0
+    assert watch(ctl, f"{OWNER}-2").returncode == 0
+    assert kube.get("v1", "ConfigMap", "greeting", APP_NS)["data"] == {"text": "bonjour"}
+    wait_for(lambda: kube.get(COS_API, KIND, f"{OWNER}-1")["spec"]["lifecycleState"] == "Archived", 60,
+             "revision 1 to be archived")
+    data = json.loads(kubectl_cos(ctl, "diff", f"{OWNER}-1", f"{OWNER}-2", "-o", "json").stdout)
+    assert data["counts"] == {"added": 0, "removed": 0, "changed": 2, "moved": 0}
+
+    # back to revision 1's content, as revision 3
+    done = kubectl_cos(ctl, "rollback", "--owner", OWNER, "--dry-run")
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == (
+        f"ClusterObjectSet {OWNER}-3 (revision 3) would be created")
+    done = kubectl_cos(ctl, "rollback", "--owner", OWNER)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == f"rolling back owner {OWNER} to revision 1 ({OWNER}-1)"
+    done = watch(ctl, f"{OWNER}-3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == f"{OWNER}-3: rollout succeeded: Revision 1.0.0 has rolled out."
+    assert kube.get("v1", "ConfigMap", "greeting", APP_NS)["data"] == {"text": "hello"}
+    assert kubectl_cos(ctl, "diff", "1", "3", "--owner", OWNER).returncode == 0
+    wait_for(lambda: kube.get(COS_API, KIND, f"{OWNER}-2")["spec"]["lifecycleState"] == "Archived", 60,
+             "revision 2 to be archived")
+    assert watch(ctl, f"{OWNER}-2").returncode == 5  # archived
+
+    # a revision whose Secret is gone cannot be restored: the error names it, nothing is created
+    cos2 = kube.get(COS_API, KIND, f"{OWNER}-2")
+    secret = cos2["spec"]["phases"][0]["objects"][0]["ref"]["name"]
+    kube.delete("v1", "Secret", secret, ctl["system_ns"])
+    done = kubectl_cos(ctl, "rollback", "--owner", OWNER, "--to-revision", "2")
+    assert done.returncode == 1
+    assert done.stderr.startswith(
+        f"cosctl rollback: cannot roll back to revision 2: the content of ClusterObjectSet {OWNER}-2 is not "
+        f"available: phase namespaces object 0: Secret {ctl['system_ns']}/{secret} not found")
+    done = kubectl_cos(ctl, "rollback", "--owner", OWNER, "--to-revision", "7")
+    assert (done.returncode, done.stderr) == (1, f"cosctl rollback: revision 7 of owner {OWNER} does not exist (any "
+                                                 "more: retention keeps only the newest archived revisions); "
+                                                 "revisions on the cluster: 1, 2, 3\n")
+    assert len(kube.list(COS_API, KIND, label_selector=f"olm.operatorframework.io/owner-name={OWNER}")) == 3
