@@ -55,6 +55,12 @@ def test_two_revision_handover() -> None:
     run(mc, "ext-1")
     run(mc, "ext-2")
     assert mc.writes == 0
+    # ext-2's intent for "moves" changed when ext-1 released its ownerReference: one dry run says that
+    # applying it would change nothing; from then on the object costs nothing
+    assert [r for r in mc.log if r.name in ("moves", "old-only")] == [
+        ("get", "v1", "ConfigMap", "ns", "moves"), ("apply:dry-run", "v1", "ConfigMap", "ns", "moves")]
+    mc.reset_requests()
+    run(mc, "ext-2")
     assert [r for r in mc.log if r.name in ("moves", "old-only")] == [("get", "v1", "ConfigMap", "ns", "moves")]
 
 
