@@ -61,12 +61,13 @@ ReconcileFn = Callable[[Cluster, str], Any]
 
 def engine_reconcile(system_namespace: str) -> ReconcileFn:
     """The real engine, bound to its configuration."""
-    from reconciler import engine
+    from reconciler import drift, engine
 
     config = engine.EngineConfig(system_namespace=system_namespace)
+    memory = drift.AppliedMemory()   # what our writes returned: steady state judged without a request
 
     def run(cluster: Cluster, name: str) -> Any:
-        return engine.reconcile(cluster, name, config=config)
+        return engine.reconcile(cluster, name, config=config, memory=memory)
 
     return run
 
@@ -106,13 +107,13 @@ class CachedCluster:
                     self._outside.discard((api_version, kind, ns, name))
                 return obj
         if full:
-            raise NotFound(f'{kind} "{name}" not found')
+            raise self._not_found(api_version, kind, name)
         if filtered:
             key = (api_version, kind, ns, name)
             with self._lock:
                 outside = key in self._outside
             if not outside and not any(i.left(ns, name) for i in filtered):
-                raise NotFound(f'{kind} "{name}" not found')
+                raise self._not_found(api_version, kind, name)
             try:
                 return self.kube.get(api_version, kind, name, namespace)
             except NotFound:
@@ -122,6 +123,17 @@ class CachedCluster:
                     inf.forget_left(ns, name)
                 raise
         return self.kube.get(api_version, kind, name, namespace)
+
+    def _not_found(self, api_version: str, kind: str, name: str) -> NotFound:
+        """NotFound in the API server's words: ``secrets "x" not found``, ``deployments.apps "x" not found``."""
+        res = self.kube.resource(api_version, kind)
+        resource = f"{res.plural}.{res.gvk.group}" if res.gvk.group else res.plural
+        message = f'{resource} "{name}" not found'
+        return NotFound(message, status={"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                         "message": message, "reason": "NotFound",
+                                         "details": {"name": name, **({"group": res.gvk.group} if res.gvk.group
+                                                                       else {}), "kind": res.plural},
+                                         "code": 404})
 
     def list(self, api_version: str, kind: str, namespace: str | None = None,
              label_selector: str | None = None) -> list[Obj]:
@@ -167,9 +179,28 @@ class CachedCluster:
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                uid: str | None = None, resource_version: str | None = None,
-               propagation_policy: str | None = None) -> None:
-        self.kube.delete(api_version, kind, name, namespace, uid=uid, resource_version=resource_version,
-                         propagation_policy=propagation_policy)
+               propagation_policy: str | None = None) -> Obj | None:
+        """DELETE, then make the caches agree at once: the marked object when finalizers keep it, a tombstone
+        when it is gone (so the next pass neither deletes it again nor waits for it)."""
+        last = None
+        for inf in self._informers(api_version, kind):
+            last = last or inf.get(namespace, name)
+        try:
+            marked = self.kube.delete(api_version, kind, name, namespace, uid=uid,
+                                      resource_version=resource_version, propagation_policy=propagation_policy)
+        except NotFound:
+            self._gone(api_version, kind, name, namespace, last)
+            raise
+        if marked is not None:
+            self._written(marked)
+        else:
+            self._gone(api_version, kind, name, namespace, last)
+        return marked
+
+    def _gone(self, api_version: str, kind: str, name: str, namespace: str | None, last: Obj | None) -> None:
+        obj = last or {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace}}
+        for inf in self._informers(api_version, kind):
+            inf.deleted(obj)
 
     def is_namespaced(self, api_version: str, kind: str) -> bool:
         return self.kube.is_namespaced(api_version, kind)

@@ -442,7 +442,7 @@ class KubeCluster:
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                uid: str | None = None, resource_version: str | None = None,
-               propagation_policy: str | None = None) -> None:
+               propagation_policy: str | None = None) -> Obj | None:
         res = self.resource(api_version, kind)
         body: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
         pre = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
@@ -450,7 +450,13 @@ class KubeCluster:
             body["preconditions"] = pre
         if propagation_policy:
             body["propagationPolicy"] = propagation_policy
-        self.request("delete", "DELETE", res.item_path(name, namespace), body=body)
+        out = self.request("delete", "DELETE", res.item_path(name, namespace), body=body)
+        # A real server answers a Status when the object is gone, the object itself when it is only marked
+        # (finalizers); some kinds (Pods) answer the last state of an object that is gone: not marked.
+        if isinstance(out, dict) and out.get("kind") not in (None, "Status") and \
+                (out.get("metadata") or {}).get("deletionTimestamp") and (out.get("metadata") or {}).get("finalizers"):
+            return out
+        return None
 
     def _target(self, obj: Obj) -> tuple[Resource, str, str | None]:
         if not isinstance(obj, dict):

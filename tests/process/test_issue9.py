@@ -1,0 +1,109 @@
+"""Issue 9 through the process and the fake API server: teardown never repeats its own deletes, NotFound
+quotes the API server's words, and server normalization costs nothing at steady state."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from common.cluster.interface import NotFound
+from common.cluster.kube import KubeCluster
+from reconciler.cache import InformerKey
+from reconciler.process import MANAGED_SELECTOR, ProcessConfig, ReconcilerProcess, settled
+from tests.engine.helpers import cm, cos, phase
+from tests.process.test_process import get_cos, wait_for
+from tests.support.fake_apiserver import FakeApiServer
+
+COS_API = "olm.operatorframework.io/v1"
+
+
+@pytest.fixture
+def proc(kube: KubeCluster) -> Iterator[ReconcilerProcess]:
+    kube.sleep = lambda s: time.sleep(min(s, 0.05))  # type: ignore[attr-defined]
+    p = ReconcilerProcess(kube, ProcessConfig(workers=2, system_namespace="sys"), watch_timeout=30)
+    yield p
+    p.stop()
+
+
+def test_teardown_deletes_each_object_once_without_404_or_409(server: FakeApiServer,
+                                                               proc: ReconcilerProcess) -> None:
+    server.put_object(cos("c1", 1, phase("a", cm("x")), phase("b", cm("y"), cm("z"))))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    server.clear_requests()
+    server.delete_object(COS_API, "ClusterObjectSet", "c1")   # finalizer: marked, the reconciler tears down
+    wait_for(lambda: server.get_object(COS_API, "ClusterObjectSet", "c1") is None)
+    wait_for(proc.queue.idle)
+    time.sleep(0.3)
+    deletes = [r for r in server.requests if r.method == "DELETE"]
+    assert sorted(r.path.rsplit("/", 1)[1] for r in deletes) == ["x", "y", "z"]
+    # last phase first: y and z before x
+    assert deletes[-1].path.endswith("/x")
+    assert [r for r in server.requests if r.status in (404, 409)] == []
+
+
+def test_teardown_waits_for_finalizers_without_deleting_again(server: FakeApiServer,
+                                                              proc: ReconcilerProcess) -> None:
+    server.put_object(cos("c1", 1, phase("a", cm("x")), phase("b", cm("y"))))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    y = server.get_object("v1", "ConfigMap", "y", "ns")
+    y["metadata"]["finalizers"] = ["example.com/hold"]
+    server.put_object(y)
+    server.clear_requests()
+    server.delete_object(COS_API, "ClusterObjectSet", "c1")
+    wait_for(lambda: (server.get_object("v1", "ConfigMap", "y", "ns") or {}).get("metadata", {})
+             .get("deletionTimestamp") is not None)
+    count = proc.reconcile_count
+    proc.queue.add("c1")
+    wait_for(lambda: proc.reconcile_count > count and proc.queue.idle())
+    assert [r.path.rsplit("/", 1)[1] for r in server.requests if r.method == "DELETE"] == ["y"]
+    assert server.get_object("v1", "ConfigMap", "x", "ns") is not None   # phase a waits for phase b
+    y = server.get_object("v1", "ConfigMap", "y", "ns")
+    y["metadata"]["finalizers"] = []
+    server.put_object(y)
+    wait_for(lambda: server.get_object(COS_API, "ClusterObjectSet", "c1") is None)
+    assert sorted(r.path.rsplit("/", 1)[1] for r in server.requests if r.method == "DELETE") == ["x", "y"]
+    assert [r for r in server.requests if r.status in (404, 409)] == []
+
+
+def test_not_found_from_a_cache_quotes_the_api_server(server: FakeApiServer, proc: ReconcilerProcess,
+                                                      kube: KubeCluster) -> None:
+    proc.start()
+    for av, kind in (("v1", "ConfigMap"), ("apps/v1", "Deployment")):
+        inf = proc.caches.ensure(InformerKey(av, kind))
+        assert inf.synced.wait(5)
+    with pytest.raises(NotFound) as cached:
+        proc.cluster.get("v1", "ConfigMap", "nope", "ns")
+    with pytest.raises(NotFound) as live:
+        kube.get("v1", "ConfigMap", "nope", "ns")
+    assert str(cached.value) == str(live.value) == 'configmaps "nope" not found'
+    assert cached.value.status == live.value.status
+    with pytest.raises(NotFound) as dep:
+        proc.cluster.get("apps/v1", "Deployment", "nope", "ns")
+    assert str(dep.value) == 'deployments.apps "nope" not found'
+    proc.caches.ensure(InformerKey("v1", "Secret", None, MANAGED_SELECTOR)).synced.wait(5)
+    with pytest.raises(NotFound) as sec:
+        proc.cluster.get("v1", "Secret", "x", "ns")
+    assert str(sec.value) == 'secrets "x" not found'
+
+
+def test_normalized_objects_cost_nothing_at_steady_state(server: FakeApiServer, proc: ReconcilerProcess) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"},
+              "stringData": {"k": "v"}, "data": {}}
+    empty = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "e", "namespace": "ns"}, "data": {}}
+    server.put_object(cos("c1", 1, phase("a", secret, empty)))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    wait_for(proc.queue.idle)
+    time.sleep(0.3)
+    assert "data" not in server.get_object("v1", "ConfigMap", "e", "ns")
+    server.clear_requests()
+    for _ in range(3):
+        count = proc.reconcile_count
+        proc.queue.add("c1")
+        wait_for(lambda c=count: proc.reconcile_count > c and proc.queue.idle())
+    time.sleep(0.2)
+    assert [r for r in server.requests if r.method != "GET"] == []
