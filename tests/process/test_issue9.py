@@ -107,3 +107,49 @@ def test_normalized_objects_cost_nothing_at_steady_state(server: FakeApiServer, 
         wait_for(lambda c=count: proc.reconcile_count > c and proc.queue.idle())
     time.sleep(0.2)
     assert [r for r in server.requests if r.method != "GET"] == []
+
+
+def test_a_second_process_sends_one_dry_run_per_object_and_no_write(server: FakeApiServer,
+                                                                    kube: KubeCluster) -> None:
+    """After a restart (or failover) the memory of our writes is empty: each controlled object costs exactly
+    one server-side apply dry run, the answer shows nothing would change, so no write follows; from then on
+    the new process is at the zero-request steady state."""
+    kube.sleep = lambda s: time.sleep(min(s, 0.05))  # type: ignore[attr-defined]
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"},
+              "stringData": {"k": "v"}}
+    empty = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "e", "namespace": "ns"}, "data": {}}
+    server.put_object(cos("c1", 1, phase("a", cm("x"), secret, empty), phase("b", cm("y"), cm("z", k="w"))))
+    first = ReconcilerProcess(kube, ProcessConfig(workers=2, system_namespace="sys"), watch_timeout=30)
+    first.start()
+    try:
+        wait_for(lambda: settled(get_cos(server, "c1")))
+        # the first process's own steady state: a re-reconcile sends nothing (its memory holds every object)
+        wait_for(first.queue.idle)
+        time.sleep(0.3)
+        server.clear_requests()
+        count = first.reconcile_count
+        first.queue.add("c1")
+        wait_for(lambda: first.reconcile_count > count and first.queue.idle())
+        assert [r for r in server.requests if r.method != "GET"] == []
+    finally:
+        first.stop()
+    status = get_cos(server, "c1")["status"]
+    server.clear_requests()
+
+    second = ReconcilerProcess(kube, ProcessConfig(workers=2, system_namespace="sys"), watch_timeout=30)
+    second.start()
+    try:
+        wait_for(lambda: second.reconcile_count > 0 and second.queue.idle())
+        time.sleep(0.3)
+        sent = [(r.verb, r.path.rsplit("/", 1)[1], r.query.get("dryRun")) for r in server.requests
+                if r.method != "GET"]
+        assert sorted(sent) == [("apply", name, "All") for name in ("e", "s", "x", "y", "z")]
+        assert get_cos(server, "c1")["status"] == status   # no status write either
+        server.clear_requests()
+        count = second.reconcile_count
+        second.queue.add("c1")
+        wait_for(lambda: second.reconcile_count > count and second.queue.idle())
+        time.sleep(0.2)
+        assert [r for r in server.requests if r.method != "GET"] == []
+    finally:
+        second.stop()
