@@ -165,6 +165,7 @@ class Applied:
     uid: str
     intent: str
     fingerprint: str
+    resource_version: str = ""   # of the object the fingerprint was last found on (see ``unchanged``)
 
 
 def _key(obj: Obj) -> tuple[str, str, str, str]:
@@ -193,7 +194,9 @@ class AppliedMemory:
             if fp is None:
                 self._records.pop(key, None)
                 return False
-            self._records[key] = Applied(str((answer.get("metadata") or {}).get("uid") or ""), digest(intent), fp)
+            meta = answer.get("metadata") or {}
+            self._records[key] = Applied(str(meta.get("uid") or ""), digest(intent), fp,
+                                         str(meta.get("resourceVersion") or ""))
         return True
 
     def forget(self, obj: Obj) -> None:
@@ -207,6 +210,22 @@ class AppliedMemory:
         return rec if rec is not None and rec.uid == str((live.get("metadata") or {}).get("uid") or "") else None
 
     def unchanged(self, intent: Obj, live: Obj) -> bool:
-        """Whether ``live`` is still exactly what our last write of ``intent`` returned, as far as our fields go."""
+        """Whether ``live`` is still exactly what our last write of ``intent`` returned, as far as our fields go.
+
+        The fingerprint (a projection and a digest) is the bulk of a steady-state reconcile's CPU, so it is
+        computed once per version of the object: the same uid at the same ``resourceVersion`` is the same
+        stored object, whose fingerprint was found equal already (a controller's status write makes a new
+        version: its fingerprint is computed once, and remembered with it when still equal)."""
         rec = self.record(intent, live)
-        return rec is not None and rec.intent == digest(intent) and rec.fingerprint == fingerprint(live)
+        if rec is None or rec.intent != digest(intent):
+            return False
+        rv = str((live.get("metadata") or {}).get("resourceVersion") or "")
+        if rv and rv == rec.resource_version:
+            return True
+        if rec.fingerprint != fingerprint(live):
+            return False
+        if rv:
+            with self._lock:
+                if self._records.get(_key(intent)) is rec:
+                    self._records[_key(intent)] = Applied(rec.uid, rec.intent, rec.fingerprint, rv)
+        return True
