@@ -52,6 +52,9 @@ def test_teardown_waits_for_finalizers_without_deleting_again(server: FakeApiSer
     y = server.get_object("v1", "ConfigMap", "y", "ns")
     y["metadata"]["finalizers"] = ["example.com/hold"]
     server.put_object(y)
+    # the cache must see the finalizer first: a delete from an older cached version is refused (409) by its
+    # resourceVersion precondition and retried, a second DELETE this test would count
+    wait_for(lambda: proc.cluster.get("v1", "ConfigMap", "y", "ns")["metadata"].get("finalizers"))
     server.clear_requests()
     server.delete_object(COS_API, "ClusterObjectSet", "c1")
     wait_for(lambda: (server.get_object("v1", "ConfigMap", "y", "ns") or {}).get("metadata", {})
