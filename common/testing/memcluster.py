@@ -305,9 +305,14 @@ class MemCluster:
     """
 
     def __init__(self, kinds: Iterable[KindInfo] = DEFAULT_KINDS, *,
-                 clock: Callable[[], datetime] | None = None, register_crds: bool = True) -> None:
+                 clock: Callable[[], datetime] | None = None, register_crds: bool = True,
+                 namespace_lifecycle: bool = False) -> None:
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now(UTC))
         self.register_crds = register_crds
+        # the API server's NamespaceLifecycle admission: creating an object in a namespace that does not exist
+        # is refused with 404 ``namespaces "<ns>" not found``. Off by default: most tests never create the
+        # namespaces their objects live in.
+        self.namespace_lifecycle = namespace_lifecycle
         self.requests: Counter[str] = Counter()
         self.log: list[Request] = []
         self.listeners: list[Callable[[str, Obj], None]] = []
@@ -666,10 +671,20 @@ class MemCluster:
                       str(obj.get("kind") or ""), meta.get("namespace"), str(meta.get("name") or ""))
         return self._create(obj, dry_run=dry_run, manager=field_manager)
 
+    def _admit(self, info: KindInfo, namespace: str) -> None:
+        """NamespaceLifecycle (when on): no new object in a namespace that does not exist."""
+        if self.namespace_lifecycle and info.namespaced and \
+                self._lookup(self._info("v1", "Namespace"), namespace, None) is None:
+            message = f'namespaces "{namespace}" not found'
+            raise NotFound(message, status={"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                            "message": message, "reason": "NotFound",
+                                            "details": {"name": namespace, "kind": "namespaces"}, "code": 404})
+
     def _create(self, obj: Obj, *, dry_run: bool, manager: str) -> Obj:
         info, namespace, name = self._check_body(obj)
         if self._lookup(info, name, namespace) is not None:
             raise AlreadyExists(f'{info.resource} "{name}" already exists')
+        self._admit(info, namespace)
         stored = self._commit(info, None, _fresh(obj, info), dry_run=dry_run)
         if not dry_run:
             self._track_update(info, None, self._lookup(info, name, namespace) or stored, manager)
@@ -688,6 +703,7 @@ class MemCluster:
         live = self._lookup(info, name, namespace)
         key = (info.group, info.kind, namespace if info.namespaced else "", name)
         if live is None:
+            self._admit(info, namespace)
             stored = self._commit(info, None, _fresh(obj, info), dry_run=dry_run)
             owned = {field_manager: set(_flatten(_without_nulls(_fresh(obj, info)), info.status_subresource))}
             if dry_run:

@@ -474,3 +474,24 @@ def test_quantities() -> None:
     assert same("1000m", "1") and same("1024Mi", "1Gi") and same("1e3", "1k") and same("0.5", "500m")
     assert not same("1", "2") and not same("v1", "v1.0") and not same("1Gi", "1G")
     assert parse("nginx:1.25") is None and parse("E") is None and parse("1E") == 10**18
+
+
+def test_object_in_a_namespace_created_later_retries_then_rolls_out() -> None:
+    """The API server refuses a new object in a namespace that does not exist (NamespaceLifecycle): the COS
+    is Retrying with the server's words, and rolls out once the namespace exists."""
+    from common.testing.memcluster import MemCluster
+    from tests.engine.helpers import T0, cos, phase, run
+
+    mc = MemCluster(clock=lambda: T0, namespace_lifecycle=True)
+    mc.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
+    mc.put(cos("ext-1", 1, phase("p", cm("here"), cm("early", ns="later"))))
+    result = run(mc, "ext-1")
+    message = 'creating Object ConfigMap.v1 later/early: namespaces "later" not found'
+    assert str(result.error) == message
+    assert brief(mc, "ext-1", "Progressing") == ("True", "Retrying", message)
+    assert mc.peek("v1", "ConfigMap", "early", "later") is None
+    mc.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "later"}})
+    result = run(mc, "ext-1")
+    assert result.error is None
+    assert brief(mc, "ext-1", "Progressing") == ("True", "Succeeded", "Revision 1 has rolled out.")
+    assert mc.peek("v1", "ConfigMap", "early", "later")["data"] == {"k": "v"}

@@ -156,3 +156,23 @@ def test_a_second_process_sends_one_dry_run_per_object_and_no_write(server: Fake
         assert [r for r in server.requests if r.method != "GET"] == []
     finally:
         second.stop()
+
+
+def test_a_new_object_in_a_missing_namespace_is_refused_as_a_real_server_does(kubeconfig: str) -> None:
+    """NamespaceLifecycle, as kube-apiserver 1.36 answers it (create and server-side apply, dry run or not)."""
+    from common.cluster.interface import ApiError
+
+    with FakeApiServer(namespace_lifecycle=True) as server:
+        k = KubeCluster.from_kubeconfig(server.write_kubeconfig(kubeconfig + "-ns"))
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "nope"}}
+        for call in (lambda: k.create(body), lambda: k.apply(body, field_manager="t"),
+                     lambda: k.apply(body, field_manager="t", dry_run=True)):
+            with pytest.raises(NotFound) as err:
+                call()
+            assert isinstance(err.value, ApiError)
+            assert err.value.status == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                        "message": 'namespaces "nope" not found', "reason": "NotFound",
+                                        "details": {"name": "nope", "kind": "namespaces"}, "code": 404}
+        k.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nope"}})
+        assert k.create(body)["metadata"]["namespace"] == "nope"
+        k.close()

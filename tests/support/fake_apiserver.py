@@ -263,7 +263,7 @@ class FakeApiServer:
     """The fake API server; use as a context manager or call ``start()``/``stop()``."""
 
     def __init__(self, *, with_cos_crd: bool = True, history: int = 100_000,
-                 crd_discovery_delay: float = 0.0, record: bool = True) -> None:
+                 crd_discovery_delay: float = 0.0, record: bool = True, namespace_lifecycle: bool = False) -> None:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self.kinds: dict[tuple[str, str], Kind] = {}  # (group/version, kind) -> Kind
@@ -285,6 +285,9 @@ class FakeApiServer:
         self.requests: list[Recorded] = []
         self.record = record
         self.crd_discovery_delay = crd_discovery_delay
+        # NamespaceLifecycle admission: no new object in a namespace that does not exist (404, as a real
+        # server answers). Off by default: most tests never create the namespaces their objects live in.
+        self.namespace_lifecycle = namespace_lifecycle
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -454,6 +457,9 @@ class FakeApiServer:
         if (ns, name) in bucket:
             raise _HttpError(409, "AlreadyExists", f'{kind.plural}{"." + kind.group if kind.group else ""} '
                                                    f'"{name}" already exists')
+        if self.namespace_lifecycle and kind.namespaced and ("", ns) not in self._store.get(("", "namespaces"), {}):
+            raise _HttpError(404, "NotFound", f'namespaces "{ns}" not found',
+                             details={"name": ns, "kind": "namespaces"})
         obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
         if kind.namespaced:
             meta["namespace"] = ns
