@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 MANAGED_SELECTOR = f"{api.LABEL_MANAGED_BY}={api.MANAGED_BY_VALUE}"
 COS_KEY = InformerKey(api.API_VERSION, api.KIND)
+# Every namespace, watched only while some COS waits for one to appear (see ``missing_namespace``).
+NAMESPACES_KEY = InformerKey("v1", "Namespace")
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 EVENT_DEDUP_SECONDS = 300.0
 
@@ -288,6 +290,7 @@ class ReconcilerProcess:
         self._kinds: dict[str, set[tuple[str, str]]] = {}       # COS -> managed (apiVersion, kind)
         self._secrets: dict[str, set[tuple[str, str]]] = {}     # COS -> referenced (namespace, name)
         self._secret_users: dict[tuple[str, str], set[str]] = {}
+        self._ns_waiters: dict[str, set[str]] = {}              # missing namespace -> COSs waiting for it
         self._workers: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._done = threading.Event()
@@ -414,6 +417,14 @@ class ReconcilerProcess:
                 self.queue.add(name)
             if key.namespace is not None:
                 return
+        if key == NAMESPACES_KEY:
+            if etype != "DELETED":
+                with self._lock:
+                    waiting = set(self._ns_waiters.get(str(meta.get("name") or ""), ()))
+                for name in waiting:
+                    self.queue.forget(name)   # it failed for want of this namespace: no backoff now
+                    self.queue.add(name)
+            return
         if key.kind == "CustomResourceDefinition" and key.api_version == CRD_API_VERSION:
             self.kube.invalidate_discovery(str((obj.get("spec") or {}).get("group") or "") or None)
         for o in (obj, prev):
@@ -421,7 +432,21 @@ class ReconcilerProcess:
                 if ref.get("kind") == api.KIND and GVK.parse(str(ref.get("apiVersion", "")), "x").group == api.GROUP:
                     self.queue.add(str(ref.get("name")))
 
+    def _wait_for_namespace(self, name: str, namespace: str | None) -> None:
+        with self._lock:
+            before = bool(self._ns_waiters)
+            for ns in [n for n, users in self._ns_waiters.items() if name in users and n != namespace]:
+                self._ns_waiters[ns].discard(name)
+                if not self._ns_waiters[ns]:
+                    del self._ns_waiters[ns]
+            if namespace is not None:
+                self._ns_waiters.setdefault(namespace, set()).add(name)
+            changed = before != bool(self._ns_waiters)
+        if changed:
+            self._sync_informers()
+
     def _forget(self, name: str) -> None:
+        self._wait_for_namespace(name, None)
         with self._lock:
             self._kinds.pop(name, None)
             for ref in self._secrets.pop(name, set()):
@@ -468,6 +493,8 @@ class ReconcilerProcess:
                     wanted.add(InformerKey(av, kind, None, MANAGED_SELECTOR))
             for ns, _ in self._secret_users:
                 wanted.add(InformerKey("v1", "Secret", ns or self.config.system_namespace, None))
+            if self._ns_waiters:
+                wanted.add(NAMESPACES_KEY)
             # An informer a read started is kept, even if no result names its kind yet, until no
             # reconcile is running any more: the one that started it has then reported its kinds.
             keep = set(self._lazy)
@@ -516,8 +543,10 @@ class ReconcilerProcess:
         cos_inf = self.caches.get(COS_KEY)
         if cos_inf is not None and cos_inf.synced.is_set() and cos_inf.get(None, name) is None:
             self._forget(name)  # deleted meanwhile (its DELETED event may have come before this result)
-        elif kinds or secrets or name in self._kinds:
-            self._remember(name, kinds, secrets)
+        else:
+            if kinds or secrets or name in self._kinds:
+                self._remember(name, kinds, secrets)
+            self._wait_for_namespace(name, missing_namespace(error))
         events = list(getattr(result, "events", []) or [])
         if events:
             cos_inf = self.caches.get(COS_KEY)
@@ -537,6 +566,25 @@ class ReconcilerProcess:
         else:
             self.queue.forget(name)
             self.metrics.reconciles.labels(result="success").inc()
+
+
+def missing_namespace(error: BaseException | None) -> str | None:
+    """The namespace whose absence made a reconcile fail, if that is why it failed.
+
+    The API server refuses a new object in a namespace that does not exist with 404 and Status details
+    ``{"kind": "namespaces", "name": <ns>}`` (its NamespaceLifecycle admission). Such a COS is Retrying with
+    exponential backoff like any error, which could leave it waiting up to 1000 s after the namespace appears;
+    the process watches namespaces while some COS waits for one and wakes it up when it is created."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, NotFound):
+            details = error.status.get("details") if isinstance(error.status, dict) else None
+            if isinstance(details, dict) and details.get("kind") == "namespaces" and details.get("name"):
+                return str(details["name"])
+            return None
+        error = getattr(error, "cause", None) or error.__cause__
+        seen += 1
+    return None
 
 
 def settled(cos: Obj) -> bool:
