@@ -101,8 +101,12 @@ class KubeCluster:
                  backoff_cap: float = 10.0, retry_after_cap: float = 60.0,
                  discovery_refresh_interval: float = 5.0, request_timeout: float = 30.0,
                  observer: RequestObserver | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, user_agent: str | None = None) -> None:
         self.api_client = api_client
+        if user_agent:
+            # what the API server's audit log and its apiserver_request_total metrics name the client by
+            # (the generated client's default is "OpenAPI-Generator/<version>/python", the same for everyone)
+            api_client.user_agent = user_agent
         # urllib3 would otherwise retry 429/503 answers and connection errors on its own, out of sight of
         # our policy, metrics and tests: every retry happens in ``request``.
         # Several KubeClusters may share one ApiClient (the Lease client of the reconciler does): only the

@@ -92,6 +92,7 @@ class Recorded:
     body: Any
     token: str = ""  # the bearer token sent: tells apart clients with different kubeconfigs
     status: int = 0  # the HTTP status answered
+    user_agent: str = ""  # the User-Agent header: who sent it, as the API server's audit log records it
 
     @property
     def verb(self) -> str:
@@ -775,7 +776,7 @@ class FakeApiServer:
         return kind, ns, name, sub, None
 
     def handle(self, method: str, path: str, query: dict[str, str], content_type: str,
-               raw: bytes, token: str = "") -> tuple[int, dict[str, str], Obj | None]:
+               raw: bytes, token: str = "", user_agent: str = "") -> tuple[int, dict[str, str], Obj | None]:
         """Answer one non-watch request: (status, headers, body)."""
         body: Any = None
         if raw:
@@ -787,7 +788,7 @@ class FakeApiServer:
             except (ValueError, yaml.YAMLError) as e:
                 return 400, {}, status_body(400, "BadRequest", f"error decoding request body: {e}")
         with self._lock:
-            rec = Recorded(method, path, dict(query), content_type, body, token)
+            rec = Recorded(method, path, dict(query), content_type, body, token, user_agent=user_agent)
             if self.record:
                 self.requests.append(rec)
             code, headers, answer = self._answer(method, path, query, content_type, body)
@@ -898,11 +899,11 @@ class FakeApiServer:
         raise _HttpError(405, "MethodNotAllowed", "method not allowed")
 
     # ------------------------------------------------------------------------------------------- watches
-    def watch_events(self, path: str, query: dict[str, str],
-                     token: str = "") -> tuple[Kind, str | None, selectors.Selector, int]:
+    def watch_events(self, path: str, query: dict[str, str], token: str = "",
+                     user_agent: str = "") -> tuple[Kind, str | None, selectors.Selector, int]:
         with self._lock:
             if self.record:
-                self.requests.append(Recorded("GET", path, dict(query), "", None, token, 200))
+                self.requests.append(Recorded("GET", path, dict(query), "", None, token, 200, user_agent))
             for f in self._faults:
                 if f.times > 0 and f.method == "GET" and f.path.fullmatch(path) and \
                         all(query.get(k) == v for k, v in f.query.items()):
@@ -988,10 +989,11 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         ctype = self.headers.get("Content-Type") or ""
         token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        agent = self.headers.get("User-Agent") or ""
         if self.command == "GET" and query.get("watch") in ("true", "1"):
-            self._watch(url.path, query, token)
+            self._watch(url.path, query, token, agent)
             return
-        code, headers, body = self.api.handle(self.command, url.path, query, ctype, raw, token)
+        code, headers, body = self.api.handle(self.command, url.path, query, ctype, raw, token, agent)
         self._send(code, headers, body)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
@@ -1001,10 +1003,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
-    def _watch(self, path: str, query: dict[str, str], token: str) -> None:
+    def _watch(self, path: str, query: dict[str, str], token: str, user_agent: str = "") -> None:
         api = self.api
         try:
-            kind, ns, sel, since = api.watch_events(path, query, token)
+            kind, ns, sel, since = api.watch_events(path, query, token, user_agent)
         except _HttpError as e:
             self._send(e.code, e.headers, status_body(e.code, e.reason, e.message))
             return
