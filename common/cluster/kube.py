@@ -104,7 +104,7 @@ class KubeCluster:
                  sleep: Callable[[float], None] = time.sleep, user_agent: str | None = None) -> None:
         self.api_client = api_client
         if user_agent:
-            # what the API server's audit log and its apiserver_request_total metrics name the client by
+            # what the API server's audit log names the client by
             # (the generated client's default is "OpenAPI-Generator/<version>/python", the same for everyone)
             api_client.user_agent = user_agent
         # urllib3 would otherwise retry 429/503 answers and connection errors on its own, out of sight of
