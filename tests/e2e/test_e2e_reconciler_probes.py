@@ -60,7 +60,8 @@ def _set_status(env: dict[str, Any], resource: str, name: str, ns: str, status: 
 
 def test_crd_established_then_its_cr_and_a_group_kind_condition_probe(env: dict[str, Any]) -> None:
     """A CRD in phase one (built-in probe: Established), its CR in phase two (discovery refreshed by the CRD
-    event), and a GroupKind-selected ConditionEqual probe on the CR through all its Unknown/False/True states."""
+    event), a GroupKind-selected ConditionEqual probe on the CR through all its Unknown/False/True states, and
+    the deletion of the COS: CR first, then the CRD."""
     ns, run = env["ns"], env["run"]
     group = f"e2e{run}.example.com"
     crd = _crd(group, "Widget", "widgets")
@@ -87,6 +88,13 @@ def test_crd_established_then_its_cr_and_a_group_kind_condition_probe(env: dict[
     wait_succeeded(env, name)
     assert brief(env, name, "Available") == ("True", "ProbesSucceeded", "Objects are available and pass all probes.")
     assert brief(env, name, "Succeeded") == ("True", "Succeeded", "Revision succeeded rolling out.")
+    # uninstall: the CR goes first, then the CRD; once the CRD is gone its kind is not served any more, and
+    # the teardown must count the CR as gone rather than fail reading it (found here, on a real server)
+    kube = env["kube"]
+    kube.delete("olm.operatorframework.io/v1", "ClusterObjectSet", name)
+    wait_for(lambda: gone(kube, "olm.operatorframework.io/v1", "ClusterObjectSet", name), 120,
+             "the COS and its CRD to be torn down")
+    assert gone(kube, *CRD_API, crd["metadata"]["name"])
 
 
 def test_namespace_in_an_earlier_phase(env: dict[str, Any]) -> None:
