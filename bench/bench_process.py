@@ -7,7 +7,10 @@ Against the local fake API server (tests/support/fake_apiserver.py):
 2. steady state: then ``--steady-seconds`` (default 60) with nothing changing, the COS re-enqueued every
    5 s on top (as a periodic resync would), requests by verb: the targets are zero writes and zero lists;
 3. memory: a ``cos-reconciler`` subprocess with 50 complete COSs of 200 objects each in its caches:
-   resident memory (VmRSS), next to the same process idle with no COS measured in the same run.
+   resident memory (VmRSS), next to the same process idle with no COS measured in the same run;
+4. restart: a second process over the same server state (what a restart or a leader failover sees): its
+   first reconcile of the complete COS, requests by verb: the targets are one server-side apply dry run per
+   object and zero writes (``reconciler.drift``: the new process remembers none of our writes).
 
 Prints one JSON document. ``--quick`` shrinks everything for a smoke run.
 """
@@ -61,6 +64,13 @@ def is_settled(server: FakeApiServer, name: str) -> bool:
     return obj is not None and settled(obj)
 
 
+def _split(server: FakeApiServer) -> tuple[int, int]:
+    """(writes, dry runs) among the requests the server received."""
+    writes = [r for r in list(server.requests) if r.verb in WRITE_VERBS]
+    dry = sum(1 for r in writes if r.query.get("dryRun") == "All")
+    return len(writes) - dry, dry
+
+
 def rollout_and_steady(steady_seconds: float, phases: int, per_phase: int) -> dict:
     with FakeApiServer() as server, tempfile.TemporaryDirectory() as tmp:
         kube = KubeCluster.from_kubeconfig(server.write_kubeconfig(os.path.join(tmp, "kc")))
@@ -83,9 +93,21 @@ def rollout_and_steady(steady_seconds: float, phases: int, per_phase: int) -> di
             time.sleep(min(5.0, max(0.0, end - time.monotonic())))
         wait(proc.queue.idle, 60, "an idle queue")
         steady_counts = server.counts()
+        steady_writes, steady_dry_runs = _split(server)
         steady_reconciles = proc.reconcile_count - before
         lists_total = sum(i.lists for i in proc.caches.informers())
         proc.stop()
+
+        server.clear_requests()
+        second = ReconcilerProcess(kube, ProcessConfig(workers=4))
+        started = time.monotonic()
+        second.start()
+        wait(lambda: second.reconcile_count > 0 and second.queue.idle(), 600, "the restarted process")
+        restart_seconds = time.monotonic() - started
+        time.sleep(1.0)
+        restart_counts = server.counts()
+        restart_writes, restart_dry_runs = _split(server)
+        second.stop()
         kube.close()
     objects = phases * per_phase
     return {
@@ -99,9 +121,14 @@ def rollout_and_steady(steady_seconds: float, phases: int, per_phase: int) -> di
         "steady_state": {
             "seconds": steady_seconds, "reconciles": steady_reconciles,
             "requests_by_verb": dict(sorted(steady_counts.items())),
-            "writes": sum(steady_counts.get(v, 0) for v in WRITE_VERBS),
+            "writes": steady_writes, "dry_runs": steady_dry_runs,
             "lists": steady_counts.get("list", 0),
             "informer_lists_since_start": lists_total,
+        },
+        "restart": {
+            "seconds_to_idle": round(restart_seconds, 2),
+            "requests_by_verb": dict(sorted(restart_counts.items())),
+            "writes": restart_writes, "dry_runs": restart_dry_runs,
         },
     }
 
@@ -159,7 +186,10 @@ def main() -> None:
             out["memory"] = memory(50, 200)
     steady = out["steady_state"]
     out["targets_met"] = {"steady_state_zero_writes": steady["writes"] == 0,
-                          "steady_state_zero_relists": steady["lists"] == 0}
+                          "steady_state_zero_relists": steady["lists"] == 0,
+                          "steady_state_zero_dry_runs": steady["dry_runs"] == 0,
+                          "restart_zero_writes": out["restart"]["writes"] == 0,
+                          "restart_one_dry_run_per_object": out["restart"]["dry_runs"] == out["rollout"]["objects"]}
     print(json.dumps(out, indent=2))
 
 

@@ -27,6 +27,7 @@ import urllib3
 from common.cluster.interface import ApiError, Gone, UnknownKind, error_from_status
 from common.cluster.kube import KubeCluster
 from common.contract import labels
+from common.contract.api import FIELD_MANAGER
 from common.contract.objects import Obj
 
 log = logging.getLogger(__name__)
@@ -71,12 +72,14 @@ class Informer:
 
     def __init__(self, kube: KubeCluster, key: InformerKey, handler: Handler | None = None, *,
                  watch_timeout: int = 300, strip_managed_fields: bool = True,
+                 keep_managers: frozenset[str] = frozenset({FIELD_MANAGER}),
                  backoff_base: float = 0.1, backoff_cap: float = 30.0) -> None:
         self.kube = kube
         self.key = key
         self.handler = handler
         self.watch_timeout = watch_timeout  # seconds; each watch asks for 1x..2x this, like client-go
         self.strip_managed_fields = strip_managed_fields
+        self.keep_managers = keep_managers  # managedFields entries kept when stripping (drift is judged by ours)
         self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
         self.selector = labels.parse(key.label_selector)
         self.synced = threading.Event()
@@ -173,9 +176,26 @@ class Informer:
             if cur is None or new_rv is None or cur_rv is None or new_rv >= cur_rv:
                 self._store[_key(obj)] = obj
 
+    def deleted(self, obj: Obj) -> None:
+        """Our delete of ``obj`` (as we last saw it) succeeded and it is gone: drop it now, and ignore watch
+        events up to its resourceVersion, so the next read does not act on (and delete) it again."""
+        k = _key(obj)
+        rv = _rv_int(obj) or 0
+        with self._lock:
+            cur = self._store.get(k)
+            if cur is not None and (_rv_int(cur) or 0) > rv and \
+                    (cur.get("metadata") or {}).get("uid") != (obj.get("metadata") or {}).get("uid"):
+                return  # a newer object of that name: not the one we deleted
+            self._store.pop(k, None)
+            self._tombstones[k] = max(rv, self._tombstones.get(k, 0))
+
     def _slim(self, obj: Obj) -> Obj:
         if self.strip_managed_fields:
-            (obj.get("metadata") or {}).pop("managedFields", None)
+            meta = obj.get("metadata") or {}
+            kept = [e for e in meta.pop("managedFields", None) or []
+                    if isinstance(e, dict) and e.get("manager") in self.keep_managers]
+            if kept:
+                meta["managedFields"] = kept
         return obj
 
     # --------------------------------------------------------------------------------------- the loop
@@ -284,9 +304,13 @@ class Informer:
                 if len(self._tombstones) > 10_000:
                     self._tombstones.pop(next(iter(self._tombstones)))
             else:
+                dead_rv = self._tombstones.get(k)
+                new_rv = _rv_int(obj)
+                if dead_rv is not None and new_rv is not None and new_rv <= dead_rv:
+                    return  # an event from before our own delete of it: it is gone
                 self._tombstones.pop(k, None)
                 self._left.discard(k)
-                prev_rv, new_rv = _rv_int(prev), _rv_int(obj)
+                prev_rv = _rv_int(prev)
                 if prev_rv is not None and new_rv is not None and new_rv < prev_rv:
                     stale = True  # an older event than a write-through already stored
                 else:

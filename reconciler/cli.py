@@ -22,6 +22,16 @@ from common.contract import api
 log = logging.getLogger("cos-reconciler")
 
 
+def user_agent() -> str:
+    """``cos-reconciler/<version>``: how the API server's audit log and request metrics name this process."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"cos-reconciler/{version('cluster-object-set')}"
+    except PackageNotFoundError:   # run from a source tree that was never installed
+        return "cos-reconciler/dev"
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: what log pipelines parse without regexes."""
 
@@ -107,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("%s", e)
         return 2
     try:
-        kube = KubeCluster.auto(args.kubeconfig, context=args.context)
+        kube = KubeCluster.auto(args.kubeconfig, context=args.context, user_agent=user_agent())
     except Exception as e:  # kubernetes.config raises several types for missing/broken files
         where = args.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         log.error("cannot load Kubernetes configuration (in-cluster, then %s): %s", where, e)

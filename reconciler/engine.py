@@ -9,6 +9,7 @@ something must change, so reconciling a complete, unchanged COS sends no write a
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -25,7 +26,7 @@ from common.contract.api import (
     LIFECYCLE_ARCHIVED,
 )
 from common.contract.objects import Obj, copy_json
-from reconciler import collisions, conditions, digest
+from reconciler import collisions, conditions, digest, drift
 from reconciler.conditions import Situation
 from reconciler.resolve import Resolution, inline_kinds, referenced_secrets, resolve
 from reconciler.rollout import ObjectError, Outcome, Owner, reconcile_object
@@ -67,9 +68,23 @@ class ReconcileError(Exception):
         self.cause = cause
 
 
+_MEMORIES: weakref.WeakKeyDictionary[Cluster, drift.AppliedMemory] = weakref.WeakKeyDictionary()
+
+
+def memory_for(cluster: Cluster) -> drift.AppliedMemory:
+    """The memory of our writes through ``cluster`` (one per cluster object, as long as it lives)."""
+    memory = _MEMORIES.get(cluster)
+    if memory is None:
+        memory = _MEMORIES[cluster] = drift.AppliedMemory()
+    return memory
+
+
 def reconcile(cluster: Cluster, name: str, *, config: EngineConfig = EngineConfig(),
-              now: datetime | None = None) -> Result:
-    """Reconcile the ClusterObjectSet ``name`` once (reads it with ``cluster.get``; NotFound = nothing to do)."""
+              now: datetime | None = None, memory: drift.AppliedMemory | None = None) -> Result:
+    """Reconcile the ClusterObjectSet ``name`` once (reads it with ``cluster.get``; NotFound = nothing to do).
+
+    ``memory`` is what earlier writes returned (:mod:`reconciler.drift`); by default the one kept for
+    ``cluster``, so reconciling again through the same cluster object is free at steady state."""
     now = now or datetime.now(UTC)
     try:
         cos = cluster.get(API_VERSION, KIND, name)
@@ -78,6 +93,7 @@ def reconcile(cluster: Cluster, name: str, *, config: EngineConfig = EngineConfi
     except ApiError as exc:
         return Result(error=ReconcileError(f"getting ClusterObjectSet {name}: {exc}", exc))
     run = _Run(cluster, cos, config, now)
+    run.memory = memory if memory is not None else memory_for(cluster)
     if cos["metadata"].get("deletionTimestamp"):
         return run.deleted()
     if (cos.get("spec") or {}).get("lifecycleState") == LIFECYCLE_ARCHIVED:
@@ -90,6 +106,7 @@ class _Run:
 
     def __init__(self, cluster: Cluster, cos: Obj, config: EngineConfig, now: datetime) -> None:
         self.cluster, self.cos, self.config, self.now = cluster, cos, config, now
+        self.memory = drift.AppliedMemory()
         self.spec: Obj = cos.get("spec") or {}
         meta = cos["metadata"]
         self.name: str = meta["name"]
@@ -225,7 +242,8 @@ class _Run:
             try:
                 outcomes = [
                     reconcile_object(self.cluster, o.manifest, owner,
-                                     collisions.effective_protection(self.spec, o.phase, o.entry), progression)
+                                     collisions.effective_protection(self.spec, o.phase, o.entry), progression,
+                                     self.memory)
                     for o in phase.objects
                 ]
             except ObjectError as exc:

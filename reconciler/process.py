@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 MANAGED_SELECTOR = f"{api.LABEL_MANAGED_BY}={api.MANAGED_BY_VALUE}"
 COS_KEY = InformerKey(api.API_VERSION, api.KIND)
+# Every namespace, watched only while some COS waits for one to appear (see ``missing_namespace``).
+NAMESPACES_KEY = InformerKey("v1", "Namespace")
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 EVENT_DEDUP_SECONDS = 300.0
 
@@ -61,12 +63,13 @@ ReconcileFn = Callable[[Cluster, str], Any]
 
 def engine_reconcile(system_namespace: str) -> ReconcileFn:
     """The real engine, bound to its configuration."""
-    from reconciler import engine
+    from reconciler import drift, engine
 
     config = engine.EngineConfig(system_namespace=system_namespace)
+    memory = drift.AppliedMemory()   # what our writes returned: steady state judged without a request
 
     def run(cluster: Cluster, name: str) -> Any:
-        return engine.reconcile(cluster, name, config=config)
+        return engine.reconcile(cluster, name, config=config, memory=memory)
 
     return run
 
@@ -106,13 +109,13 @@ class CachedCluster:
                     self._outside.discard((api_version, kind, ns, name))
                 return obj
         if full:
-            raise NotFound(f'{kind} "{name}" not found')
+            raise self._not_found(api_version, kind, name)
         if filtered:
             key = (api_version, kind, ns, name)
             with self._lock:
                 outside = key in self._outside
             if not outside and not any(i.left(ns, name) for i in filtered):
-                raise NotFound(f'{kind} "{name}" not found')
+                raise self._not_found(api_version, kind, name)
             try:
                 return self.kube.get(api_version, kind, name, namespace)
             except NotFound:
@@ -122,6 +125,17 @@ class CachedCluster:
                     inf.forget_left(ns, name)
                 raise
         return self.kube.get(api_version, kind, name, namespace)
+
+    def _not_found(self, api_version: str, kind: str, name: str) -> NotFound:
+        """NotFound in the API server's words: ``secrets "x" not found``, ``deployments.apps "x" not found``."""
+        res = self.kube.resource(api_version, kind)
+        resource = f"{res.plural}.{res.gvk.group}" if res.gvk.group else res.plural
+        message = f'{resource} "{name}" not found'
+        return NotFound(message, status={"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                         "message": message, "reason": "NotFound",
+                                         "details": {"name": name, **({"group": res.gvk.group} if res.gvk.group
+                                                                       else {}), "kind": res.plural},
+                                         "code": 404})
 
     def list(self, api_version: str, kind: str, namespace: str | None = None,
              label_selector: str | None = None) -> list[Obj]:
@@ -167,9 +181,28 @@ class CachedCluster:
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                uid: str | None = None, resource_version: str | None = None,
-               propagation_policy: str | None = None) -> None:
-        self.kube.delete(api_version, kind, name, namespace, uid=uid, resource_version=resource_version,
-                         propagation_policy=propagation_policy)
+               propagation_policy: str | None = None) -> Obj | None:
+        """DELETE, then make the caches agree at once: the marked object when finalizers keep it, a tombstone
+        when it is gone (so the next pass neither deletes it again nor waits for it)."""
+        last = None
+        for inf in self._informers(api_version, kind):
+            last = last or inf.get(namespace, name)
+        try:
+            marked = self.kube.delete(api_version, kind, name, namespace, uid=uid,
+                                      resource_version=resource_version, propagation_policy=propagation_policy)
+        except NotFound:
+            self._gone(api_version, kind, name, namespace, last)
+            raise
+        if marked is not None:
+            self._written(marked)
+        else:
+            self._gone(api_version, kind, name, namespace, last)
+        return marked
+
+    def _gone(self, api_version: str, kind: str, name: str, namespace: str | None, last: Obj | None) -> None:
+        obj = last or {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace}}
+        for inf in self._informers(api_version, kind):
+            inf.deleted(obj)
 
     def is_namespaced(self, api_version: str, kind: str) -> bool:
         return self.kube.is_namespaced(api_version, kind)
@@ -257,6 +290,7 @@ class ReconcilerProcess:
         self._kinds: dict[str, set[tuple[str, str]]] = {}       # COS -> managed (apiVersion, kind)
         self._secrets: dict[str, set[tuple[str, str]]] = {}     # COS -> referenced (namespace, name)
         self._secret_users: dict[tuple[str, str], set[str]] = {}
+        self._ns_waiters: dict[str, set[str]] = {}              # missing namespace -> COSs waiting for it
         self._workers: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._done = threading.Event()
@@ -383,6 +417,14 @@ class ReconcilerProcess:
                 self.queue.add(name)
             if key.namespace is not None:
                 return
+        if key == NAMESPACES_KEY:
+            if etype != "DELETED":
+                with self._lock:
+                    waiting = set(self._ns_waiters.get(str(meta.get("name") or ""), ()))
+                for name in waiting:
+                    self.queue.forget(name)   # it failed for want of this namespace: no backoff now
+                    self.queue.add(name)
+            return
         if key.kind == "CustomResourceDefinition" and key.api_version == CRD_API_VERSION:
             self.kube.invalidate_discovery(str((obj.get("spec") or {}).get("group") or "") or None)
         for o in (obj, prev):
@@ -390,7 +432,21 @@ class ReconcilerProcess:
                 if ref.get("kind") == api.KIND and GVK.parse(str(ref.get("apiVersion", "")), "x").group == api.GROUP:
                     self.queue.add(str(ref.get("name")))
 
+    def _wait_for_namespace(self, name: str, namespace: str | None) -> None:
+        with self._lock:
+            before = bool(self._ns_waiters)
+            for ns in [n for n, users in self._ns_waiters.items() if name in users and n != namespace]:
+                self._ns_waiters[ns].discard(name)
+                if not self._ns_waiters[ns]:
+                    del self._ns_waiters[ns]
+            if namespace is not None:
+                self._ns_waiters.setdefault(namespace, set()).add(name)
+            changed = before != bool(self._ns_waiters)
+        if changed:
+            self._sync_informers()
+
     def _forget(self, name: str) -> None:
+        self._wait_for_namespace(name, None)
         with self._lock:
             self._kinds.pop(name, None)
             for ref in self._secrets.pop(name, set()):
@@ -437,6 +493,8 @@ class ReconcilerProcess:
                     wanted.add(InformerKey(av, kind, None, MANAGED_SELECTOR))
             for ns, _ in self._secret_users:
                 wanted.add(InformerKey("v1", "Secret", ns or self.config.system_namespace, None))
+            if self._ns_waiters:
+                wanted.add(NAMESPACES_KEY)
             # An informer a read started is kept, even if no result names its kind yet, until no
             # reconcile is running any more: the one that started it has then reported its kinds.
             keep = set(self._lazy)
@@ -485,8 +543,10 @@ class ReconcilerProcess:
         cos_inf = self.caches.get(COS_KEY)
         if cos_inf is not None and cos_inf.synced.is_set() and cos_inf.get(None, name) is None:
             self._forget(name)  # deleted meanwhile (its DELETED event may have come before this result)
-        elif kinds or secrets or name in self._kinds:
-            self._remember(name, kinds, secrets)
+        else:
+            if kinds or secrets or name in self._kinds:
+                self._remember(name, kinds, secrets)
+            self._wait_for_namespace(name, missing_namespace(error))
         events = list(getattr(result, "events", []) or [])
         if events:
             cos_inf = self.caches.get(COS_KEY)
@@ -506,6 +566,25 @@ class ReconcilerProcess:
         else:
             self.queue.forget(name)
             self.metrics.reconciles.labels(result="success").inc()
+
+
+def missing_namespace(error: BaseException | None) -> str | None:
+    """The namespace whose absence made a reconcile fail, if that is why it failed.
+
+    The API server refuses a new object in a namespace that does not exist with 404 and Status details
+    ``{"kind": "namespaces", "name": <ns>}`` (its NamespaceLifecycle admission). Such a COS is Retrying with
+    exponential backoff like any error, which could leave it waiting up to 1000 s after the namespace appears;
+    the process watches namespaces while some COS waits for one and wakes it up when it is created."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, NotFound):
+            details = error.status.get("details") if isinstance(error.status, dict) else None
+            if isinstance(details, dict) and details.get("kind") == "namespaces" and details.get("name"):
+                return str(details["name"])
+            return None
+        error = getattr(error, "cause", None) or error.__cause__
+        seen += 1
+    return None
 
 
 def settled(cos: Obj) -> bool:

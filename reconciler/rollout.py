@@ -1,8 +1,9 @@
 """Rolling one object out: read it, decide (collision table), write only when needed, probe it.
 
-"Only when needed" is what makes a steady state free: an object this COS controls is applied only when a
-field we declare differs from the live object (defaults the server adds, fields other managers own and labels
-users add are not differences). Everything we send is a fresh copy of the manifest with our identity added.
+"Only when needed" is what makes a steady state free: an object this COS controls is applied only when the
+server's own record says it changed since our last write (see :mod:`reconciler.drift`: defaults the server
+adds, its normalization of what we sent, fields other managers own and labels users add are not differences).
+Everything we send is a fresh copy of the manifest with our identity added.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from common.contract.api import (
     owner_reference,
 )
 from common.contract.objects import Obj
-from reconciler import collisions, quantity
+from reconciler import collisions, drift, quantity
 from reconciler.collisions import ADOPT, COLLISION, CREATE, PROGRESSED, Decision
 
 IDLE = "Idle"
@@ -148,16 +149,21 @@ def read(cluster: Cluster, manifest: Obj) -> Obj | None:
 
 
 def reconcile_object(cluster: Cluster, manifest: Obj, owner: Owner, protection: str,
-                     progression: Sequence[probes.ProgressionProbe]) -> Outcome:
-    """Decide and act for one object; API failures raise :class:`ObjectError`."""
+                     progression: Sequence[probes.ProgressionProbe],
+                     memory: drift.AppliedMemory | None = None) -> Outcome:
+    """Decide and act for one object; API failures raise :class:`ObjectError`. ``memory`` holds what our
+    previous writes returned (a fresh one per call when not given: every controlled object then costs a dry
+    run)."""
+    memory = memory if memory is not None else drift.AppliedMemory()
     live = read(cluster, manifest)
     decision = collisions.decide(live, cos_name=owner.name, cos_uid=owner.uid, revision=owner.revision,
                                  siblings=owner.siblings, protection=protection)
     what = collisions.describe_object(manifest)
     if decision.action == CREATE:
         try:
-            live = cluster.create(desired(manifest, owner, _refs_for(None, owner, adopt=False)),
-                                  field_manager=FIELD_MANAGER)
+            body = desired(manifest, owner, _refs_for(None, owner, adopt=False))
+            live = cluster.create(body, field_manager=FIELD_MANAGER)
+            memory.remember(body, live)
             return Outcome(manifest, CREATE, decision, live, probes.probe(live, progression))
         except AlreadyExists:
             # our read was stale (a cache miss): read again and decide on what is really there
@@ -175,10 +181,32 @@ def reconcile_object(cluster: Cluster, manifest: Obj, owner: Owner, protection: 
         return Outcome(manifest, PROGRESSED, decision, live, probes.ProbeResult(probes.TRUE))
     adopt = decision.action == ADOPT
     want = desired(manifest, owner, _refs_for(live, owner, adopt=adopt))
-    if not adopt and is_subset(want, live):
+    if not adopt and unchanged(cluster, want, live, memory, what):
         return Outcome(manifest, IDLE, decision, live, probes.probe(live, progression))
     try:
         live = cluster.apply(want, field_manager=FIELD_MANAGER, force=True)
     except ApiError as exc:
         raise ObjectError(f"applying Object {what}: {exc}", exc) from None
+    memory.remember(want, live)
     return Outcome(manifest, ADOPT if adopt else APPLY, decision, live, probes.probe(live, progression))
+
+
+def unchanged(cluster: Cluster, want: Obj, live: Obj, memory: drift.AppliedMemory, what: str) -> bool:
+    """Whether applying ``want`` would change nothing in ``live`` (see :mod:`reconciler.drift`).
+
+    When ``live`` is what our last write of this same intent returned: no request, it is unchanged. Otherwise
+    (a restart, a write by someone else, an intent that changed only in what it copies from ``live``): one
+    dry-run apply decides, and the live object is remembered when the apply would change nothing."""
+    if memory.unchanged(want, live):
+        return True
+    try:
+        answer = cluster.apply(want, field_manager=FIELD_MANAGER, force=True, dry_run=True)
+    except ApiError as exc:
+        raise ObjectError(f"applying Object {what}: {exc}", exc) from None
+    fields = drift.our_fields(answer)
+    if fields is None:   # no managedFields to judge by: compare the manifest itself
+        return is_subset(want, live)
+    if drift.our_fields(live) is None or not drift.same_at(fields, answer, live):
+        return False     # (owning nothing of it, we could never tell a later change: apply once to own it)
+    memory.remember(want, live)
+    return True

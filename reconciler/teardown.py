@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from common.cluster.interface import ApiError, Cluster, NotFound
+from common.cluster.interface import ApiError, Cluster, NotFound, UnknownKind
 from common.contract.objects import Obj
 from reconciler import collisions
 from reconciler.rollout import ObjectError, read
@@ -39,7 +39,16 @@ def teardown(cluster: Cluster, phases: Sequence[Sequence[Obj]], *, cos_name: str
     for manifests in reversed(phases):
         deleted: list[Obj] = []
         for manifest in manifests:
-            live = read(cluster, manifest)
+            try:
+                live = read(cluster, manifest)
+            except ObjectError as exc:
+                if isinstance(exc.cause, UnknownKind):
+                    # Its kind is not served: its CRD is gone (typically torn down by this very teardown, a
+                    # later phase, whose deletion removed every object of the kind), so nothing of it is left.
+                    # Failing here would block the teardown forever; the garbage collector still removes
+                    # anything that carries our ownerReference should the kind come back.
+                    continue
+                raise
             if live is None:
                 continue
             meta = live["metadata"]

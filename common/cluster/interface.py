@@ -164,9 +164,10 @@ class Cluster(Protocol):
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                uid: str | None = None, resource_version: str | None = None,
-               propagation_policy: str | None = None) -> None:
+               propagation_policy: str | None = None) -> Obj | None:
         """DELETE with optional uid/resourceVersion preconditions (``Conflict`` when they do not hold).
-        An object with finalizers is only marked (``metadata.deletionTimestamp``) until they are removed."""
+        An object with finalizers is only marked (``metadata.deletionTimestamp``) until they are removed: the
+        marked object is returned then (as the API server answers); ``None`` when the object is gone."""
 
     def is_namespaced(self, api_version: str, kind: str) -> bool:
         """Whether the kind is namespaced, from discovery (``UnknownKind`` when not served)."""

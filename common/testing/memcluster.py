@@ -233,6 +233,62 @@ def _locked(method: Callable[Concatenate[MemCluster, _P], _R]) -> Callable[Conca
     return wrapper
 
 
+def _rendered(method: Callable[Concatenate[MemCluster, _P], _R]) -> Callable[Concatenate[MemCluster, _P], _R]:
+    """Objects leave the server with ``metadata.managedFields`` rendered from the ownership it tracks."""
+    @functools.wraps(method)
+    def wrapper(self: MemCluster, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        out = method(self, *args, **kwargs)
+        for obj in out if isinstance(out, list) else [out]:
+            # a dry run's answer was rendered already, from the ownership it would have produced
+            if isinstance(obj, dict) and "managedFields" not in (obj.get("metadata") or {}):
+                self._render(obj)
+        return out
+    return wrapper
+
+
+def fields_v1(paths: Iterable[Path]) -> Obj:
+    """A ``fieldsV1`` set from leaf paths: ``{"f:a": {"f:b": {}}}`` for ``("a", "b")`` (lists are atomic here,
+    so no ``k:``/``v:`` members; a real server's finer sets project onto the same values)."""
+    out: Obj = {}
+    for p in sorted(paths):
+        cur = out
+        for k in p:
+            cur = cur.setdefault(f"f:{k}", {})
+    return out
+
+
+# Map-typed fields of built-in kinds that a real API server omits when empty (Go ``omitempty`` on a map); it
+# also omits every empty list. Struct-typed fields (``emptyDir: {}``, ``securityContext: {}``) are kept.
+_OMITEMPTY_MAPS = frozenset({"data", "binaryData", "stringData", "labels", "annotations", "nodeSelector",
+                             "matchLabels", "limits", "requests"})
+_UNTYPED_GROUPS = frozenset({"apiextensions.k8s.io", "olm.operatorframework.io"})
+
+
+def _drop_empty(value: Any) -> Any:
+    """``value`` without empty lists and empty ``omitempty`` maps (recursively), as a built-in kind is stored."""
+    if isinstance(value, dict):
+        out = {}
+        for k, item in value.items():
+            v = _drop_empty(item)
+            if v == [] or (v == {} and k in _OMITEMPTY_MAPS):
+                continue
+            out[k] = v
+        return out
+    if isinstance(value, list):
+        return [_drop_empty(v) for v in value]
+    return value
+
+
+def _items_removed(old: Any, new: Any) -> bool:
+    """Whether ``new`` is the list ``old`` with some ``uid``-keyed items removed (ownerReferences): on a real
+    server that list is associative, removing an item takes no ownership of the items that remain."""
+    if not isinstance(old, list) or not isinstance(new, list) or len(new) >= len(old):
+        return False
+    if not all(isinstance(i, dict) and "uid" in i for i in old):
+        return False
+    return all(i in old for i in new)
+
+
 def _timestamp(dt: datetime) -> str:
     return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -249,16 +305,25 @@ class MemCluster:
     """
 
     def __init__(self, kinds: Iterable[KindInfo] = DEFAULT_KINDS, *,
-                 clock: Callable[[], datetime] | None = None, register_crds: bool = True) -> None:
+                 clock: Callable[[], datetime] | None = None, register_crds: bool = True,
+                 namespace_lifecycle: bool = False) -> None:
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now(UTC))
         self.register_crds = register_crds
+        # the API server's NamespaceLifecycle admission: creating an object in a namespace that does not exist
+        # is refused with 404 ``namespaces "<ns>" not found``. Off by default: most tests never create the
+        # namespaces their objects live in.
+        self.namespace_lifecycle = namespace_lifecycle
         self.requests: Counter[str] = Counter()
         self.log: list[Request] = []
         self.listeners: list[Callable[[str, Obj], None]] = []
+        # server-side normalization to play (defaulting, canonical quantities...): each is called on every
+        # object about to be stored (dry runs included) and may change it in place
+        self.normalizers: list[Callable[[Obj], None]] = []
         self._lock = threading.RLock()
         self._kinds: dict[tuple[str, str], KindInfo] = {}
         self._store: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
         self._fields: dict[tuple[str, str, str, str], dict[str, set[Path]]] = {}
+        self._appliers: dict[tuple[str, str, str, str], set[str]] = {}  # managers whose last write was an apply
         self._faults: list[_Fault] = []
         self._rv = itertools.count(1)
         self._uid = itertools.count(1)
@@ -339,6 +404,32 @@ class MemCluster:
     def _lookup(self, info: KindInfo, name: str, namespace: str | None) -> Obj | None:
         return self._store[(info.group, info.kind)].get(self._key(info, name, namespace))
 
+    def _fkey(self, info: KindInfo, obj: Obj) -> tuple[str, str, str, str]:
+        meta = obj.get("metadata") or {}
+        return (info.group, info.kind, str(meta.get("namespace") or "") if info.namespaced else "",
+                str(meta.get("name") or ""))
+
+    def _render(self, obj: Obj, owners: dict[str, set[Path]] | None = None,
+                appliers: set[str] | None = None) -> Obj:
+        """Set ``metadata.managedFields`` from the tracked ownership (or the given one, for a dry run): one
+        entry per manager, ``Apply`` when its last write was an apply, else ``Update``, sorted by manager."""
+        try:
+            info = self._info(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+        except ApiError:
+            return obj
+        key = self._fkey(info, obj)
+        owners = owners if owners is not None else self._fields.get(key, {})
+        appliers = appliers if appliers is not None else self._appliers.get(key, set())
+        meta = obj.setdefault("metadata", {})
+        entries = [{"manager": m, "operation": "Apply" if m in appliers else "Update",
+                    "apiVersion": obj.get("apiVersion"), "fieldsType": "FieldsV1", "fieldsV1": fields_v1(paths)}
+                   for m, paths in sorted(owners.items()) if paths]
+        if entries:
+            meta["managedFields"] = entries
+        else:
+            meta.pop("managedFields", None)
+        return obj
+
     def _not_found(self, info: KindInfo, name: str) -> NotFound:
         return NotFound(f'{info.resource} "{name}" not found')
 
@@ -398,8 +489,12 @@ class MemCluster:
         resources have them pruned), so code that compares what it declared with what is stored meets them
         here the way it will on a real cluster."""
         new = _without_nulls(new)
-        meta = new.setdefault("metadata", {})
         self._normalize_secret(info, new)
+        if info.group not in _UNTYPED_GROUPS:
+            new = _drop_empty(new)
+        for normalize in self.normalizers:
+            normalize(new)
+        meta = new.setdefault("metadata", {})
         if old is None:
             meta["uid"] = f"00000000-0000-4000-8000-{next(self._uid):012x}"
             meta["creationTimestamp"] = _timestamp(self.clock())
@@ -442,13 +537,15 @@ class MemCluster:
         owners = self._fields.setdefault(fkey, {})
         new_flat = _flatten(new, info.status_subresource)
         old_flat = _flatten(old, info.status_subresource) if old is not None else {}
-        changed = {p for p, v in new_flat.items() if old_flat.get(p, _MISSING) != v}
+        changed = {p for p, v in new_flat.items() if old_flat.get(p, _MISSING) != v
+                   and not _items_removed(old_flat.get(p, _MISSING), v)}
         removed = set(old_flat) - set(new_flat)
         for paths in owners.values():
             for p in changed | removed:
                 paths.difference_update(_related(paths, p))
         if changed:
             owners.setdefault(manager, set()).update(changed)
+            self._appliers.get(fkey, set()).discard(manager)
         for m in [m for m, paths in owners.items() if not paths]:
             del owners[m]
 
@@ -471,6 +568,7 @@ class MemCluster:
         if obj is None:
             return
         self._fields.pop((info.group, info.kind, key[0], key[1]), None)
+        self._appliers.pop((info.group, info.kind, key[0], key[1]), None)
         self._notify("DELETED", obj)
         if info.group == "apiextensions.k8s.io" and info.kind == "CustomResourceDefinition" and self.register_crds:
             spec = obj.get("spec") or {}
@@ -535,6 +633,7 @@ class MemCluster:
     # ---- the Cluster Protocol -----------------------------------------------------------------------------
 
     @_locked
+    @_rendered
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
         self._request("get", api_version, kind, namespace, name)
         info = self._info(api_version, kind)
@@ -544,6 +643,7 @@ class MemCluster:
         return copy_json(obj)
 
     @_locked
+    @_rendered
     def list(self, api_version: str, kind: str, namespace: str | None = None,
              label_selector: str | None = None) -> list[Obj]:
         self._request("list", api_version, kind, namespace, "")
@@ -561,6 +661,7 @@ class MemCluster:
         return out
 
     @_locked
+    @_rendered
     def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str | None = None) -> Obj:
         """POST as ``field_manager`` (``"unknown"`` when not given). Fields are recorded under that manager
         like an apply's, i.e. already folded the way ``common.cluster.kube`` folds a create into the next apply."""
@@ -570,16 +671,27 @@ class MemCluster:
                       str(obj.get("kind") or ""), meta.get("namespace"), str(meta.get("name") or ""))
         return self._create(obj, dry_run=dry_run, manager=field_manager)
 
+    def _admit(self, info: KindInfo, namespace: str) -> None:
+        """NamespaceLifecycle (when on): no new object in a namespace that does not exist."""
+        if self.namespace_lifecycle and info.namespaced and \
+                self._lookup(self._info("v1", "Namespace"), namespace, None) is None:
+            message = f'namespaces "{namespace}" not found'
+            raise NotFound(message, status={"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                            "message": message, "reason": "NotFound",
+                                            "details": {"name": namespace, "kind": "namespaces"}, "code": 404})
+
     def _create(self, obj: Obj, *, dry_run: bool, manager: str) -> Obj:
         info, namespace, name = self._check_body(obj)
         if self._lookup(info, name, namespace) is not None:
             raise AlreadyExists(f'{info.resource} "{name}" already exists')
+        self._admit(info, namespace)
         stored = self._commit(info, None, _fresh(obj, info), dry_run=dry_run)
         if not dry_run:
             self._track_update(info, None, self._lookup(info, name, namespace) or stored, manager)
         return stored
 
     @_locked
+    @_rendered
     def apply(self, obj: Obj, *, field_manager: str, force: bool = True, dry_run: bool = False) -> Obj:
         meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
         self._request("apply:dry-run" if dry_run else "apply", str(obj.get("apiVersion") or ""),
@@ -589,11 +701,15 @@ class MemCluster:
             raise BadRequest("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
                              "is required for apply patch")
         live = self._lookup(info, name, namespace)
+        key = (info.group, info.kind, namespace if info.namespaced else "", name)
         if live is None:
+            self._admit(info, namespace)
             stored = self._commit(info, None, _fresh(obj, info), dry_run=dry_run)
-            if not dry_run:
-                key = (info.group, info.kind, namespace if info.namespaced else "", name)
-                self._fields[key] = {field_manager: set(_flatten(stored, info.status_subresource))}
+            owned = {field_manager: set(_flatten(_without_nulls(_fresh(obj, info)), info.status_subresource))}
+            if dry_run:
+                return self._render(stored, owned, {field_manager})
+            self._fields[key] = owned
+            self._appliers[key] = {field_manager}
             return stored
         want_rv = meta.get("resourceVersion")
         if want_rv and want_rv != live["metadata"]["resourceVersion"]:
@@ -627,11 +743,16 @@ class MemCluster:
             _set_path(new, p, v)
         owners[field_manager] = set(applied)
         stored = self._commit(info, live, new, dry_run=dry_run)
-        if not dry_run and self._lookup(info, name, namespace) is not None:
+        appliers = {*self._appliers.get(key, set()), field_manager}
+        if dry_run:
+            return self._render(stored, {m: p for m, p in owners.items() if p}, appliers)
+        if self._lookup(info, name, namespace) is not None:
             self._fields[fkey] = {m: p for m, p in owners.items() if p}
+            self._appliers[key] = appliers
         return stored
 
     @_locked
+    @_rendered
     def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
                     resource_version: str | None = None, field_manager: str = "unknown") -> Obj:
         self._request("patch", api_version, kind, namespace, name)
@@ -668,6 +789,7 @@ class MemCluster:
         return stored
 
     @_locked
+    @_rendered
     def update(self, obj: Obj, *, field_manager: str = "unknown") -> Obj:
         meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
         self._request("update", str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""),
@@ -687,6 +809,7 @@ class MemCluster:
         return self._write_update(info, live, new, field_manager)
 
     @_locked
+    @_rendered
     def update_status(self, obj: Obj) -> Obj:
         meta = obj.get("metadata") or {} if isinstance(obj, dict) else {}
         self._request("update_status", str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""),
@@ -709,10 +832,13 @@ class MemCluster:
     @_locked
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                uid: str | None = None, resource_version: str | None = None,
-               propagation_policy: str | None = None) -> None:
+               propagation_policy: str | None = None) -> Obj | None:
         self._request("delete", api_version, kind, namespace, name)
         self._delete(api_version, kind, name, namespace, uid=uid, resource_version=resource_version,
                      propagation_policy=propagation_policy)
+        info = self._info(api_version, kind)
+        marked = self._lookup(info, name, namespace)
+        return self._render(copy_json(marked)) if marked is not None else None
 
     def _delete(self, api_version: str, kind: str, name: str, namespace: str | None, *, uid: str | None,
                 resource_version: str | None, propagation_policy: str | None) -> None:
@@ -739,6 +865,7 @@ class MemCluster:
     # ---- uncounted helpers for tests: "someone else" acting on the cluster ---------------------------------
 
     @_locked
+    @_rendered
     def peek(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj | None:
         """The stored object (a copy) or ``None``; not counted."""
         info = self._info(api_version, kind)
@@ -746,12 +873,14 @@ class MemCluster:
         return copy_json(obj) if obj is not None else None
 
     @_locked
+    @_rendered
     def objects(self, api_version: str, kind: str) -> builtins.list[Obj]:
         """All stored objects of a kind (copies, sorted by namespace/name); not counted."""
         info = self._info(api_version, kind)
         return [copy_json(o) for _, o in sorted(self._store[(info.group, info.kind)].items())]
 
     @_locked
+    @_rendered
     def put(self, obj: Obj, *, manager: str = "test") -> Obj:
         """Create ``obj``, or overwrite the stored one (status included), as ``manager``; not counted."""
         info, namespace, name = self._check_body(obj)
@@ -766,6 +895,7 @@ class MemCluster:
         return self._write_update(info, live, copy_json(obj), manager)
 
     @_locked
+    @_rendered
     def edit(self, api_version: str, kind: str, name: str, namespace: str | None,
              mutate: Callable[[Obj], None], *, manager: str = "kubectl-edit") -> Obj:
         """Change an object in place like ``kubectl edit`` as ``manager`` (status included); not counted."""
@@ -778,6 +908,7 @@ class MemCluster:
         return self._write_update(info, live, new, manager)
 
     @_locked
+    @_rendered
     def set_status(self, api_version: str, kind: str, name: str, namespace: str | None, status: Obj) -> Obj:
         """Replace ``status`` like the object's controller would; not counted."""
         return self.edit(api_version, kind, name, namespace, lambda o: o.__setitem__("status", copy_json(status)),

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from common.contract.api import ANNOTATION_REVISION, API_VERSION, KIND, owner_reference
+from common.contract.api import ANNOTATION_REVISION, API_VERSION, FIELD_MANAGER, KIND, owner_reference
 from common.testing.memcluster import MemCluster
 from reconciler.collisions import decide
 from tests.engine.helpers import brief, cluster, cm, cos, get_cos, phase, run
@@ -52,7 +52,7 @@ def _live(mc: MemCluster, *, controller: str | None = None, annotation: str | No
         meta["labels"] = {"app.kubernetes.io/managed-by": "olm.operatorframework.io",
                           "olm.operatorframework.io/owner-name": "ext"}
         meta["ownerReferences"][0]["blockOwnerDeletion"] = True
-    mc.put(obj, manager="someone")
+    mc.put(obj, manager=FIELD_MANAGER if controller == "ext-2" else "someone")  # ours: our own earlier write
 
 
 ROWS: dict[str, Callable[[MemCluster], None]] = {

@@ -55,6 +55,12 @@ def test_two_revision_handover() -> None:
     run(mc, "ext-1")
     run(mc, "ext-2")
     assert mc.writes == 0
+    # ext-2's intent for "moves" changed when ext-1 released its ownerReference: one dry run says that
+    # applying it would change nothing; from then on the object costs nothing
+    assert [r for r in mc.log if r.name in ("moves", "old-only")] == [
+        ("get", "v1", "ConfigMap", "ns", "moves"), ("apply:dry-run", "v1", "ConfigMap", "ns", "moves")]
+    mc.reset_requests()
+    run(mc, "ext-2")
     assert [r for r in mc.log if r.name in ("moves", "old-only")] == [("get", "v1", "ConfigMap", "ns", "moves")]
 
 
@@ -300,3 +306,37 @@ def test_transient_secret_errors_retry_teardown_instead_of_skipping() -> None:
     assert result.error is not None and "etcd is having a moment" in str(result.error)
     assert mc.peek("v1", "ConfigMap", "from-ref", "ns") is not None  # not skipped: retried
     assert "TeardownSkipped" not in [e.reason for e in result.events]
+
+
+def test_deleting_a_cos_with_a_crd_and_its_cr_completes_once_the_crd_is_gone() -> None:
+    """Found on a real API server: the CR (later phase) goes first, then the CRD, which waits for its own
+    cleanup finalizer; once the CRD is gone its kind is no longer served, and the next pass must count the CR
+    as gone (a kind that is not served has no objects) rather than fail reading it forever."""
+    crd_api, cleanup = "apiextensions.k8s.io/v1", "customresourcecleanup.apiextensions.k8s.io"
+    crd = {"apiVersion": crd_api, "kind": "CustomResourceDefinition", "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object",
+                                                                 "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"},
+              "spec": {"size": 1}}
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("crds", crd), phase("crs", widget)))
+    run(mc, "ext-1")
+    mc.set_status(crd_api, "CustomResourceDefinition", "widgets.example.com", None,
+                  {"conditions": [{"type": "Established", "status": "True"}]})
+    run(mc, "ext-1")
+    assert brief(mc, "ext-1", "Succeeded")[0] == "True"
+    mc.edit(crd_api, "CustomResourceDefinition", "widgets.example.com", None,
+            lambda o: o["metadata"].update(finalizers=[cleanup]))
+
+    mc.remove("olm.operatorframework.io/v1", KIND, "ext-1")
+    result = run(mc, "ext-1")
+    assert result.error is None and result.requeue_after == 5.0
+    assert mc.peek("example.com/v1", "Widget", "w", "ns") is None
+    assert mc.peek(crd_api, "CustomResourceDefinition", "widgets.example.com")["metadata"]["deletionTimestamp"]
+    mc.remove_finalizer(crd_api, "CustomResourceDefinition", "widgets.example.com", None, cleanup)
+    result = run(mc, "ext-1")
+    assert result.error is None
+    assert mc.peek("olm.operatorframework.io/v1", KIND, "ext-1") is None

@@ -391,14 +391,81 @@ def test_declared_nulls_and_canonicalized_quantities_are_not_drift() -> None:
            "metadata": {"name": "a", "namespace": "ns", "creationTimestamp": None, "labels": None},
            "data": {"cpu": "1000m", "memory": "1024Mi"}}
     mc = cluster()
+    canonical = {"1000m": "1", "1024Mi": "1Gi"}
+    mc.normalizers.append(lambda o: o.get("data") and o.update(data={k: canonical.get(v, v)
+                                                                    for k, v in o["data"].items()}))
     mc.put(cos("ext-1", 1, phase("p", obj)))
     run(mc, "ext-1")
     live = mc.peek("v1", "ConfigMap", "a", "ns")
     assert "labels" in live["metadata"] and live["metadata"]["creationTimestamp"]  # ours, and the server's
-    mc.edit("v1", "ConfigMap", "a", "ns", lambda o: o["data"].update(cpu="1", memory="1Gi"), manager="apiserver")
+    assert live["data"] == {"cpu": "1", "memory": "1Gi"}
     mc.reset_requests()
     run(mc, "ext-1")
+    run(mc, "ext-1")
+    assert mc.writes == 0 and mc.requests["apply:dry-run"] == 0
+
+
+def test_any_server_normalization_is_not_drift_and_costs_nothing() -> None:
+    """Issue 9: `data: {}`, `env: []`, Secret `stringData` and whatever else the server rewrites (here an
+    invented rule no client could know) are not drift: steady state sends no write and no dry run."""
+    from tests.engine.helpers import cluster, cos, deployment, phase, run
+
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"},
+              "stringData": {"password": "hunter2"}, "data": {}}
+    empty = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "e", "namespace": "ns", "labels": {}},
+             "data": {}}
+    odd = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "odd", "namespace": "ns"},
+           "data": {"mode": "LOUD"}}
+    dep = deployment("d")
+    dep["spec"]["template"]["spec"]["containers"][0]["env"] = []
+    mc = cluster()
+    mc.normalizers.append(lambda o: o.get("data", {}).get("mode") and o["data"].update(mode=o["data"]["mode"].lower()))
+    mc.put(cos("ext-1", 1, phase("p", secret, empty, odd, dep)))
+    run(mc, "ext-1")
+    assert "data" not in mc.peek("v1", "ConfigMap", "e", "ns")                      # dropped, as a real server does
+    assert "stringData" not in mc.peek("v1", "Secret", "s", "ns")                   # merged into data
+    assert "env" not in mc.peek("apps/v1", "Deployment", "d", "ns")["spec"]["template"]["spec"]["containers"][0]
+    assert mc.peek("v1", "ConfigMap", "odd", "ns")["data"] == {"mode": "loud"}
+    mc.reset_requests()
+    for _ in range(3):
+        run(mc, "ext-1")
     assert mc.writes == 0
+    assert mc.requests["apply:dry-run"] == 0
+
+
+def test_after_a_restart_one_dry_run_per_object_then_nothing() -> None:
+    """A new process (a new memory) asks the server once per controlled object, with a dry run, and writes
+    nothing when the dry run says nothing would change; a kubectl edit of a field we own is then repaired."""
+    from reconciler.drift import AppliedMemory
+    from reconciler.engine import reconcile
+    from tests.engine.helpers import T0, cluster, cos, phase
+
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"},
+              "stringData": {"password": "hunter2"}}
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("p", secret, cm("c", a="1"))))
+    reconcile(mc, "ext-1", now=T0, memory=AppliedMemory())
+    restarted = AppliedMemory()
+    mc.reset_requests()
+    reconcile(mc, "ext-1", now=T0, memory=restarted)
+    assert [(r.verb, r.name) for r in mc.log if r.kind in ("Secret", "ConfigMap")] == [
+        ("get", "s"), ("apply:dry-run", "s"), ("get", "c"), ("apply:dry-run", "c")]
+    assert mc.writes == 0 and len(restarted) == 2
+    mc.reset_requests()
+    reconcile(mc, "ext-1", now=T0, memory=restarted)
+    assert mc.writes == 0 and mc.requests["apply:dry-run"] == 0
+
+    # kubectl edit of the Secret's data (which our stringData became) and of a ConfigMap key we declared
+    mc.edit("v1", "Secret", "s", "ns", lambda o: o["data"].update(password="ZWRpdGVk"))
+    mc.edit("v1", "ConfigMap", "c", "ns", lambda o: o["data"].update(a="edited"))
+    mc.reset_requests()
+    reconcile(mc, "ext-1", now=T0, memory=restarted)
+    assert writes(mc) == [("apply", "Secret", "s"), ("apply", "ConfigMap", "c")]
+    assert mc.peek("v1", "Secret", "s", "ns")["data"] == {"password": "aHVudGVyMg=="}
+    assert mc.peek("v1", "ConfigMap", "c", "ns")["data"] == {"a": "1"}
+    mc.reset_requests()
+    reconcile(mc, "ext-1", now=T0, memory=restarted)
+    assert mc.writes == 0 and mc.requests["apply:dry-run"] == 0
 
 
 def test_quantities() -> None:
@@ -407,3 +474,24 @@ def test_quantities() -> None:
     assert same("1000m", "1") and same("1024Mi", "1Gi") and same("1e3", "1k") and same("0.5", "500m")
     assert not same("1", "2") and not same("v1", "v1.0") and not same("1Gi", "1G")
     assert parse("nginx:1.25") is None and parse("E") is None and parse("1E") == 10**18
+
+
+def test_object_in_a_namespace_created_later_retries_then_rolls_out() -> None:
+    """The API server refuses a new object in a namespace that does not exist (NamespaceLifecycle): the COS
+    is Retrying with the server's words, and rolls out once the namespace exists."""
+    from common.testing.memcluster import MemCluster
+    from tests.engine.helpers import T0, cos, phase, run
+
+    mc = MemCluster(clock=lambda: T0, namespace_lifecycle=True)
+    mc.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
+    mc.put(cos("ext-1", 1, phase("p", cm("here"), cm("early", ns="later"))))
+    result = run(mc, "ext-1")
+    message = 'creating Object ConfigMap.v1 later/early: namespaces "later" not found'
+    assert str(result.error) == message
+    assert brief(mc, "ext-1", "Progressing") == ("True", "Retrying", message)
+    assert mc.peek("v1", "ConfigMap", "early", "later") is None
+    mc.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "later"}})
+    result = run(mc, "ext-1")
+    assert result.error is None
+    assert brief(mc, "ext-1", "Progressing") == ("True", "Succeeded", "Revision 1 has rolled out.")
+    assert mc.peek("v1", "ConfigMap", "early", "later")["data"] == {"k": "v"}

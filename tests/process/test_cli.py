@@ -46,6 +46,10 @@ def test_once_reconciles_until_settled_and_exits_0(server: FakeApiServer, kubeco
     assert res.returncode == 0, res.stderr
     assert res.stdout == "c1: settled (Progressing True/Succeeded: Revision 1 has rolled out.)\n"
     assert server.get_object("v1", "ConfigMap", "y", "ns") is not None
+    # every request, watches included, names the process (the generated client's default names nobody)
+    from reconciler.cli import user_agent
+    assert user_agent().startswith("cos-reconciler/")
+    assert {r.user_agent for r in server.requests} == {user_agent()}
 
 
 def test_once_times_out_with_exit_1_when_a_cos_cannot_settle(server: FakeApiServer, kubeconfig: str) -> None:

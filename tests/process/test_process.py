@@ -242,8 +242,10 @@ def test_managed_by_label_removed_by_a_user_is_restored(server: FakeApiServer, p
     server.put_object(live)  # leaves the filtered cache: DELETED for the informer, the owner is enqueued
     wait_for(lambda: (server.get_object("v1", "ConfigMap", "x", "ns")["metadata"].get("labels") or {})
              .get("app.kubernetes.io/managed-by") == "olm.operatorframework.io")
-    verbs = [r.verb for r in server.requests if r.path.startswith("/api/v1/namespaces/ns/configmaps")]
-    assert verbs[-2:] == ["get", "apply"]  # it left the filtered cache, so it is read live, then re-labelled
+    sent = [r for r in server.requests if r.path.startswith("/api/v1/namespaces/ns/configmaps")]
+    # it left the filtered cache, so it is read live; its values at our fields changed (a dry run confirms
+    # that an apply would change them), then it is re-labelled
+    assert [(r.verb, r.query.get("dryRun")) for r in sent[-3:]] == [("get", None), ("apply", "All"), ("apply", None)]
 
 
 def test_change_made_while_watches_were_down_and_history_compacted_is_still_seen(

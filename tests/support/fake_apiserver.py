@@ -19,6 +19,7 @@ Run standalone with ``python -m tests.support.fake_apiserver --port 8001``.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import copy
 import itertools
@@ -91,6 +92,7 @@ class Recorded:
     body: Any
     token: str = ""  # the bearer token sent: tells apart clients with different kubeconfigs
     status: int = 0  # the HTTP status answered
+    user_agent: str = ""  # the User-Agent header: who sent it, as the API server's audit log records it
 
     @property
     def verb(self) -> str:
@@ -138,14 +140,17 @@ def _now() -> str:
 
 def status_body(code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
     body: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                 "message": message, "reason": reason, "code": code}
+                 "message": message, "reason": reason}
     if details:
         body["details"] = details
+    body["code"] = code   # last, after details, as a real API server orders them
     return body
 
 
 class _HttpError(Exception):
-    def __init__(self, code: int, reason: str, message: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, code: int, reason: str, message: str, headers: dict[str, str] | None = None,
+                 details: Obj | None = None) -> None:
+        self.details = details
         super().__init__(message)
         self.code, self.reason, self.message = code, reason, message
         self.headers = headers or {}
@@ -200,11 +205,66 @@ def _leaves(obj: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any
     return {prefix: obj}
 
 
+_OMITEMPTY_MAPS = frozenset({"data", "binaryData", "stringData", "labels", "annotations", "nodeSelector",
+                             "matchLabels", "limits", "requests"})
+_UNTYPED_GROUPS = frozenset({"apiextensions.k8s.io", "olm.operatorframework.io"})
+_NOT_OWNED = frozenset({("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace"),
+                        ("metadata", "resourceVersion"), ("metadata", "uid")})
+_ABSENT = object()
+
+
+def _drop_empty(value: Any) -> Any:
+    """Empty lists and empty map-typed fields dropped, as a real server stores a built-in kind (Go omitempty)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, item in value.items():
+            v = _drop_empty(item)
+            if v == [] or (v == {} and k in _OMITEMPTY_MAPS):
+                continue
+            out[k] = v
+        return out
+    if isinstance(value, list):
+        return [_drop_empty(v) for v in value]
+    return value
+
+
+def _normalize(kind: Kind, obj: Obj) -> None:
+    """What a real server does to a built-in object before storing it: ``stringData`` merged into ``data``
+    (base64), empty collections dropped. Custom resources keep what they were sent."""
+    if kind.group in _UNTYPED_GROUPS:
+        return
+    if kind.group == "" and kind.kind == "Secret" and "stringData" in obj:
+        data = dict(obj.get("data") or {})
+        for k, v in (obj.pop("stringData") or {}).items():
+            data[k] = base64.b64encode(str(v).encode()).decode()
+        obj["data"] = data
+    cleaned = _drop_empty(obj)
+    obj.clear()
+    obj.update(cleaned)
+
+
+def _at(obj: Any, path: tuple[str, ...]) -> Any:
+    for k in path:
+        if not isinstance(obj, dict) or k not in obj:
+            return _ABSENT
+        obj = obj[k]
+    return obj
+
+
+def _fields_v1(paths: list[tuple[str, ...]]) -> Obj:
+    out: Obj = {}
+    for p in sorted(paths):
+        cur = out
+        for k in p:
+            cur = cur.setdefault(f"f:{k}", {})
+    return out
+
+
 class FakeApiServer:
     """The fake API server; use as a context manager or call ``start()``/``stop()``."""
 
     def __init__(self, *, with_cos_crd: bool = True, history: int = 100_000,
-                 crd_discovery_delay: float = 0.0, record: bool = True) -> None:
+                 crd_discovery_delay: float = 0.0, record: bool = True, namespace_lifecycle: bool = False) -> None:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self.kinds: dict[tuple[str, str], Kind] = {}  # (group/version, kind) -> Kind
@@ -226,6 +286,9 @@ class FakeApiServer:
         self.requests: list[Recorded] = []
         self.record = record
         self.crd_discovery_delay = crd_discovery_delay
+        # NamespaceLifecycle admission: no new object in a namespace that does not exist (404, as a real
+        # server answers). Off by default: most tests never create the namespaces their objects live in.
+        self.namespace_lifecycle = namespace_lifecycle
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -379,7 +442,8 @@ class FakeApiServer:
     def _emit(self, kind: Kind, etype: str, obj: Obj, old: Obj | None = None) -> None:
         rv = int(obj["metadata"]["resourceVersion"])
         old_labels = dict((old.get("metadata") or {}).get("labels") or {}) if old is not None else None
-        self._history.append((rv, kind.group, kind.plural, etype, copy.deepcopy(obj), old_labels))
+        self._history.append((rv, kind.group, kind.plural, etype, self._render(kind, copy.deepcopy(obj)),
+                              old_labels))
         self._changed.notify_all()
 
     def _create(self, kind: Kind, ns: str, obj: Obj, *, dry_run: bool = False) -> Obj:
@@ -394,6 +458,9 @@ class FakeApiServer:
         if (ns, name) in bucket:
             raise _HttpError(409, "AlreadyExists", f'{kind.plural}{"." + kind.group if kind.group else ""} '
                                                    f'"{name}" already exists')
+        if self.namespace_lifecycle and kind.namespaced and ("", ns) not in self._store.get(("", "namespaces"), {}):
+            raise _HttpError(404, "NotFound", f'namespaces "{ns}" not found',
+                             details={"name": ns, "kind": "namespaces"})
         obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
         if kind.namespaced:
             meta["namespace"] = ns
@@ -405,6 +472,8 @@ class FakeApiServer:
         meta["generation"] = 1
         if kind.status_subresource and kind.kind != "CustomResourceDefinition":
             obj.pop("status", None)
+        _normalize(kind, obj)
+        meta = obj["metadata"]
         if dry_run:
             meta["resourceVersion"] = str(self._last_rv)
             return copy.deepcopy(obj)
@@ -466,6 +535,29 @@ class FakeApiServer:
         self._emit(kind, "MODIFIED", new, old)
         return copy.deepcopy(new)
 
+    def _render(self, kind: Kind, obj: Obj, override: tuple[str, Obj] | None = None) -> Obj:
+        """``metadata.managedFields`` of an object: one ``Apply`` entry per manager that applied it, owning the
+        leaves of its last intent (lists atomic) except those someone else has since changed (on a real server
+        such a field moves to the writer's entry). ``override`` is (manager, intent) of a dry-run apply."""
+        meta = obj.get("metadata") or {}
+        ns = str(meta.get("namespace") or "") if kind.namespaced else ""
+        applied = {k[4]: v for k, v in self._applied.items()
+                   if k[:4] == (kind.group, kind.plural, ns, meta.get("name"))}
+        if override is not None:
+            applied[override[0]] = override[1]
+        entries = []
+        for manager, intent in sorted(applied.items()):
+            owned = [p for p, v in _leaves(intent).items()
+                     if p not in _NOT_OWNED and _at(obj, p) in (_ABSENT, v)]
+            if owned:
+                entries.append({"manager": manager, "operation": "Apply", "apiVersion": kind.api_version,
+                                "time": _now(), "fieldsType": "FieldsV1", "fieldsV1": _fields_v1(owned)})
+        if entries:
+            meta["managedFields"] = entries
+        else:
+            meta.pop("managedFields", None)
+        return obj
+
     def _forget_applied(self, kind: Kind, ns: str, name: str) -> None:
         for key in [k for k in self._applied if k[:4] == (kind.group, kind.plural, ns, name)]:
             del self._applied[key]
@@ -474,7 +566,9 @@ class FakeApiServer:
         obj = self._store.get((kind.group, kind.plural), {}).get((ns, name))
         if obj is None:
             gr = f'{kind.plural}{"." + kind.group if kind.group else ""}'
-            raise _HttpError(404, "NotFound", f'{gr} "{name}" not found')
+            raise _HttpError(404, "NotFound", f'{gr} "{name}" not found',
+                             details={"name": name, **({"group": kind.group} if kind.group else {}),
+                                      "kind": kind.plural})
         return obj
 
     @staticmethod
@@ -517,6 +611,10 @@ class FakeApiServer:
                     out["status"] = copy.deepcopy(old["status"])
                 else:
                     out.pop("status", None)
+            if "managedFields" not in old["metadata"]:
+                m.pop("managedFields", None)   # rendered from the applied intents, not stored (unless seeded)
+            _normalize(kind, out)
+            m = out["metadata"]
             spec_old = {k: v for k, v in old.items() if k not in ("metadata", "status")}
             spec_new = {k: v for k, v in out.items() if k not in ("metadata", "status")}
             if spec_old != spec_new:
@@ -544,7 +642,8 @@ class FakeApiServer:
             created = self._create(kind, ns, obj, dry_run=dry_run)
             if not dry_run:
                 self._applied[key] = copy.deepcopy(intent_body)
-            return created
+                return created
+            return self._render(kind, created, (manager, copy.deepcopy(intent_body)))
         if meta.get("resourceVersion") and meta["resourceVersion"] != old["metadata"]["resourceVersion"]:
             raise self._conflict(kind, name)
         if not force:
@@ -565,7 +664,8 @@ class FakeApiServer:
         out = self._update(kind, ns, new, subresource="", ignore_status=True, dry_run=dry_run)
         if not dry_run:
             self._applied[key] = copy.deepcopy(intent_body)
-        return out
+            return out
+        return self._render(kind, out, (manager, copy.deepcopy(intent_body)))
 
     def _delete(self, kind: Kind, ns: str, name: str, options: Obj, dry_run: bool) -> Obj:
         old = self._get(kind, ns, name)
@@ -599,7 +699,7 @@ class FakeApiServer:
 
     def _list(self, kind: Kind, ns: str | None, sel: selectors.Selector, limit: int, cont: str) -> Obj:
         items = sorted(self._store.get((kind.group, kind.plural), {}).items())
-        picked = [copy.deepcopy(o) for (ons, _), o in items
+        picked = [self._render(kind, copy.deepcopy(o)) for (ons, _), o in items
                   if (ns is None or ons == ns) and sel.matches((o.get("metadata") or {}).get("labels"))]
         start = 0
         rv = str(self._last_rv)
@@ -676,7 +776,7 @@ class FakeApiServer:
         return kind, ns, name, sub, None
 
     def handle(self, method: str, path: str, query: dict[str, str], content_type: str,
-               raw: bytes, token: str = "") -> tuple[int, dict[str, str], Obj | None]:
+               raw: bytes, token: str = "", user_agent: str = "") -> tuple[int, dict[str, str], Obj | None]:
         """Answer one non-watch request: (status, headers, body)."""
         body: Any = None
         if raw:
@@ -688,7 +788,7 @@ class FakeApiServer:
             except (ValueError, yaml.YAMLError) as e:
                 return 400, {}, status_body(400, "BadRequest", f"error decoding request body: {e}")
         with self._lock:
-            rec = Recorded(method, path, dict(query), content_type, body, token)
+            rec = Recorded(method, path, dict(query), content_type, body, token, user_agent=user_agent)
             if self.record:
                 self.requests.append(rec)
             code, headers, answer = self._answer(method, path, query, content_type, body)
@@ -707,9 +807,17 @@ class FakeApiServer:
                     return f.status, f.headers, f.body if f.body is not None else status_body(
                         f.status, reason, f"injected {f.status} for {method} {path}")
             try:
-                return 200 if method != "POST" else 201, {}, self._dispatch(method, path, query, content_type, body)
+                out = self._dispatch(method, path, query, content_type, body)
+                try:
+                    kind = self._resolve(path)[0]
+                except _HttpError:
+                    kind = None   # e.g. a CRD deleted by this very request
+                if kind is not None and isinstance(out, dict) and out.get("kind") == kind.kind and \
+                        "managedFields" not in (out.get("metadata") or {}):
+                    self._render(kind, out)
+                return 200 if method != "POST" else 201, {}, out
             except _HttpError as e:
-                return e.code, {}, status_body(e.code, e.reason, e.message)
+                return e.code, {}, status_body(e.code, e.reason, e.message, e.details)
 
     def _dispatch(self, method: str, path: str, query: dict[str, str], content_type: str, body: Any) -> Obj:
         kind, ns, name, sub, doc = self._resolve(path)
@@ -741,7 +849,12 @@ class FakeApiServer:
             if kind.namespaced and bns and bns != ns:
                 raise _HttpError(400, "BadRequest", "the namespace of the provided object does not match the "
                                                     "namespace sent on the request")
-            return self._create(kind, ns_key, copy.deepcopy(body), dry_run=dry_run)
+            created = self._create(kind, ns_key, copy.deepcopy(body), dry_run=dry_run)
+            if query.get("fieldManager") and not dry_run:
+                # the creator owns what it sent (simplified: as if applied; see _render)
+                self._applied[(kind.group, kind.plural, ns_key, created["metadata"]["name"], query["fieldManager"])] \
+                    = {k: copy.deepcopy(v) for k, v in body.items() if not (kind.status_subresource and k == "status")}
+            return created
         if name is None:
             raise _HttpError(405, "MethodNotAllowed", "method not allowed")
         if method == "PUT":
@@ -777,15 +890,20 @@ class FakeApiServer:
             return self._update(kind, ns_key, new, subresource=sub, dry_run=dry_run)
         if method == "DELETE":
             opts = body if isinstance(body, dict) else {}
-            return self._delete(kind, ns_key, name, opts, dry_run)
+            out = self._delete(kind, ns_key, name, opts, dry_run)
+            if dry_run or (out.get("metadata") or {}).get("finalizers"):
+                return out   # marked for deletion: the object, as a real server answers
+            return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                    "details": {"name": name, "group": kind.group, "kind": kind.plural,
+                                "uid": (out.get("metadata") or {}).get("uid")}}
         raise _HttpError(405, "MethodNotAllowed", "method not allowed")
 
     # ------------------------------------------------------------------------------------------- watches
-    def watch_events(self, path: str, query: dict[str, str],
-                     token: str = "") -> tuple[Kind, str | None, selectors.Selector, int]:
+    def watch_events(self, path: str, query: dict[str, str], token: str = "",
+                     user_agent: str = "") -> tuple[Kind, str | None, selectors.Selector, int]:
         with self._lock:
             if self.record:
-                self.requests.append(Recorded("GET", path, dict(query), "", None, token, 200))
+                self.requests.append(Recorded("GET", path, dict(query), "", None, token, 200, user_agent))
             for f in self._faults:
                 if f.times > 0 and f.method == "GET" and f.path.fullmatch(path) and \
                         all(query.get(k) == v for k, v in f.query.items()):
@@ -871,10 +989,11 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         ctype = self.headers.get("Content-Type") or ""
         token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        agent = self.headers.get("User-Agent") or ""
         if self.command == "GET" and query.get("watch") in ("true", "1"):
-            self._watch(url.path, query, token)
+            self._watch(url.path, query, token, agent)
             return
-        code, headers, body = self.api.handle(self.command, url.path, query, ctype, raw, token)
+        code, headers, body = self.api.handle(self.command, url.path, query, ctype, raw, token, agent)
         self._send(code, headers, body)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
@@ -884,10 +1003,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
-    def _watch(self, path: str, query: dict[str, str], token: str) -> None:
+    def _watch(self, path: str, query: dict[str, str], token: str, user_agent: str = "") -> None:
         api = self.api
         try:
-            kind, ns, sel, since = api.watch_events(path, query, token)
+            kind, ns, sel, since = api.watch_events(path, query, token, user_agent)
         except _HttpError as e:
             self._send(e.code, e.headers, status_body(e.code, e.reason, e.message))
             return

@@ -1,0 +1,56 @@
+"""reconciler.drift's memory: what our last write returned, and the once-per-version fingerprint."""
+
+from __future__ import annotations
+
+import copy
+
+from common.contract.api import FIELD_MANAGER
+from reconciler.drift import AppliedMemory, fingerprint
+
+INTENT = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}, "data": {"a": "1"}}
+
+
+def _answer(rv: str, value: str = "1", manager: str = FIELD_MANAGER) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "ns", "uid": "u-1", "resourceVersion": rv,
+                         "managedFields": [{"manager": manager, "operation": "Apply", "apiVersion": "v1",
+                                            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}}]},
+            "data": {"a": value}}
+
+
+def test_a_new_version_with_the_same_fingerprint_is_remembered_with_its_resource_version() -> None:
+    memory = AppliedMemory()
+    assert memory.remember(INTENT, _answer("10"))
+    rec = memory.record(INTENT, _answer("10"))
+    assert rec is not None and rec.resource_version == "10"
+    # someone wrote a field that is not ours (a label, a status): a new version, same fingerprint
+    labelled = _answer("11")
+    labelled["metadata"]["labels"] = {"team": "blue"}
+    assert fingerprint(labelled) == rec.fingerprint
+    assert memory.unchanged(INTENT, labelled)
+    rec = memory.record(INTENT, labelled)
+    assert rec is not None and rec.resource_version == "11"
+    # our field edited by someone else: a new version, another fingerprint; the record is kept as it was
+    edited = _answer("12", value="edited", manager="kubectl-edit")
+    assert not memory.unchanged(INTENT, edited)
+    assert memory.record(INTENT, edited) == rec
+
+
+def test_the_same_version_is_not_fingerprinted_again() -> None:
+    """Same uid and resourceVersion is the same stored object: its fingerprint was found equal already, so
+    the steady state costs a digest of the intent and nothing else (shown with an object a real server never
+    sends: different content at the same version)."""
+    memory = AppliedMemory()
+    memory.remember(INTENT, _answer("10"))
+    same_version = copy.deepcopy(_answer("10", value="other"))
+    assert memory.unchanged(INTENT, same_version)
+    assert not memory.unchanged(INTENT, _answer("13", value="other"))
+
+
+def test_another_intent_or_another_object_is_never_unchanged() -> None:
+    memory = AppliedMemory()
+    memory.remember(INTENT, _answer("10"))
+    assert not memory.unchanged({**INTENT, "data": {"a": "2"}}, _answer("10"))
+    recreated = _answer("10")
+    recreated["metadata"]["uid"] = "u-2"
+    assert not memory.unchanged(INTENT, recreated)
