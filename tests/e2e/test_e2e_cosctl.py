@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,50 +23,37 @@ from typing import Any
 import pytest
 import yaml
 
-from common.cluster.interface import ApiError, NotFound
-from tests.e2e.test_e2e import COS_API, CRD_FILE, KIND, ROOT, RUN, _cluster_or_skip, _established, wait_for
+from common.cluster.interface import ApiError
+from tests.e2e.conftest import COS_API, KIND, wait_for
 
 pytestmark = pytest.mark.e2e
 
+RUN = uuid.uuid4().hex[:6]
 OWNER = f"shop-{RUN}"
 APP_NS = f"cos-e2e-ctl-{RUN}"
 BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
-def ctl(tmp_path_factory) -> Iterator[dict[str, Any]]:
-    path, kube = _cluster_or_skip()
+def ctl(env: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The session's cluster and reconciler (tests/e2e/conftest.py: one reconciler per cluster at a time),
+    with this module's owner; its revisions are deleted at the end (the reconciler tears their objects down)."""
     if shutil.which("kubectl") is None or not (BIN / "kubectl-cos").exists():
         pytest.skip("needs kubectl on PATH and kubectl-cos installed next to this Python (pip install -e .)")
-    try:
-        kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "clusterobjectsets.olm.operatorframework.io")
-    except NotFound:
-        kube.create(yaml.safe_load(CRD_FILE.read_text()))
-        wait_for(lambda: _established(kube), 60, "the CRD to be established")
-    system_ns = f"cos-e2e-ctlsys-{RUN}"
-    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": system_ns}})
-    log_path = tmp_path_factory.mktemp("e2e-cosctl") / "reconciler.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [str(BIN / "cos-reconciler"), "--kubeconfig", path, "--system-namespace", system_ns,
-             "--health-bind", "0", "--metrics-bind", "0", "--log-format", "json"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    state = {"kube": kube, "kubeconfig": path, "system_ns": system_ns, "dir": tmp_path_factory.mktemp("bundles")}
+    kube = env["kube"]
+    state = {"kube": kube, "kubeconfig": env["kubeconfig"], "system_ns": env["system_ns"],
+             "dir": tmp_path_factory.mktemp("bundles")}
     try:
         yield state
     finally:
-        names = [c["metadata"]["name"] for c in kube.list(COS_API, KIND,
-                                                           label_selector=f"olm.operatorframework.io/owner-name={OWNER}")]
-        for name in names:
+        selector = f"olm.operatorframework.io/owner-name={OWNER}"
+        for name in [c["metadata"]["name"] for c in kube.list(COS_API, KIND, label_selector=selector)]:
             with contextlib.suppress(ApiError):
                 kube.delete(COS_API, KIND, name)
-        wait_for(lambda: not kube.list(COS_API, KIND, label_selector=f"olm.operatorframework.io/owner-name={OWNER}"),
-                 120, "the test revisions to be deleted")
-        proc.terminate()
-        proc.wait(30)
+        wait_for(lambda: not kube.list(COS_API, KIND, label_selector=selector), 120,
+                 "the test revisions to be deleted")
         with contextlib.suppress(ApiError):
-            kube.delete("v1", "Namespace", system_ns)
-        sys.stderr.write(log_path.read_text()[-3000:])
+            kube.delete("v1", "Namespace", APP_NS)
 
 
 def bundle(ctl: dict, name: str, *, greeting: str, password: str) -> str:

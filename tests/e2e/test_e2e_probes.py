@@ -16,20 +16,16 @@ namespaces may still be terminating), deleting them at the end.
 from __future__ import annotations
 
 import contextlib
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from common.cluster.interface import ApiError, NotFound
 from common.cluster.kube import KubeCluster
 from common.contract import probes
-from tests.e2e.test_e2e import COS_API, CRD_FILE, KIND, ROOT, _cluster_or_skip, _established, _gone, wait_for
+from tests.e2e.conftest import COS_API, KIND, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -38,41 +34,16 @@ Obj = dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    path, kube = _cluster_or_skip()
+def env(env: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The session's cluster and reconciler (tests/e2e/conftest.py: one reconciler per cluster at a time), plus
+    the cluster-scoped objects this module creates (``cluster``), deleted at its end."""
+    state = {**env, "cluster": []}
     try:
-        kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "clusterobjectsets.olm.operatorframework.io")
-    except NotFound:
-        kube.create(yaml.safe_load(CRD_FILE.read_text()))
-        wait_for(lambda: _established(kube), 60, "the CRD to be established")
-    system_ns, work_ns = f"cos-e2e-probes-sys-{RUN}", f"cos-e2e-probes-{RUN}"
-    for ns in (system_ns, work_ns):
-        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    state: dict[str, Any] = {"kube": kube, "ns": work_ns, "cos": [], "cluster": [], "path": path,
-                             "system_ns": system_ns, "log": tmp_path_factory.mktemp("e2e") / "reconciler.log"}
-    proc: subprocess.Popen[bytes] | None = None
-    try:
-        with state["log"].open("w") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "reconciler.cli", "--kubeconfig", path, "--system-namespace", system_ns,
-                 "--workers", "2", "--health-bind", "0", "--metrics-bind", "0", "--log-format", "json"],
-                cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=log, stderr=subprocess.STDOUT)
         yield state
     finally:
-        for name in state["cos"]:
-            with contextlib.suppress(ApiError):
-                kube.delete(COS_API, KIND, name)
-        wait_for(lambda: all(_gone(kube, n) for n in state["cos"]), 120, "the test COSs to be deleted")
-        if proc is not None:
-            proc.terminate()
-            proc.wait(30)
         for api_version, kind, name in state["cluster"]:
             with contextlib.suppress(ApiError):
-                kube.delete(api_version, kind, name)
-        for ns in (work_ns, system_ns):
-            with contextlib.suppress(ApiError):
-                kube.delete("v1", "Namespace", ns)
-        sys.stderr.write(state["log"].read_text()[-4000:])
+                state["kube"].delete(api_version, kind, name)
 
 
 def verdict(kube: KubeCluster, obj: Obj) -> tuple[str, list[str]]:
