@@ -298,7 +298,9 @@ def main() -> int:
             assert proc is not None
             cos_inf = proc.caches.get(COS_KEY)
             assert cos_inf is not None
-            names = [o["metadata"]["name"] for o in cos_inf.items()]
+            # only this run's COS (one left behind by an interrupted run must not be touched or counted)
+            names = [o["metadata"]["name"] for o in cos_inf.items()
+                     if o["spec"]["phases"][0]["objects"][0]["object"]["metadata"]["namespace"] == ns]
             result["steady_state"] = steady(proc, counted, lambda: names, args.steady_seconds)
             teardown(admin, proc, names[0], ns)
     finally:
