@@ -18,6 +18,7 @@ import uuid
 from typing import Any
 
 from common.contract import api
+from reconciler.parallel import DEFAULT_CONCURRENCY
 
 log = logging.getLogger("cos-reconciler")
 
@@ -71,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="namespace of object-data Secrets referenced without a namespace, and of the Lease "
                         "(default: %(default)s)")
     p.add_argument("--workers", type=int, default=4, help="concurrent reconciles (default: %(default)s)")
+    p.add_argument("--rollout-concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                   help="object writes in flight at once, shared by all workers: the objects of a phase are "
+                        "written concurrently up to this many; 1 writes them one by one (default: %(default)s)")
     p.add_argument("--leader-elect", action="store_true", help="elect a leader through a coordination.k8s.io "
                                                                "Lease; only the leader reconciles")
     p.add_argument("--leader-election-name", default="cos-reconciler", help="Lease name (default: %(default)s)")
@@ -110,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1:
         log.error("--workers must be at least 1, got %d", args.workers)
         return 2
+    if args.rollout_concurrency < 1:
+        log.error("--rollout-concurrency must be at least 1, got %d", args.rollout_concurrency)
+        return 2
     try:
         health_bind = parse_bind(args.health_bind, "--health-bind")
         metrics_bind = parse_bind(args.metrics_bind, "--metrics-bind")
@@ -125,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.once:
         ok, items = run_until_settled(kube, system_namespace=args.system_namespace, timeout=args.once_timeout,
-                                      workers=args.workers)
+                                      workers=args.workers, rollout_concurrency=args.rollout_concurrency)
         for cos in items:
             conds = {c.get("type"): c for c in (cos.get("status") or {}).get("conditions") or []}
             prog = conds.get("Progressing") or {}
@@ -145,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     metrics = Metrics()
     proc = ReconcilerProcess(kube, ProcessConfig(system_namespace=args.system_namespace, workers=args.workers,
                                                  leader_elect=args.leader_elect, leader=leader,
-                                                 shutdown_grace=args.shutdown_grace, identity=identity),
+                                                 shutdown_grace=args.shutdown_grace, identity=identity,
+                                                 rollout_concurrency=args.rollout_concurrency),
                              metrics=metrics, watch_timeout=args.watch_timeout)
     health = None
     try:

@@ -28,6 +28,7 @@ from common.contract.api import (
 from common.contract.objects import Obj, copy_json
 from reconciler import collisions, conditions, digest, drift
 from reconciler.conditions import Situation
+from reconciler.parallel import SEQUENTIAL, Fanout
 from reconciler.resolve import Resolution, inline_kinds, referenced_secrets, resolve
 from reconciler.rollout import ObjectError, Outcome, Owner, reconcile_object
 from reconciler.teardown import TeardownProgress, teardown
@@ -40,6 +41,8 @@ ORPHAN_FINALIZER = "orphan"
 @dataclass(frozen=True)
 class EngineConfig:
     system_namespace: str = DEFAULT_SYSTEM_NAMESPACE
+    # how the objects of one phase are walked: one by one (the default) or a process-wide bounded pool
+    fanout: Fanout = SEQUENTIAL
 
 
 @dataclass
@@ -240,12 +243,11 @@ class _Run:
         was_succeeded = conditions.is_true(self.conds, conditions.SUCCEEDED)
         for index, phase in enumerate(resolution.phases):
             try:
-                outcomes = [
-                    reconcile_object(self.cluster, o.manifest, owner,
-                                     collisions.effective_protection(self.spec, o.phase, o.entry), progression,
-                                     self.memory)
-                    for o in phase.objects
-                ]
+                outcomes = self.config.fanout.map(
+                    lambda o: reconcile_object(self.cluster, o.manifest, owner,
+                                               collisions.effective_protection(self.spec, o.phase, o.entry),
+                                               progression, self.memory),
+                    phase.objects)
             except ObjectError as exc:
                 return self.fail(str(exc), exc.cause)
             colliding = [o for o in outcomes if o.action == collisions.COLLISION]

@@ -34,6 +34,7 @@ from common.contract.objects import GVK, Obj
 from reconciler.cache import Caches, Informer, InformerKey
 from reconciler.leader import LeaderConfig, LeaderElector
 from reconciler.metrics import Metrics
+from reconciler.parallel import DEFAULT_CONCURRENCY, SEQUENTIAL, Fanout, prepare_client
 from reconciler.queue import ShutDown, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -61,11 +62,11 @@ class ReconcileOutcome:
 ReconcileFn = Callable[[Cluster, str], Any]
 
 
-def engine_reconcile(system_namespace: str) -> ReconcileFn:
+def engine_reconcile(system_namespace: str, fanout: Fanout | None = None) -> ReconcileFn:
     """The real engine, bound to its configuration."""
     from reconciler import drift, engine
 
-    config = engine.EngineConfig(system_namespace=system_namespace)
+    config = engine.EngineConfig(system_namespace=system_namespace, fanout=fanout or SEQUENTIAL)
     memory = drift.AppliedMemory()   # what our writes returned: steady state judged without a request
 
     def run(cluster: Cluster, name: str) -> Any:
@@ -265,6 +266,7 @@ class ProcessConfig:
     sync_timeout: float = 60.0
     shutdown_grace: float = 20.0
     identity: str = "cos-reconciler"
+    rollout_concurrency: int = DEFAULT_CONCURRENCY  # object writes in flight, process-wide (reconciler.parallel)
 
 
 class ReconcilerProcess:
@@ -277,7 +279,9 @@ class ReconcilerProcess:
         self.metrics = metrics or Metrics()
         if kube.observer is None:
             kube.observer = self.metrics.observe_request
-        self.reconcile_fn = reconcile or engine_reconcile(config.system_namespace)
+        self.fanout = Fanout(config.rollout_concurrency)
+        prepare_client(kube, requests=max(1, config.workers) + config.rollout_concurrency)
+        self.reconcile_fn = reconcile or engine_reconcile(config.system_namespace, self.fanout)
         self.queue = WorkQueue()
         self.caches = Caches(kube, self._on_event, watch_timeout=watch_timeout)
         self.cluster = CachedCluster(kube, self.caches, lazy=self._lazy_informer)
@@ -366,6 +370,7 @@ class ReconcilerProcess:
                 self.elector.release()
         self.metrics.leader.set(0)
         self.caches.stop_all()
+        self.fanout.close()
         self._done.set()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -602,10 +607,12 @@ def settled(cos: Obj) -> bool:
 
 def run_until_settled(kube: KubeCluster, *, system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE,
                       timeout: float = 120.0, workers: int = 2,
-                      reconcile: ReconcileFn | None = None) -> tuple[bool, list[Obj]]:
+                      reconcile: ReconcileFn | None = None,
+                      rollout_concurrency: int = DEFAULT_CONCURRENCY) -> tuple[bool, list[Obj]]:
     """Run the reconciler (no leader election) until every ClusterObjectSet is settled or ``timeout``;
     returns (all settled, the COSs as last seen). What ``make demo`` and ``cos-reconciler --once`` use."""
-    proc = ReconcilerProcess(kube, ProcessConfig(system_namespace=system_namespace, workers=workers),
+    proc = ReconcilerProcess(kube, ProcessConfig(system_namespace=system_namespace, workers=workers,
+                                                 rollout_concurrency=rollout_concurrency),
                              reconcile=reconcile)
     proc.start()
     deadline = time.monotonic() + timeout

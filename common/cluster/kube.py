@@ -119,6 +119,9 @@ class KubeCluster:
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self.retry_after_cap = retry_after_cap
+        # A 429 waits Retry-After, plus up to this fraction of it at random: many threads throttled together
+        # then do not all retry in the same instant (the reconciler sets it when it writes concurrently).
+        self.retry_jitter = 0.0
         self.discovery_refresh_interval = discovery_refresh_interval
         self.request_timeout = request_timeout
         self.observer = observer
@@ -208,6 +211,7 @@ class KubeCluster:
                 if code == 429:
                     delay = min(retry_after if retry_after is not None else self._backoff(attempt),
                                 self.retry_after_cap)
+                    delay *= 1.0 + self.retry_jitter * random.random()
                     log.info("%s %s throttled (429); retrying in %.2fs", method, path, delay)
                     self._sleep(delay)
                     continue

@@ -1,0 +1,315 @@
+"""Bench on a real API server: a 1,000-object rollout next to the server's own create floor, measured together.
+
+Needs a disposable cluster: ``--kubeconfig`` or ``$COS_BENCH_KUBECONFIG`` (else ``$COS_E2E_KUBECONFIG``); without
+one it prints ``{"skipped": "<why>"}`` and exits 0, like the e2e suite. Do not run it while another COS
+reconciler is active on the cluster. Each round, in a namespace of its own run:
+
+1. floor, one connection: ``--objects`` ConfigMap creates one after the other (``KubeCluster``, same client);
+2. floor, ``--floor-connections`` (8) concurrent connections: the same creates over one shared pool;
+3. the reconciler, in-process (caches synced first), for each ``--concurrency`` value: a COS of ``--objects``
+   ConfigMaps in ``--phases`` phases, timed from the COS create to Succeeded=True seen through the watch,
+   with the requests the reconciler sent by verb; then the reconciler stops and the COS and its objects are
+   deleted directly (one collection delete).
+
+The figures are medians over ``--rounds``; the ratios compare the reconciler with both floors. Then, with the
+last COS rolled out, ``--steady-seconds`` of steady state (the COS re-enqueued every 5 s, as a resync would):
+the requests sent, by verb, must be zero. Prints one JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import statistics
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from common.cluster.interface import AlreadyExists, ApiError, NotFound
+from common.cluster.kube import KubeCluster
+from common.contract import api
+from reconciler.parallel import prepare_client
+from reconciler.process import COS_KEY, MANAGED_SELECTOR, ProcessConfig, ReconcilerProcess
+
+CRD_FILE = ROOT / "deploy" / "crd" / "olm.operatorframework.io_clusterobjectsets.yaml"
+CRD_API = "apiextensions.k8s.io/v1"
+BENCH_LABEL = "cos-bench"
+
+
+class Counted:
+    """A request observer: (verb, code) counts, thread-safe, resettable."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, verb: str, code: int) -> None:
+        with self._lock:
+            self.counts[verb] += 1
+
+    def take(self) -> dict[str, int]:
+        with self._lock:
+            out = dict(self.counts)
+            self.counts.clear()
+        return out
+
+
+def kubeconfig_or_skip(given: str | None) -> str:
+    """The kubeconfig to use, or exit 0 with ``{"skipped": ...}`` when there is no usable cluster."""
+    path = given or os.environ.get("COS_BENCH_KUBECONFIG") or os.environ.get("COS_E2E_KUBECONFIG")
+    why = None
+    if not path:
+        why = ("set COS_BENCH_KUBECONFIG (or COS_E2E_KUBECONFIG, or pass --kubeconfig) to the kubeconfig of a "
+               "disposable cluster to run this benchmark")
+    elif not Path(path).is_file():
+        why = f"kubeconfig {path}: no such file"
+    else:
+        try:
+            kube = KubeCluster.from_kubeconfig(path, max_retries=0, request_timeout=5)
+            kube.list("v1", "Namespace", label_selector="cos-bench-reachability-check")
+            kube.close()
+        except Exception as e:  # unreachable, refused, broken kubeconfig: all mean "skip"
+            why = f"cluster in {path} not usable ({type(e).__name__}: {e})"
+    if why:
+        print(json.dumps({"skipped": why}))
+        raise SystemExit(0)
+    assert path is not None
+    return path
+
+
+def ensure_crd(kube: KubeCluster) -> None:
+    try:
+        kube.get(CRD_API, "CustomResourceDefinition", api.CRD_NAME)
+    except NotFound:
+        kube.create(yaml.safe_load(CRD_FILE.read_text(encoding="utf-8")))
+    wait(lambda: _established(kube), 60, "the ClusterObjectSet CRD")
+
+
+def _established(kube: KubeCluster) -> bool:
+    crd = kube.get(CRD_API, "CustomResourceDefinition", api.CRD_NAME)
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (crd.get("status") or {}).get("conditions") or [])
+
+
+def wait(cond: Callable[[], Any], timeout: float, what: str, every: float = 0.01) -> float:
+    start = time.monotonic()
+    while not cond():
+        if time.monotonic() - start > timeout:
+            raise SystemExit(f"bench: timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(every)
+    return time.monotonic() - start
+
+
+def make_namespace(kube: KubeCluster, prefix: str) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    kube.create({"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": name, "labels": {BENCH_LABEL: "true"}}})
+    return name
+
+
+def delete_namespace(kube: KubeCluster, ns: str) -> None:
+    with contextlib.suppress(NotFound):
+        kube.delete("v1", "Namespace", ns)
+
+
+def delete_configmaps(kube: KubeCluster, ns: str, selector: str) -> None:
+    """One DELETE of the collection, then wait until the list is empty (no per-object deletes)."""
+    kube.request("deletecollection", "DELETE", f"/api/v1/namespaces/{ns}/configmaps",
+                 query={"labelSelector": selector})
+    wait(lambda: not kube.list("v1", "ConfigMap", ns, label_selector=selector), 120, "ConfigMaps deleted", 0.2)
+
+
+def configmap(ns: str, name: str, i: int, labels: dict[str, str] | None = None) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": ns, **({"labels": labels} if labels else {})},
+            "data": {"index": str(i), "payload": "x" * 64}}
+
+
+def cos_manifest(name: str, ns: str, objects: int, phases: int) -> dict:
+    per = -(-objects // phases)
+    return {
+        "apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": name},
+        "spec": {"revision": 1, "lifecycleState": "Active", "collisionProtection": "Prevent", "phases": [
+            {"name": f"phase-{p:02d}", "objects": [
+                {"object": configmap(ns, f"{name}-{p:02d}-{o:03d}", p * per + o)}
+                for o in range(min(per, objects - p * per))]}
+            for p in range(phases) if p * per < objects]},
+    }
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (user + system): the client side's share of a 2-core machine."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def floor(kube: KubeCluster, ns: str, objects: int, connections: int, cpu: list[float] | None = None) -> float:
+    """Seconds to create ``objects`` ConfigMaps from ``connections`` threads over one client, then cleanup;
+    the client's CPU seconds are appended to ``cpu``."""
+    sel = "cos-bench-floor=true"
+    items = [configmap(ns, f"floor-{i:04d}", i, {"cos-bench-floor": "true"}) for i in range(objects)]
+    cpu0 = cpu_seconds()
+    start = time.monotonic()
+    if connections == 1:
+        for obj in items:
+            kube.create(obj)
+    else:
+        with ThreadPoolExecutor(connections) as pool:
+            list(pool.map(kube.create, items))
+    took = time.monotonic() - start
+    if cpu is not None:
+        cpu.append(cpu_seconds() - cpu0)
+    delete_configmaps(kube, ns, sel)
+    return took
+
+
+def succeeded(cos: dict | None) -> bool:
+    for c in ((cos or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Succeeded":
+            return bool(c.get("status") == "True")
+    return False
+
+
+def rollout(kubeconfig: str, admin: KubeCluster, ns: str, objects: int, phases: int, concurrency: int,
+            *, keep: bool = False, cpu: list[float] | None = None,
+            ) -> tuple[float, dict[str, int], ReconcilerProcess | None, Counted]:
+    """The reconciler in-process: seconds from the COS create to Succeeded=True observed, requests by verb."""
+    counted = Counted()
+    kube = KubeCluster.from_kubeconfig(kubeconfig, observer=counted)
+    proc = ReconcilerProcess(kube, ProcessConfig(workers=4, rollout_concurrency=concurrency))
+    proc.start()
+    wait(proc.caches.synced, 60, "the COS cache")
+    cos_inf = proc.caches.get(COS_KEY)
+    assert cos_inf is not None
+    name = f"bench-{uuid.uuid4().hex[:6]}"
+    counted.take()
+    cpu0 = cpu_seconds()
+    start = time.monotonic()
+    admin.create(cos_manifest(name, ns, objects, phases))
+    # Polled every 50 ms, not faster: a cache read deep-copies the 1,000-object COS, and polling it every
+    # few milliseconds would steal the CPU being measured (the figure's resolution is 50 ms).
+    wait(lambda: succeeded(cos_inf.get(None, name)), 600, "the rollout", 0.05)
+    took = time.monotonic() - start
+    if cpu is not None:
+        cpu.append(cpu_seconds() - cpu0)
+    wait(proc.queue.idle, 60, "an idle queue")
+    time.sleep(0.5)
+    counts = counted.take()
+    if keep:
+        return took, counts, proc, counted
+    teardown(admin, proc, name, ns)
+    return took, counts, None, counted
+
+
+def teardown(admin: KubeCluster, proc: ReconcilerProcess, name: str, ns: str) -> None:
+    """Stop the reconciler, then remove the COS (finalizer dropped) and its ConfigMaps with one collection
+    delete: the rounds measure rollouts, not the reconciler's ordered teardown."""
+    proc.stop()
+    proc.kube.close()
+    with contextlib.suppress(NotFound):
+        admin.merge_patch(api.API_VERSION, api.KIND, name, None, {"metadata": {"finalizers": None}})
+        admin.delete(api.API_VERSION, api.KIND, name)
+    delete_configmaps(admin, ns, MANAGED_SELECTOR)
+
+
+def steady(proc: ReconcilerProcess, counted: Counted, name_of: Callable[[], list[str]], seconds: float) -> dict:
+    counted.take()
+    before = proc.reconcile_count
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for n in name_of():
+            proc.queue.add(n)
+        time.sleep(min(5.0, max(0.0, end - time.monotonic())))
+    wait(proc.queue.idle, 30, "an idle queue")
+    counts = counted.take()
+    return {"seconds": seconds, "reconciles": proc.reconcile_count - before,
+            "requests": counts, "requests_total": sum(counts.values())}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--kubeconfig", default=None)
+    p.add_argument("--objects", type=int, default=1000)
+    p.add_argument("--phases", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--floor-connections", type=int, default=8)
+    p.add_argument("--concurrency", type=int, nargs="+", default=[8, 1],
+                   help="reconciler --rollout-concurrency values to time (default: 8 1)")
+    p.add_argument("--steady-seconds", type=float, default=60.0)
+    args = p.parse_args()
+    path = kubeconfig_or_skip(args.kubeconfig)
+
+    admin = KubeCluster.from_kubeconfig(path)
+    prepare_client(admin, requests=args.floor_connections)
+    ensure_crd(admin)
+    ns = make_namespace(admin, "cos-bench")
+    floors: dict[str, list[float]] = {"1": [], str(args.floor_connections): []}
+    floor_cpu: dict[str, list[float]] = {"1": [], str(args.floor_connections): []}
+    runs: dict[int, list[float]] = {c: [] for c in args.concurrency}
+    run_cpu: dict[int, list[float]] = {c: [] for c in args.concurrency}
+    requests: dict[int, dict[str, int]] = {}
+    result: dict[str, Any] = {}
+    try:
+        for _ in range(args.rounds):
+            floors["1"].append(floor(admin, ns, args.objects, 1, floor_cpu["1"]))
+            fc = str(args.floor_connections)
+            floors[fc].append(floor(admin, ns, args.objects, args.floor_connections, floor_cpu[fc]))
+            for c in args.concurrency:
+                took, counts, _, _ = rollout(path, admin, ns, args.objects, args.phases, c, cpu=run_cpu[c])
+                runs[c].append(took)
+                requests[c] = counts
+        f1 = statistics.median(floors["1"])
+        fn = statistics.median(floors[str(args.floor_connections)])
+        result = {
+            "bench": "rollout_cluster", "objects": args.objects, "phases": args.phases, "rounds": args.rounds,
+            "floor_seconds": {"1_connection": round(f1, 3),
+                              f"{args.floor_connections}_connections": round(fn, 3),
+                              "samples": {k: [round(x, 3) for x in v] for k, v in floors.items()},
+                              "client_cpu_seconds": {k: round(statistics.median(v), 3)
+                                                     for k, v in floor_cpu.items()}},
+            "rollout": {},
+        }
+        for c, samples in runs.items():
+            med = statistics.median(samples)
+            result["rollout"][f"concurrency_{c}"] = {
+                "seconds": round(med, 3), "samples": [round(x, 3) for x in samples],
+                "ratio_to_1_connection_floor": round(med / f1, 2),
+                f"ratio_to_{args.floor_connections}_connection_floor": round(med / fn, 2),
+                "requests": requests[c],
+                "client_cpu_seconds": round(statistics.median(run_cpu[c]), 3),
+            }
+        if args.steady_seconds > 0:
+            c = args.concurrency[0]
+            _, _, proc, counted = rollout(path, admin, ns, args.objects, args.phases, c, keep=True)
+            assert proc is not None
+            cos_inf = proc.caches.get(COS_KEY)
+            assert cos_inf is not None
+            # only this run's COS (one left behind by an interrupted run must not be touched or counted)
+            names = [o["metadata"]["name"] for o in cos_inf.items()
+                     if o["spec"]["phases"][0]["objects"][0]["object"]["metadata"]["namespace"] == ns]
+            result["steady_state"] = steady(proc, counted, lambda: names, args.steady_seconds)
+            teardown(admin, proc, names[0], ns)
+    finally:
+        with contextlib.suppress(ApiError, AlreadyExists):
+            delete_namespace(admin, ns)
+        admin.close()
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

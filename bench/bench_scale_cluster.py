@@ -1,0 +1,209 @@
+"""Bench on a real API server: many ClusterObjectSets at once, and how time, memory and requests grow.
+
+For each ``--counts`` value N (default 50 100 200), a fresh ``cos-reconciler`` process (the real CLI, as a
+subprocess, default flags) is started against the cluster; once idle its resident memory (VmRSS) is read, then N
+COSs of ``--objects`` ConfigMaps each (default 50, in ``--phases`` 5) are created at once. Measured: seconds
+from the first create to every COS settled (Succeeded, seen by listing them), the process's VmRSS then, the
+requests it sent (its own ``cos_api_requests_total``), memory per cached object (RSS settled minus idle, over
+the objects it manages) and ``--steady-seconds`` of steady state afterwards (requests sent: should be none).
+The floor of the same run is the 8-connection create floor of N x objects ConfigMaps (plain creates, same
+client library), so ``ratio_to_floor`` says how far the reconciler is from what the server can take.
+
+Needs a disposable cluster (``--kubeconfig``, ``$COS_BENCH_KUBECONFIG`` or ``$COS_E2E_KUBECONFIG``); without one
+it prints ``{"skipped": "<why>"}`` and exits 0. Do not run it while another COS reconciler is active there.
+Prints one JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_rollout_cluster import (  # the same cluster helpers
+    cos_manifest,
+    delete_configmaps,
+    delete_namespace,
+    ensure_crd,
+    floor,
+    kubeconfig_or_skip,
+    make_namespace,
+    wait,
+)
+
+from common.cluster.interface import ApiError, NotFound
+from common.cluster.kube import KubeCluster
+from common.contract import api
+from reconciler.parallel import prepare_client
+from reconciler.process import MANAGED_SELECTOR, settled
+
+METRIC = re.compile(r'^cos_api_requests_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$')
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise SystemExit(f"bench: no VmRSS for pid {pid}")
+
+
+def requests_by_verb(port: int) -> dict[str, int]:
+    out: dict[str, int] = {}
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        for line in resp.read().decode().splitlines():
+            m = METRIC.match(line)
+            if m:
+                verb = re.search(r'verb="([^"]*)"', m.group("labels"))
+                key = verb.group(1) if verb else "?"
+                out[key] = out.get(key, 0) + int(float(m.group("value")))
+    return out
+
+
+def diff(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: v - before.get(k, 0) for k, v in sorted(after.items()) if v - before.get(k, 0)}
+
+
+def metrics_up(port: int) -> bool:
+    try:
+        requests_by_verb(port)
+    except OSError:
+        return False
+    return True
+
+
+def start_reconciler(kubeconfig: str, port: int) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "reconciler.cli", "--kubeconfig", kubeconfig,
+                             "--health-bind", "0", "--metrics-bind", f"127.0.0.1:{port}",
+                             "--log-level", "warning"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def remove_all(admin: KubeCluster, names: list[str], ns: str) -> None:
+    """Without the reconciler: drop the finalizers, delete the COSs, delete their ConfigMaps in one call."""
+    def drop(name: str) -> None:
+        with contextlib.suppress(NotFound):
+            admin.merge_patch(api.API_VERSION, api.KIND, name, None, {"metadata": {"finalizers": None}})
+            admin.delete(api.API_VERSION, api.KIND, name)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(drop, names))
+    delete_configmaps(admin, ns, MANAGED_SELECTOR)
+
+
+def one_size(admin: KubeCluster, kubeconfig: str, port: int, count: int, objects: int, phases: int,
+             steady_seconds: float) -> dict[str, Any]:
+    ns = make_namespace(admin, "cos-scale")
+    run = uuid.uuid4().hex[:6]
+    selector = f"cos-bench-scale={run}"
+    names = [f"scale-{run}-{i:03d}" for i in range(count)]
+    manifests = []
+    for name in names:
+        m = cos_manifest(name, ns, objects, phases)
+        m["metadata"]["labels"] = {"cos-bench-scale": run}
+        manifests.append(m)
+    proc = start_reconciler(kubeconfig, port)
+    try:
+        wait(lambda: metrics_up(port), 60, "the reconciler's /metrics", 0.2)
+        time.sleep(3.0)  # caches synced, nothing to do: idle
+        idle = rss_mib(proc.pid)
+        before = requests_by_verb(port)
+        start = time.monotonic()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(admin.create, manifests))
+
+        def all_settled() -> bool:
+            items = admin.list(api.API_VERSION, api.KIND, label_selector=selector)
+            return len(items) == count and all(settled(c) for c in items)
+
+        wait(all_settled, 1800, f"{count} COSs to settle", 0.5)
+        took = time.monotonic() - start
+        time.sleep(3.0)  # the last events and status writes
+        settled_rss = rss_mib(proc.pid)
+        after = requests_by_verb(port)
+        steady: dict[str, int] = {}
+        if steady_seconds > 0:
+            time.sleep(steady_seconds)
+            steady = diff(requests_by_verb(port), after)
+        cached = count * objects
+        return {
+            "cos": count, "objects": cached, "settle_seconds": round(took, 2),
+            "rss_mib": {"idle": round(idle, 1), "settled": round(settled_rss, 1)},
+            "kib_per_cached_object": round((settled_rss - idle) * 1024 / cached, 2),
+            "requests": diff(after, before), "requests_total": sum(diff(after, before).values()),
+            "steady_state": {"seconds": steady_seconds, "requests": steady},
+        }
+    finally:
+        stop(proc)
+        remove_all(admin, names, ns)
+        with contextlib.suppress(ApiError):
+            delete_namespace(admin, ns)
+
+
+def growth(rows: list[dict[str, Any]], key: str) -> float:
+    first, last = rows[0], rows[-1]
+    get = (lambda r: r["rss_mib"]["settled"] - r["rss_mib"]["idle"]) if key == "rss" else (lambda r: r[key])
+    return round(get(last) / get(first), 2) if get(first) else 0.0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--kubeconfig", default=None)
+    p.add_argument("--counts", type=int, nargs="+", default=[50, 100, 200])
+    p.add_argument("--objects", type=int, default=50, help="ConfigMaps per COS (default: %(default)s)")
+    p.add_argument("--phases", type=int, default=5)
+    p.add_argument("--port", type=int, default=int(os.environ.get("COS_BENCH_METRICS_PORT", "19210")),
+                   help="loopback port for the reconciler's /metrics (default: %(default)s)")
+    p.add_argument("--steady-seconds", type=float, default=30.0)
+    args = p.parse_args()
+    path = kubeconfig_or_skip(args.kubeconfig)
+    admin = KubeCluster.from_kubeconfig(path)
+    prepare_client(admin, requests=8)
+    ensure_crd(admin)
+    rows = []
+    for count in args.counts:
+        row = one_size(admin, path, args.port, count, args.objects, args.phases, args.steady_seconds)
+        ns = make_namespace(admin, "cos-floor")
+        try:
+            row["floor_8_connections_seconds"] = round(floor(admin, ns, count * args.objects, 8), 2)
+        finally:
+            delete_namespace(admin, ns)
+        row["ratio_to_floor"] = round(row["settle_seconds"] / row["floor_8_connections_seconds"], 2)
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr)
+    out = {"bench": "scale_cluster", "objects_per_cos": args.objects, "phases_per_cos": args.phases,
+           "sizes": rows}
+    if len(rows) > 1:
+        out["growth_first_to_last"] = {
+            "cos": round(rows[-1]["cos"] / rows[0]["cos"], 2), "settle_seconds": growth(rows, "settle_seconds"),
+            "rss_above_idle": growth(rows, "rss"), "requests_total": growth(rows, "requests_total")}
+    admin.close()
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
