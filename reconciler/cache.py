@@ -12,7 +12,6 @@ off exponentially (100 ms doubling to 30 s, jittered): a broken API server never
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import random
 import threading
@@ -28,7 +27,7 @@ from common.cluster.interface import ApiError, Gone, UnknownKind, error_from_sta
 from common.cluster.kube import KubeCluster
 from common.contract import labels
 from common.contract.api import FIELD_MANAGER
-from common.contract.objects import Obj
+from common.contract.objects import Obj, copy_json
 
 log = logging.getLogger(__name__)
 
@@ -117,12 +116,12 @@ class Informer:
     def get(self, namespace: str | None, name: str) -> Obj | None:
         with self._lock:
             obj = self._store.get((namespace or "", name))
-        return copy.deepcopy(obj) if obj is not None else None
+        return copy_json(obj) if obj is not None else None
 
     def items(self) -> list[Obj]:
         with self._lock:
             objs = list(self._store.values())
-        return [copy.deepcopy(o) for o in objs]
+        return [copy_json(o) for o in objs]
 
     def left(self, namespace: str | None, name: str) -> bool:
         """Whether the object left this cache's label selector (its DELETED event carried non-matching
@@ -166,7 +165,7 @@ class Informer:
         meta = obj.get("metadata") or {}
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             return  # the write removed the last finalizer: the object is gone, do not resurrect it
-        obj = self._slim(copy.deepcopy(obj))
+        obj = self._slim(copy_json(obj))
         with self._lock:
             cur = self._store.get(_key(obj))
             new_rv, cur_rv = _rv_int(obj), _rv_int(cur)

@@ -908,8 +908,8 @@ class FakeApiServer:
                 if f.times > 0 and f.method == "GET" and f.path.fullmatch(path) and \
                         all(query.get(k) == v for k, v in f.query.items()):
                     f.times -= 1
-                    raise _HttpError(f.status, {410: "Expired", 429: "TooManyRequests"}.get(f.status,
-                                                                                            "InternalError"),
+                    raise _HttpError(f.status, {410: "Expired", 429: "TooManyRequests",
+                                                        503: "ServiceUnavailable"}.get(f.status, "InternalError"),
                                      f"injected {f.status} for watch {path}", f.headers)
             kind, ns, name, _sub, _doc = self._resolve(path)
             if kind is None or name is not None:
