@@ -175,10 +175,16 @@ def _deployment(obj: Obj) -> ProbeResult:
 
 
 def _statefulset(obj: Obj) -> ProbeResult:
+    """The spec's two comparisons of status counts, plus **(ours)** ``status.replicas`` equal to
+    ``spec.replicas`` (defaulted to 1 as the API server does): a StatefulSet controller's first status, written
+    before any Pod exists, is ``{observedGeneration: 1, replicas: 0, availableReplicas: 0}``, which the status
+    counts alone call ready (seen on kube-apiserver 1.36), and the next phase would start too early."""
     current = _status_current(obj)
     if not current.ok:
         return current
-    return combine([_replicas_equal(obj, "status.updatedReplicas", "status.replicas"),
+    full = _spec_replicas(obj)
+    return combine([_replicas_equal(full, "spec.replicas", "status.replicas"),
+                    _replicas_equal(obj, "status.updatedReplicas", "status.replicas"),
                     _replicas_equal(obj, "status.availableReplicas", "status.replicas")])
 
 

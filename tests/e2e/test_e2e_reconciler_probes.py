@@ -153,11 +153,8 @@ def test_workloads_scaled_to_zero_pass_and_pending_pods_block(env: dict[str, Any
     """Deployment and StatefulSet probes: scaled to zero they are ready once their controller observed them;
     with one replica whose Pod can never run (no kubelet) they block the next phase with the exact reason."""
     ns, kube = env["ns"], env["kube"]
-    # The StatefulSet controller's first status of a new StatefulSet is {observedGeneration: 1, replicas: 0,
-    # availableReplicas: 0}, written before it creates any Pod; the built-in probe as specified (status counts
-    # only) passes on that version, so a COS may start the next phase before the StatefulSet has a Pod (seen
-    # on kube-apiserver 1.36; the probe belongs to common/contract and the spec). Here the StatefulSet exists,
-    # with its Pod, before the COS adopts it, so what is tested is the steady Pending state.
+    # Here the StatefulSet exists, with its Pod, before the COS adopts it, so what is tested is the steady
+    # Pending state; a StatefulSet the COS creates itself is the next test.
     kube.create(_statefulset(ns, "sts-one", 1))
     wait_for(lambda: (kube.get("apps/v1", "StatefulSet", "sts-one", ns).get("status") or {}).get("replicas") == 1,
              60, "the StatefulSet controller to create its Pod")
@@ -242,3 +239,27 @@ def test_label_selected_fields_equal_and_field_value(env: dict[str, Any]) -> Non
     kube.merge_patch("v1", "ConfigMap", "pair", ns, {"metadata": {"annotations": {"count": "3"}}})
     wait_succeeded(env, name)
     assert exists(env, CM, "after-fields", ns)
+
+
+def test_a_new_statefulset_holds_the_next_phase_from_its_first_status_on(env: dict[str, Any]) -> None:
+    """The StatefulSet controller's first status of a new StatefulSet is {observedGeneration: 1, replicas: 0,
+    availableReplicas: 0}, written before it creates any Pod (kube-apiserver 1.36). The status counts alone
+    call that ready; the built-in probe also compares status.replicas with spec.replicas (ours), so the next
+    phase never starts before the Pod is available."""
+    ns, kube = env["ns"], env["kube"]
+    name = cos_name(env, "new-sts")
+    make_cos(env, "new-sts", 1, [{"name": "sts", "objects": [{"object": _statefulset(ns, "sts-new", 1)}]},
+                                 {"name": "after", "objects": [{"object": cm(ns, "after-new-sts")}]}])
+    seen: list[Any] = []
+
+    def settled() -> bool:
+        status = (kube.get("apps/v1", "StatefulSet", "sts-new", ns).get("status") or {}) if exists(
+            env, ("apps/v1", "StatefulSet"), "sts-new", ns) else {}
+        seen.append(status.get("replicas"))
+        assert not exists(env, CM, "after-new-sts", ns), f"the next phase started at StatefulSet status {status}"
+        return status.get("replicas") == 1
+
+    wait_for(settled, 60, "the StatefulSet controller to create its Pod")
+    _probe_failure(env, name, f'Object StatefulSet.apps/v1 {ns}/sts-new: "status.availableReplicas" != '
+                              '"status.replicas" expected: 0 got: 1')
+    assert not exists(env, CM, "after-new-sts", ns)

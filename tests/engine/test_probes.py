@@ -149,13 +149,20 @@ def test_deployment_builtin() -> None:
 
 
 def test_statefulset_builtin() -> None:
-    def sts(status):
-        return obj(status, kind="StatefulSet", api="apps/v1")
+    def sts(status, replicas=3):
+        o = obj(status, kind="StatefulSet", api="apps/v1")
+        if replicas is not None:
+            o["spec"] = {"replicas": replicas}
+        return o
     assert r(probe(sts({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 2}))) == (
         FALSE, ['"status.availableReplicas" != "status.replicas" expected: 2 got: 3'])
     assert probe(sts({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 3,
                       "availableReplicas": 3})).status == TRUE
-    assert probe(sts({"observedGeneration": 1})).status == TRUE   # scaled to zero
+    assert probe(sts({"observedGeneration": 1}, replicas=0)).status == TRUE   # scaled to zero
+    # the controller's first status, before any Pod exists (kube-apiserver 1.36): not ready
+    first = {"observedGeneration": 1, "replicas": 0, "availableReplicas": 0}
+    assert r(probe(sts(first, replicas=None))) == (FALSE, ['"spec.replicas" != "status.replicas" expected: 1 got: 0'])
+    assert r(probe(sts(first))) == (FALSE, ['"spec.replicas" != "status.replicas" expected: 3 got: 0'])
 
 
 @pytest.mark.parametrize("api,kind,status,ready", [
