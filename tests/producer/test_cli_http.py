@@ -274,7 +274,7 @@ def test_status_watch_over_http_retries_a_failing_watch_then_gives_up(server, ku
     code, out, err = cosctl("status", "shop-1", "--watch", cluster=cluster, sleep=sleeps.append)
     assert code == 1 and sleeps == [0.2, 0.4, 0.8, 1.6, 3.2, 5.0, 5.0, 5.0]
     assert err == (f"cosctl status: cannot watch ClusterObjectSet shop-1: gave up after 8 attempts: "
-                   f"503 InternalError: injected 503 for watch {watch_path}\n")
+                   f"503 ServiceUnavailable: injected 503 for watch {watch_path}\n")
 
 
 def test_status_watch_over_http_on_a_terminal_redraws_one_line_and_re_reads_after_410(server, kubeconfig,
