@@ -755,6 +755,35 @@ def unknown_fields(obj: Any, node: Obj = table.COS_SCHEMA, path: str = "") -> li
     return found
 
 
+def _compile_known(node: Obj, top: bool = True) -> Check:
+    """A predicate true exactly when ``unknown_fields`` finds nothing: the same walk without building a
+    path per value (on a maximal COS, a tenth of the judgement)."""
+    if node.get("x-kubernetes-preserve-unknown-fields"):
+        return lambda value: True
+    props = ({k: _compile_known(sub, False) for k, sub in node["properties"].items()}
+             if "properties" in node else None)
+    items = _compile_known(node["items"], False) if "items" in node else None
+    implicit = frozenset(("apiVersion", "kind", "metadata") if top else ())
+
+    def known(value: Any) -> bool:
+        if isinstance(value, dict) and props is not None:
+            for key, child in value.items():
+                sub = props.get(key)
+                if sub is None:
+                    if key not in implicit:
+                        return False
+                elif key != "metadata" and not sub(child):
+                    return False
+            return True
+        if isinstance(value, list) and items is not None:
+            return all(map(items, value))
+        return True
+    return known
+
+
+_KNOWN = _compile_known(table.COS_SCHEMA)
+
+
 _PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -842,7 +871,8 @@ def validate_cos(obj: Obj, old: Obj | None = None, *,
         extra_errors, extra_warnings = _spec_extras(spec, old_spec, system_namespace)
         errors += sorted(extra_errors, key=api_server_order)
         warnings += extra_warnings
-    warnings += [f'unknown field "{p}"' for p in unknown_fields(obj)]
+    if not _KNOWN(obj):
+        warnings += [f'unknown field "{p}"' for p in unknown_fields(obj)]
     if ratcheted:
         return errors, warnings  # the size warning was given when the phases were admitted
     size = serialized_size(obj)

@@ -205,6 +205,13 @@ def test_cel_fast_path_is_the_reference(obj: Obj, old: Obj | None) -> None:
 
 
 @PROPERTY
+@given(cos_objects)
+def test_unknown_fields_fast_check_is_the_reference(obj: Obj) -> None:
+    pruned = validation.prune_nulls(obj)
+    assert validation._KNOWN(pruned) is (validation.unknown_fields(pruned) == [])
+
+
+@PROPERTY
 @given(metadata_manifests)
 def test_metadata_fast_path_is_the_reference(manifest: Any) -> None:
     meta = manifest.get("metadata") if isinstance(manifest, dict) else manifest
