@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -31,6 +39,27 @@ TLS_RELOADS = Counter(
     "Attempts to load a rotated serving certificate, by result (ok, error).",
     ["result"],
 )
+
+# The alert that matters is "the certificate some worker serves expires soon": with several workers, the
+# minimum over the live ones ("livemin": a replaced worker's value goes with it; ``worker_exited``). Only
+# workers set it (``serving_certificate``); the master serves nothing and forgets its own value
+# (``not_serving``), or the 0 every process holds from import would be the minimum.
+SERVING_CERTIFICATE_EXPIRY = Gauge(
+    "cos_webhook_serving_certificate_expiry_timestamp_seconds",
+    "notAfter of the serving certificate the webhook serves, in Unix seconds (the minimum over live workers).",
+    multiprocess_mode="livemin",
+)
+
+
+def serving_certificate(not_after: float) -> None:
+    """Record the ``notAfter`` of the certificate this worker now serves (at start and after each reload)."""
+    SERVING_CERTIFICATE_EXPIRY.set(not_after)
+
+
+def not_serving() -> None:
+    """Drop this process's live gauges from the aggregate: the gunicorn master, which serves no request."""
+    if os.environ.get(MULTIPROC_ENV):
+        multiprocess.mark_process_dead(os.getpid())
 
 
 def exposition() -> tuple[bytes, str]:

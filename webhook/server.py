@@ -65,11 +65,19 @@ class WebhookServer(BaseApplication):
         from webhook import metrics
         from webhook.tls import ReloadingContext
 
+        master = os.getpid()
+
         def on_reload(ok: bool) -> None:
             metrics.TLS_RELOADS.labels("ok" if ok else "error").inc()
 
-        # Loaded in the master so a bad pair fails at start-up; each forked worker inherits its own copy.
-        self.tls = ReloadingContext(options.cert_file, options.key_file, on_reload=on_reload)
+        def on_load(not_after: float) -> None:
+            if os.getpid() != master:  # workers only: see metrics.SERVING_CERTIFICATE_EXPIRY
+                metrics.serving_certificate(not_after)
+
+        # Loaded in the master so a bad pair fails at start-up; each forked worker inherits its own copy (and
+        # records its notAfter when it starts: ``load``).
+        self.tls = ReloadingContext(options.cert_file, options.key_file, on_reload=on_reload, on_load=on_load)
+        metrics.not_serving()
         super().__init__(usage=None, prog="cos-webhook")
 
     def load_config(self) -> None:
@@ -109,8 +117,10 @@ class WebhookServer(BaseApplication):
 
     def load(self) -> Any:
         from common.contract.admission import Config
+        from webhook import metrics
         from webhook.app import create_app
 
+        metrics.serving_certificate(self.tls.not_after)
         logging.getLogger("cos_webhook").setLevel(self.options.log_level.upper())
         app = create_app(Config(self.options.system_namespace), max_body_bytes=self.options.max_body_bytes,
                          body_timeout=self.options.body_timeout, noop=self.options.noop)

@@ -42,14 +42,18 @@ def _file_id(path: str) -> FileId:
 class ReloadingContext:
     """An ``ssl.SSLContext`` source for a server, reloaded when the certificate or key file changes.
 
-    ``on_reload(ok)`` is called after each reload attempt (for metrics).
+    ``on_reload(ok)`` is called after each reload attempt, ``on_load(not_after)`` after each successful
+    load, the first included, with the served certificate's ``notAfter`` in Unix seconds (for metrics).
     """
 
     def __init__(self, cert_file: str, key_file: str, *,
-                 on_reload: Callable[[bool], None] | None = None) -> None:
+                 on_reload: Callable[[bool], None] | None = None,
+                 on_load: Callable[[float], None] | None = None) -> None:
         self.cert_file = cert_file
         self.key_file = key_file
         self._on_reload = on_reload
+        self._on_load = on_load
+        self.not_after = 0.0
         self._lock = threading.Lock()
         self._ids: tuple[FileId, FileId] | None = None
         self._context: ssl.SSLContext | None = None
@@ -57,12 +61,16 @@ class ReloadingContext:
         self.reloads = 0
         self.load()
 
-    def _build(self) -> ssl.SSLContext:
+    def _build(self) -> tuple[ssl.SSLContext, float]:
+        """The context and its certificate's ``notAfter``: the first PEM block of the chain, read after the
+        pair loaded (a rotation landing in between is seen as a new change by the next connection)."""
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         ctx.load_cert_chain(certfile=self.cert_file, keyfile=self.key_file)
         ctx.set_alpn_protocols(["http/1.1"])
-        return ctx
+        with open(self.cert_file, "rb") as fh:
+            cert = x509.load_pem_x509_certificate(fh.read())
+        return ctx, cert.not_valid_after_utc.timestamp()
 
     def load(self) -> ssl.SSLContext:
         """Return the current context, loading the files first when they changed since the last load."""
@@ -80,8 +88,8 @@ class ReloadingContext:
             if ids == self._failed_ids and self._context is not None:
                 return self._context
             try:
-                ctx = self._build()
-            except (ssl.SSLError, OSError) as exc:
+                ctx, not_after = self._build()
+            except (ssl.SSLError, OSError, ValueError) as exc:
                 self._failed_ids = ids
                 if self._on_reload:
                     self._on_reload(False)
@@ -95,6 +103,9 @@ class ReloadingContext:
                 return self._context
             first = self._context is None
             self._context, self._ids, self._failed_ids = ctx, ids, None
+            self.not_after = not_after
+            if self._on_load:
+                self._on_load(not_after)
             if not first:
                 self.reloads += 1
                 log.info("certificate reloaded", extra={"fields": {"event": "tls_reload", "ok": True,

@@ -22,7 +22,7 @@ import hashlib
 import json
 import marshal
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -168,8 +168,100 @@ def _flatten(errors: Iterator[ValidationError]) -> Iterator[ValidationError]:
             yield err
 
 
+class _Unsupported(Exception):
+    """The table uses a keyword the fast check does not know: every object then goes through jsonschema."""
+
+
+Check = Callable[[Any], bool]
+# Keywords jsonschema ignores (annotations, or read by the other passes).
+_ANNOTATIONS = frozenset({"description", "x-kubernetes-validations", "x-kubernetes-embedded-resource",
+                          "x-kubernetes-preserve-unknown-fields", "x-kubernetes-list-type"})
+_EXACT_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,), "array": (list,), "string": (str,), "integer": (int,), "number": (int, float),
+    "boolean": (bool,),
+}
+
+
+def _compile_valid(node: Obj) -> Check:
+    """A predicate over a JSON value that is true only when ``_STRUCTURE`` reports nothing for it.
+
+    It answers "certainly valid" for the common case in a few microseconds per object, where jsonschema
+    spends tens (it builds an error iterator per keyword and per value); false means "maybe not", and then
+    jsonschema judges the whole object, so every message and order comes from one place. It is therefore
+    stricter wherever that is simpler: exact types (a ``1.0`` for an integer field, which Draft 7 accepts,
+    goes to jsonschema), and a keyword it does not know makes the compiler raise ``_Unsupported``.
+    """
+    unknown = set(node) - _ANNOTATIONS - {
+        "type", "enum", "minLength", "maxLength", "pattern", "minimum", "maximum", "format", "minItems",
+        "maxItems", "items", "properties", "required", "additionalProperties", "x-kubernetes-list-map-keys"}
+    if unknown:
+        raise _Unsupported(", ".join(sorted(unknown)))
+    kind = node.get("type")
+    if kind not in _EXACT_TYPES:
+        if set(node) - _ANNOTATIONS:
+            raise _Unsupported(f"type {kind!r}")
+        return lambda value: True
+    types = _EXACT_TYPES[kind]
+    checks: list[Check] = []
+    if "enum" in node:
+        if kind != "string" or not all(isinstance(e, str) for e in node["enum"]):
+            raise _Unsupported("enum")
+        allowed_values = frozenset(node["enum"])
+        checks.append(lambda v: v in allowed_values)
+    if "minLength" in node or "maxLength" in node:
+        lo, hi = node.get("minLength", 0), node.get("maxLength")
+        checks.append(lambda v: len(v) >= lo and (hi is None or len(v) <= hi))
+    if "pattern" in node:
+        search = re.compile(node["pattern"]).search  # what jsonschema's ``pattern`` calls
+        checks.append(lambda v: search(v) is not None)
+    if "minimum" in node or "maximum" in node or node.get("format") in _INT_RANGES:
+        lo_n, hi_n = node.get("minimum"), node.get("maximum")
+        bounds = _INT_RANGES.get(node.get("format", ""))
+        checks.append(lambda v: (lo_n is None or v >= lo_n) and (hi_n is None or v <= hi_n)
+                      and (bounds is None or bounds[0] <= v <= bounds[1]))
+    if "minItems" in node or "maxItems" in node:
+        lo_i, hi_i = node.get("minItems", 0), node.get("maxItems")
+        checks.append(lambda v: len(v) >= lo_i and (hi_i is None or len(v) <= hi_i))
+    if "x-kubernetes-list-map-keys" in node:
+        keys = node["x-kubernetes-list-map-keys"]
+        checks.append(lambda v: next(_list_map_keys(None, keys, v, node), None) is None)
+    if "items" in node:
+        item_valid = _compile_valid(node["items"])
+        checks.append(lambda v: all(map(item_valid, v)))
+    if "required" in node:
+        names_required = tuple(node["required"])
+        checks.append(lambda v: all(name in v for name in names_required))
+    if "properties" in node:
+        props = tuple((name, _compile_valid(sub)) for name, sub in node["properties"].items())
+        checks.append(lambda v: all(sub_valid(v[name]) for name, sub_valid in props if name in v))
+    if "additionalProperties" in node:
+        if not isinstance(node["additionalProperties"], dict):
+            raise _Unsupported("additionalProperties")
+        declared = frozenset(node.get("properties", {}))
+        extra_valid = _compile_valid(node["additionalProperties"])
+        checks.append(lambda v: all(extra_valid(x) for k, x in v.items() if k not in declared))
+    all_checks = tuple(checks)
+    return lambda value: type(value) in types and all(check(value) for check in all_checks)
+
+
+try:
+    _VALID: Check | None = _compile_valid(table.COS_SCHEMA)
+except _Unsupported:  # pragma: no cover - the table uses only known keywords (a test pins it)
+    _VALID = None
+
+
 def structural_errors(obj: Any) -> list[FieldError]:
-    """Schema violations, one field error each; where a value has the wrong type, only the type error."""
+    """Schema violations, one field error each; where a value has the wrong type, only the type error.
+
+    A valid object (nearly every object) is recognised by ``_VALID`` without jsonschema; anything else is
+    judged by jsonschema, so the errors are always ``structural_errors_reference``'s."""
+    if _VALID is not None and _VALID(obj):
+        return []
+    return structural_errors_reference(obj)
+
+
+def structural_errors_reference(obj: Any) -> list[FieldError]:
+    """``structural_errors`` by jsonschema alone: the reference the fast check is tested against."""
     raw = list(_flatten(_STRUCTURE.iter_errors(obj)))
     type_paths = {tuple(e.absolute_path) for e in raw if e.validator == "type"}
     out: list[FieldError] = []
@@ -204,11 +296,50 @@ def _has_rules(node: Obj) -> bool:
     return "items" in node and _has_rules(node["items"])
 
 
+def _full_match(pattern: str) -> Callable[[Any], bool]:
+    """``self.matches(pattern)`` for a pattern anchored with ``^...$`` whose syntax means the same to RE2 and
+    Python: ``\\Z`` for ``$``, which in Python also matches before a final newline (RE2's does not)."""
+    assert pattern.startswith("^") and pattern.endswith("$")
+    match = re.compile(pattern[:-1] + r"\Z").match
+    return lambda v: type(v) is str and match(v) is not None
+
+
+def _required_when(field: str, type_value: str) -> Callable[[Any], bool]:
+    return lambda v: (type(v) is dict and type(v.get("type")) is str
+                      and (v["type"] == type_value) == (field in v))
+
+
+def _exactly_one(a: str, b: str) -> Callable[[Any], bool]:
+    return lambda v: type(v) is dict and (a in v) != (b in v)
+
+
+# Sufficient conditions for the table's constant-shaped rules, by exact rule text: when one is true, the
+# rule holds; when it is false, the CEL program decides (and words nothing: the message is the rule's). They
+# read only properties the schema declares, so they judge the raw value exactly as the rule judges its
+# pruned view. A rule whose text changes loses its shortcut and is simply evaluated (a test lists them all).
+_SHORTCUTS: dict[str, Callable[[Any], bool]] = {
+    "[has(self.object),has(self.ref)].filter(x,x==true).size() == 1": _exactly_one("object", "ref"),
+    f"self.matches('{table.DNS1123_LABEL_PATTERN}')": _full_match(table.DNS1123_LABEL_PATTERN),
+    f"self.matches('{table.DIGEST_PATTERN}')": _full_match(table.DIGEST_PATTERN),
+    f"self.matches('{table.FIELD_PATH_PATTERN.replace(chr(92), chr(92) * 2)}')":
+        _full_match(table.FIELD_PATH_PATTERN),
+    "(has(self.matchExpressions) && !has(self.matchLabels)) || "
+    "(!has(self.matchExpressions) && has(self.matchLabels))": _exactly_one("matchExpressions", "matchLabels"),
+    **{f"self.type == '{t}' ?has(self.{f}) : !has(self.{f})": _required_when(f, t)
+       for f, t in (("groupKind", "GroupKind"), ("label", "Label"), ("conditionEqual", "ConditionEqual"),
+                    ("fieldsEqual", "FieldsEqual"), ("fieldValue", "FieldValue"))},
+}
+
+
 def _annotate(node: Obj) -> Obj:
-    """Precompile the rule table for the walk: compiled rules and which subtrees have any rule at all."""
+    """Precompile the rule table for the walk: compiled rules (with their shortcuts) and which subtrees have
+    any rule at all."""
+    rules = [compile_rule(r["rule"], r["message"]) for r in node.get("x-kubernetes-validations", [])]
     return {
         "type": node.get("type"),
-        "rules": [compile_rule(r["rule"], r["message"]) for r in node.get("x-kubernetes-validations", [])],
+        "schema": node,
+        "rules": rules,
+        "shortcuts": [None if rule.is_transition else _SHORTCUTS.get(rule.expression) for rule in rules],
         "properties": {k: _annotate(v) for k, v in node.get("properties", {}).items() if _has_rules(v)},
         "items": _annotate(node["items"]) if "items" in node and _has_rules(node["items"]) else None,
         "map_keys": node.get("x-kubernetes-list-map-keys") if node.get("x-kubernetes-list-type") == "map" else None,
@@ -241,6 +372,39 @@ def _cel_walk(node: Obj, value: Any, old: Any, path: str, out: list[FieldError])
             if old_items is not None and isinstance(item, dict):
                 item_old = old_items.get(_key_of(node["map_keys"], item), _MISSING)
             _cel_walk(node["items"], item, item_old, f"{path}[{i}]", out)
+
+
+def _cel_walk_raw(node: Obj, value: Any, old: Any, path: str, out: list[FieldError]) -> None:
+    """``_cel_walk`` over the values themselves: a rule with a shortcut that holds costs a few dictionary
+    lookups, and the CEL view of a value (``cel_views``) is built only where a CEL program must run. The
+    views of a subtree are those the whole object's view holds there (``cel_views`` recurses the same way;
+    only the tokens' text differs, and the rules compare tokens only with each other)."""
+    check = _TYPE_CHECKS.get(node["type"] or "")
+    if check is not None and not check(value):
+        return
+    views: tuple[Any, Any] | None = None
+    for rule, shortcut in zip(node["rules"], node["shortcuts"], strict=True):
+        if rule.is_transition and old is _MISSING:
+            continue
+        if shortcut is not None and shortcut(value):
+            continue
+        if views is None:
+            views = cel_views(value, old, node["schema"], path)
+        if not rule.holds(views[0], None if old is _MISSING else views[1]):
+            shown = value if node["type"] in ("string", "integer", "number", "boolean") else OMIT
+            out.append(invalid(path or "<nil>", shown, rule.message))
+    if node["properties"] and isinstance(value, dict):
+        for name, sub in node["properties"].items():
+            if name in value:
+                child_old = old[name] if isinstance(old, dict) and name in old else _MISSING
+                _cel_walk_raw(sub, value[name], child_old, f"{path}.{name}" if path else name, out)
+    if node["items"] is not None and isinstance(value, list):
+        old_items = _correlate(node["map_keys"], old)
+        for i, item in enumerate(value):
+            item_old = _MISSING
+            if old_items is not None and isinstance(item, dict):
+                item_old = old_items.get(_key_of(node["map_keys"], item), _MISSING)
+            _cel_walk_raw(node["items"], item, item_old, f"{path}[{i}]", out)
 
 
 def _key_of(keys: list[str], item: Obj) -> str:
@@ -368,6 +532,14 @@ def cel_views(new: Any, old: Any = _MISSING, node: Obj = table.COS_SCHEMA, path:
 def cel_errors(obj: Any, old: Any = _MISSING) -> list[FieldError]:
     """Every rule of the table that does not hold; transition rules only where ``old`` has the field."""
     out: list[FieldError] = []
+    _cel_walk_raw(_CEL_TREE, obj, _MISSING if old is None else old, "", out)
+    return out
+
+
+def cel_errors_reference(obj: Any, old: Any = _MISSING) -> list[FieldError]:
+    """``cel_errors`` with every rule evaluated by CEL on the whole object's views: the reference the
+    shortcuts and lazy views are tested against."""
+    out: list[FieldError] = []
     new_view, old_view = cel_views(obj, _MISSING if old is None else old)
     _cel_walk(_CEL_TREE, new_view, old_view, "", out)
     return out
@@ -421,7 +593,42 @@ def _inline_manifests(obj: Obj) -> Iterator[tuple[str, Obj]]:
                 yield f"spec.phases[{i}].objects[{j}].object", manifest
 
 
+def _metadata_valid(meta: Any) -> bool:
+    """True only when ``_metadata_errors`` finds nothing: the common case decided with the (cached) name
+    checks and no error objects or paths built; anything else goes to ``_metadata_errors`` for its words."""
+    if type(meta) is not dict:
+        return False
+    if "name" in meta:
+        name = meta["name"]
+        if type(name) is not str or names.is_valid_path_segment_name(name):
+            return False
+    if "namespace" in meta:
+        namespace = meta["namespace"]
+        if type(namespace) is not str or (namespace and names.is_dns1123_label(namespace)):
+            return False
+    if "labels" in meta:
+        labels = meta["labels"]
+        if type(labels) is not dict or not all(
+                type(v) is str and not names.is_qualified_name(k) and not names.is_valid_label_value(v)
+                for k, v in labels.items()):
+            return False
+    if "annotations" in meta:
+        annotations = meta["annotations"]
+        if type(annotations) is not dict or not all(
+                type(v) is str and not names.is_qualified_name(k.lower()) for k, v in annotations.items()):
+            return False
+    return not any(field in meta and meta[field] not in (None, "", 0, [], {}) for field in FORBIDDEN_METADATA)
+
+
 def _metadata_errors(meta: Any, path: str) -> list[FieldError]:
+    if _metadata_valid(meta):
+        return []
+    return metadata_errors_reference(meta, path)
+
+
+def metadata_errors_reference(meta: Any, path: str) -> list[FieldError]:
+    """An embedded manifest's metadata judged field by field: the reference ``_metadata_valid`` is tested
+    against, and the words of every error."""
     if not isinstance(meta, dict):
         return [type_invalid(path, json_type(meta), f'{path} in body must be of type object: "{json_type(meta)}"')]
     errs: list[FieldError] = []
@@ -548,6 +755,35 @@ def unknown_fields(obj: Any, node: Obj = table.COS_SCHEMA, path: str = "") -> li
     return found
 
 
+def _compile_known(node: Obj, top: bool = True) -> Check:
+    """A predicate true exactly when ``unknown_fields`` finds nothing: the same walk without building a
+    path per value (on a maximal COS, a tenth of the judgement)."""
+    if node.get("x-kubernetes-preserve-unknown-fields"):
+        return lambda value: True
+    props = ({k: _compile_known(sub, False) for k, sub in node["properties"].items()}
+             if "properties" in node else None)
+    items = _compile_known(node["items"], False) if "items" in node else None
+    implicit = frozenset(("apiVersion", "kind", "metadata") if top else ())
+
+    def known(value: Any) -> bool:
+        if isinstance(value, dict) and props is not None:
+            for key, child in value.items():
+                sub = props.get(key)
+                if sub is None:
+                    if key not in implicit:
+                        return False
+                elif key != "metadata" and not sub(child):
+                    return False
+            return True
+        if isinstance(value, list) and items is not None:
+            return all(map(items, value))
+        return True
+    return known
+
+
+_KNOWN = _compile_known(table.COS_SCHEMA)
+
+
 _PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -635,7 +871,8 @@ def validate_cos(obj: Obj, old: Obj | None = None, *,
         extra_errors, extra_warnings = _spec_extras(spec, old_spec, system_namespace)
         errors += sorted(extra_errors, key=api_server_order)
         warnings += extra_warnings
-    warnings += [f'unknown field "{p}"' for p in unknown_fields(obj)]
+    if not _KNOWN(obj):
+        warnings += [f'unknown field "{p}"' for p in unknown_fields(obj)]
     if ratcheted:
         return errors, warnings  # the size warning was given when the phases were admitted
     size = serialized_size(obj)

@@ -44,7 +44,6 @@ DASHBOARD_KEY = "cluster-object-set.json"
 PENDING = {
     "cos_revision_state",
     "cos_rollout_duration_seconds_bucket",
-    "cos_webhook_serving_certificate_expiry_timestamp_seconds",
 }
 PENDING_GROUP = "cluster-object-set.pending-metrics"
 PENDING_ROW = "Rollouts (pending metrics"

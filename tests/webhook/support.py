@@ -38,9 +38,10 @@ class CA:
         self.ca_file = self.directory / "ca.crt"
         self.ca_file.write_bytes(pair.cert_pem)
 
-    def issue(self, cert_file: Path, key_file: Path, hosts: tuple[str, ...] = ("localhost", "127.0.0.1")) -> str:
-        """Write a fresh serving pair; returns its serial (hex) to tell certificates apart."""
-        pair = tls.issue_serving(self.key, self.cert, list(hosts))
+    def issue(self, cert_file: Path, key_file: Path, hosts: tuple[str, ...] = ("localhost", "127.0.0.1"),
+              days: int = 30) -> str:
+        """Write a fresh serving pair valid for ``days``; returns its serial (hex) to tell certificates apart."""
+        pair = tls.issue_serving(self.key, self.cert, list(hosts), days=days)
         tls.write_private(key_file.with_name(key_file.name + ".new"), pair.key_pem)
         tls.write_private(cert_file.with_name(cert_file.name + ".new"), pair.cert_pem)
         os.replace(key_file.with_name(key_file.name + ".new"), key_file)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cryptography import x509
 
 from tests.webhook.support import CA, Server, admission_review, valid_cos
 from webhook import tls
@@ -97,3 +98,49 @@ def test_reloading_context_refuses_to_start_without_a_usable_pair(tmp_path: Path
     with pytest.raises(tls.CertificateError) as err:
         tls.ReloadingContext(str(cert), str(key))
     assert str(err.value).startswith(f"cannot load certificate {cert} with key {key}: ")
+
+
+EXPIRY = "cos_webhook_serving_certificate_expiry_timestamp_seconds"
+
+
+def not_after(cert_file: Path) -> float:
+    return x509.load_pem_x509_certificate(cert_file.read_bytes()).not_valid_after_utc.timestamp()
+
+
+def expiry_samples(server: Server) -> list[tuple[str, float]]:
+    """The gauge's samples on /metrics, (series, value) (one scrape: a new connection, so also a reload)."""
+    _, _, body = server.request("GET", "/metrics")
+    return [(line.split()[0], float(line.split()[1])) for line in body.decode().splitlines()
+            if line.startswith(EXPIRY)]
+
+
+def test_the_served_certificate_expiry_is_exported_and_follows_rotation(server: Server, ca: CA) -> None:
+    assert expiry_samples(server) == [(EXPIRY, not_after(server.cert_file))]
+    started = not_after(server.cert_file)
+
+    later = ca.issue(server.cert_file, server.key_file, days=60)  # not a minimum over time: the current one
+    assert served_serial(server) == int(later, 16)
+    served = not_after(server.cert_file)
+    assert served > started
+    assert expiry_samples(server) == [(EXPIRY, served)]
+
+    # A pair that does not load leaves the served certificate, and so its expiry, in place.
+    tls.write_private(server.cert_file, tls.issue_serving(ca.key, ca.cert, ["localhost"], days=5).cert_pem)
+    assert served_serial(server) == int(later, 16)
+    assert reloads(server, "error") == 1
+    assert expiry_samples(server) == [(EXPIRY, served)]
+
+
+def test_with_several_workers_the_expiry_is_the_minimum_over_live_workers(ca: CA, tmp_path: Path) -> None:
+    srv = Server(ca, tmp_path, args=["--workers", "2"]).start()
+    try:
+        first = not_after(srv.cert_file)
+        # Both workers report the same certificate; the master (which serves nothing) is not among them.
+        assert expiry_samples(srv) == [(EXPIRY, first)]
+        sooner = ca.issue(srv.cert_file, srv.key_file, days=10)
+        # The next connection, on whichever worker, loads the sooner-expiring certificate: it is the minimum.
+        assert served_serial(srv) == int(sooner, 16)
+        assert not_after(srv.cert_file) < first
+        assert expiry_samples(srv) == [(EXPIRY, not_after(srv.cert_file))]
+    finally:
+        srv.stop()
