@@ -61,6 +61,12 @@ class Result:
     events: list[Event] = field(default_factory=list)
     watched_kinds: set[tuple[str, str]] = field(default_factory=set)
     referenced_secrets: set[tuple[str, str]] = field(default_factory=set)
+    # For the metrics: the COS's Progressing reason as this reconcile wrote it (or, when it wrote no status or
+    # the write failed, as it read it; None without one), its owner-name label, and, when this reconcile set
+    # Succeeded True for the first time and the write went through, seconds from its creationTimestamp.
+    state: str | None = None
+    owner: str = ""
+    rollout_seconds: float | None = None
 
 
 class ReconcileError(Exception):
@@ -98,10 +104,12 @@ def reconcile(cluster: Cluster, name: str, *, config: EngineConfig = EngineConfi
     run = _Run(cluster, cos, config, now)
     run.memory = memory if memory is not None else memory_for(cluster)
     if cos["metadata"].get("deletionTimestamp"):
-        return run.deleted()
-    if (cos.get("spec") or {}).get("lifecycleState") == LIFECYCLE_ARCHIVED:
-        return run.archived()
-    return run.active()
+        result = run.deleted()
+    elif (cos.get("spec") or {}).get("lifecycleState") == LIFECYCLE_ARCHIVED:
+        result = run.archived()
+    else:
+        result = run.active()
+    return run.report(result)
 
 
 class _Run:
@@ -118,6 +126,7 @@ class _Run:
         self.old_status: Obj = copy_json(cos.get("status") or {})
         self.conds: list[Obj] = copy_json(self.old_status.get("conditions") or [])
         self.observed: list[Obj] | None = None      # observedPhases to record (first successful resolve)
+        self.status: Obj = self.old_status           # the status as last written (or as read)
         self.result = Result(referenced_secrets=referenced_secrets(self.spec, config.system_namespace),
                              watched_kinds=inline_kinds(self.spec))
 
@@ -160,7 +169,21 @@ class _Run:
                 self.cos = self.cluster.update_status(body)
             except ApiError as exc:
                 self.result.error = self.result.error or ReconcileError(f"updating status: {exc}", exc)
+                return self.result
+            self.status = status
+            if conditions.is_true(self.conds, conditions.SUCCEEDED) and not conditions.is_true(
+                    self.old_status.get("conditions") or [], conditions.SUCCEEDED):
+                created = self.created_at()
+                if created is not None:  # the transition this reconcile made (Succeeded latches): once
+                    self.result.rollout_seconds = max((self.now - created).total_seconds(), 0.0)
         return self.result
+
+    def report(self, result: Result) -> Result:
+        """Fill the metrics' fields of ``result`` from the status last written or read (``self.status``)."""
+        progressing = conditions.find(self.status.get("conditions") or [], conditions.PROGRESSING)
+        result.state = str(progressing["reason"]) if progressing and progressing.get("reason") else None
+        result.owner = self.owner_name
+        return result
 
     def patch_finalizers(self, finalizers: list[str]) -> None:
         meta = self.cos["metadata"]
@@ -193,14 +216,17 @@ class _Run:
         return minutes
 
     def deadline_at(self, minutes: int) -> datetime | None:
+        start = self.created_at()
+        return None if start is None else start + timedelta(minutes=minutes)
+
+    def created_at(self) -> datetime | None:
         created = self.cos["metadata"].get("creationTimestamp")
         if not created:
             return None
         try:
-            start = datetime.strptime(str(created), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+            return datetime.strptime(str(created), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
         except ValueError:
             return None
-        return start + timedelta(minutes=minutes)
 
     # ---- Active ----------------------------------------------------------------------------------------------
 

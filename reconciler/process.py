@@ -56,6 +56,9 @@ class ReconcileOutcome:
     events: list[Any] = field(default_factory=list)
     watched_kinds: set[tuple[str, str]] = field(default_factory=set)
     referenced_secrets: set[tuple[str, str]] = field(default_factory=set)
+    state: str | None = None               # Progressing reason written/read (cos_revision_state)
+    owner: str = ""
+    rollout_seconds: float | None = None   # set once, when this reconcile made Succeeded True
 
 
 # reconcile(cluster, name) -> an object with the fields of ReconcileOutcome (the engine's Result)
@@ -295,10 +298,14 @@ class ReconcilerProcess:
         self._secrets: dict[str, set[tuple[str, str]]] = {}     # COS -> referenced (namespace, name)
         self._secret_users: dict[tuple[str, str], set[str]] = {}
         self._ns_waiters: dict[str, set[str]] = {}              # missing namespace -> COSs waiting for it
+        # Orders "is the COS still in the cache? then set its state" against its DELETED event removing the
+        # series, and both against losing the lease: no stale cos_revision_state series survives either.
+        self._state_lock = threading.Lock()
         self._workers: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._done = threading.Event()
         self.exit_code = 0
+        self._exporting_states = False   # cos_revision_state: the leader's only (set while the workers run)
         self.elector: LeaderElector | None = None
         self._elector_thread: threading.Thread | None = None
         self.reconcile_count = 0
@@ -333,6 +340,8 @@ class ReconcilerProcess:
         if self._stopping.is_set():
             return
         self.metrics.leader.set(1)
+        with self._state_lock:
+            self._exporting_states = True
         cos = self.caches.get(COS_KEY)
         if cos is not None and not cos.synced.wait(self.config.sync_timeout):
             log.warning("ClusterObjectSet cache not synced after %.0fs; starting workers anyway",
@@ -347,6 +356,7 @@ class ReconcilerProcess:
         """Another replica may already be writing: stop at once, exit non-zero so the pod restarts."""
         log.error("lost the leader lease: stopping")
         self.metrics.leader.set(0)
+        self._stop_exporting_states()
         self.exit_code = 1
         self.queue.shutdown()
         self._stopping.set()
@@ -369,9 +379,30 @@ class ReconcilerProcess:
             if self.elector.leading.is_set():
                 self.elector.release()
         self.metrics.leader.set(0)
+        self._stop_exporting_states()
         self.caches.stop_all()
         self.fanout.close()
         self._done.set()
+
+    def _stop_exporting_states(self) -> None:
+        with self._state_lock:
+            self._exporting_states = False
+            self.metrics.clear_revision_states()
+
+    def _report_state(self, name: str, result: Any) -> None:
+        """cos_revision_state and cos_rollout_duration_seconds from what the reconcile wrote or read."""
+        seconds = getattr(result, "rollout_seconds", None)
+        state = getattr(result, "state", None)
+        with self._state_lock:
+            if not self._exporting_states:
+                return
+            if seconds is not None:
+                self.metrics.rollout_duration.observe(float(seconds))
+            cos_inf = self.caches.get(COS_KEY)
+            if cos_inf is not None and cos_inf.synced.is_set() and cos_inf.get(None, name) is None:
+                self.metrics.forget_revision(name)   # deleted meanwhile
+            elif state:
+                self.metrics.set_revision_state(name, str(getattr(result, "owner", "") or ""), str(state))
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
@@ -412,6 +443,8 @@ class ReconcilerProcess:
         if key == COS_KEY:
             name = str(meta.get("name") or "")
             if etype == "DELETED":
+                with self._state_lock:
+                    self.metrics.forget_revision(name)
                 self._forget(name)
             self.queue.add(name)
             return
@@ -543,6 +576,7 @@ class ReconcilerProcess:
             self.reconcile_count += 1
         error = getattr(result, "error", None)
         requeue_after = getattr(result, "requeue_after", None)
+        self._report_state(name, result)
         kinds = set(getattr(result, "watched_kinds", set()) or set())
         secrets = set(getattr(result, "referenced_secrets", set()) or set())
         cos_inf = self.caches.get(COS_KEY)
