@@ -18,6 +18,9 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: python bench/...
 
 from common.cluster.kube import KubeCluster
 from reconciler.process import ProcessConfig, ReconcilerProcess, settled
