@@ -259,23 +259,25 @@ def fields_v1(paths: Iterable[Path]) -> Obj:
 
 # Map-typed fields of built-in kinds that a real API server omits when empty (Go ``omitempty`` on a map); it
 # also omits every empty list. Struct-typed fields (``emptyDir: {}``, ``securityContext: {}``) are kept.
-_OMITEMPTY_MAPS = frozenset({"data", "binaryData", "stringData", "labels", "annotations", "nodeSelector",
+OMITEMPTY_MAPS = frozenset({"data", "binaryData", "stringData", "labels", "annotations", "nodeSelector",
                              "matchLabels", "limits", "requests"})
-_UNTYPED_GROUPS = frozenset({"apiextensions.k8s.io", "olm.operatorframework.io"})
+UNTYPED_GROUPS = frozenset({"apiextensions.k8s.io", "olm.operatorframework.io"})
 
 
-def _drop_empty(value: Any) -> Any:
-    """``value`` without empty lists and empty ``omitempty`` maps (recursively), as a built-in kind is stored."""
+def drop_empty(value: Any) -> Any:
+    """``value`` without empty lists and empty ``omitempty`` maps (recursively), as a built-in kind is stored.
+
+    Shared with the fake API server of ``tests/support`` so both doubles normalize alike."""
     if isinstance(value, dict):
         out = {}
         for k, item in value.items():
-            v = _drop_empty(item)
-            if v == [] or (v == {} and k in _OMITEMPTY_MAPS):
+            v = drop_empty(item)
+            if v == [] or (v == {} and k in OMITEMPTY_MAPS):
                 continue
             out[k] = v
         return out
     if isinstance(value, list):
-        return [_drop_empty(v) for v in value]
+        return [drop_empty(v) for v in value]
     return value
 
 
@@ -490,8 +492,8 @@ class MemCluster:
         here the way it will on a real cluster."""
         new = _without_nulls(new)
         self._normalize_secret(info, new)
-        if info.group not in _UNTYPED_GROUPS:
-            new = _drop_empty(new)
+        if info.group not in UNTYPED_GROUPS:
+            new = drop_empty(new)
         for normalize in self.normalizers:
             normalize(new)
         meta = new.setdefault("metadata", {})

@@ -41,6 +41,7 @@ import jsonpatch
 import yaml
 
 from common.contract import labels as selectors
+from common.testing.memcluster import UNTYPED_GROUPS, drop_empty
 
 Obj = dict[str, Any]
 
@@ -205,40 +206,22 @@ def _leaves(obj: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any
     return {prefix: obj}
 
 
-_OMITEMPTY_MAPS = frozenset({"data", "binaryData", "stringData", "labels", "annotations", "nodeSelector",
-                             "matchLabels", "limits", "requests"})
-_UNTYPED_GROUPS = frozenset({"apiextensions.k8s.io", "olm.operatorframework.io"})
 _NOT_OWNED = frozenset({("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace"),
                         ("metadata", "resourceVersion"), ("metadata", "uid")})
 _ABSENT = object()
 
 
-def _drop_empty(value: Any) -> Any:
-    """Empty lists and empty map-typed fields dropped, as a real server stores a built-in kind (Go omitempty)."""
-    if isinstance(value, dict):
-        out = {}
-        for k, item in value.items():
-            v = _drop_empty(item)
-            if v == [] or (v == {} and k in _OMITEMPTY_MAPS):
-                continue
-            out[k] = v
-        return out
-    if isinstance(value, list):
-        return [_drop_empty(v) for v in value]
-    return value
-
-
 def _normalize(kind: Kind, obj: Obj) -> None:
     """What a real server does to a built-in object before storing it: ``stringData`` merged into ``data``
     (base64), empty collections dropped. Custom resources keep what they were sent."""
-    if kind.group in _UNTYPED_GROUPS:
+    if kind.group in UNTYPED_GROUPS:
         return
     if kind.group == "" and kind.kind == "Secret" and "stringData" in obj:
         data = dict(obj.get("data") or {})
         for k, v in (obj.pop("stringData") or {}).items():
             data[k] = base64.b64encode(str(v).encode()).decode()
         obj["data"] = data
-    cleaned = _drop_empty(obj)
+    cleaned = drop_empty(obj)
     obj.clear()
     obj.update(cleaned)
 
