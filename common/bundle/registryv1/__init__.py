@@ -1,0 +1,16 @@
+"""registry+v1 bundles (OperatorHub's format): loading, configuration and rendering, as OLM v1 does them.
+
+Owns turning a bundle (a directory or an OCI image layout of a bundle image) into the plain manifests OLM v1's
+renderer produces for the same install namespace, configuration and certificate provider:
+
+- :mod:`.model`: the loaded bundle as plain data, and the errors of this package;
+- :mod:`.source`: reading a bundle directory; :mod:`.oci`: unpacking an OCI image layout into one;
+- :mod:`.config`: the configuration schema derived from the CSV's install modes, and strict validation with
+  OLM v1's messages;
+- :mod:`.render` and the modules it uses: objects for objects, OLM v1's generators, validators, certificate
+  providers and ``deploymentConfig`` merge.
+
+Spec: ``shared/spec/bundles.md``. Pure functions over plain ``dict`` objects: no cluster access. May import
+:mod:`common.contract` and :mod:`common.bundle.manifests` (to read YAML as Kubernetes reads it); never
+:mod:`common.cluster`, :mod:`common.cosctl` or a test double.
+"""
