@@ -1,0 +1,1 @@
+"""registry+v1 bundles: loading, configuration, rendering (shared/spec/bundles.md)."""
