@@ -109,7 +109,6 @@ class Entry:
     data: bytes = b""
     kind: str = "file"
     link: str = ""
-    size: int | None = None  # a header size different from the data (a lying header)
 
 
 _TYPES = {"file": tarfile.REGTYPE, "dir": tarfile.DIRTYPE, "sym": tarfile.SYMTYPE, "hard": tarfile.LNKTYPE,
@@ -125,7 +124,7 @@ def tar_bytes(entries: Sequence[Entry]) -> bytes:
             info.linkname = entry.link
             info.mode = 0o755 if entry.kind == "dir" else 0o644
             if entry.kind == "file":
-                info.size = len(entry.data) if entry.size is None else entry.size
+                info.size = len(entry.data)
                 tar.addfile(info, io.BytesIO(entry.data))
             else:
                 tar.addfile(info)

@@ -976,7 +976,8 @@ def _go_time(text: str) -> str:
         raise _DecodeAbort(f"parsing time {quoted}: extra text: {_time_quote(rest)}")
     try:
         year, month, day = int(raw[:4]), int(raw[5:7]), int(raw[8:10])
-        local = datetime(year, month, day, *fields, tzinfo=timezone(timedelta(minutes=offset)))
+        hour, minute, second = fields
+        local = datetime(year, month, day, hour, minute, second, tzinfo=timezone(timedelta(minutes=offset)))
         return local.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (ValueError, OverflowError):  # a year Python's datetime cannot hold: keep the text
         return text

@@ -553,9 +553,11 @@ def _materialise_links(tree: _Tree) -> None:
 
 def unpack(path: str | Path, target: str | Path, limits: Limits = DEFAULT_LIMITS) -> Path:
     """Unpack the bundle image of the OCI layout ``path`` (a directory or a tar of one) into the new directory
-    ``target``; return ``target``. Raises :class:`BundleInputError` naming the layout and the problem."""
+    ``target``; return ``target``. Raises :class:`BundleInputError` naming the layout and the problem (and
+    then leaves no ``target`` behind)."""
     source, root = Path(path), Path(target)
     store: _Store = _DirStore(source) if source.is_dir() else _TarStore(source)
+    created = False
     try:
         layout = _Layout(store, limits)
         image = layout.image()
@@ -563,6 +565,7 @@ def unpack(path: str | Path, target: str | Path, limits: Limits = DEFAULT_LIMITS
         if len(layers) > limits.max_layers:
             raise layout.fail(f"the image has {len(layers)} layers, more than the limit of {limits.max_layers}")
         root.mkdir(parents=True)
+        created = True
         tree = _Tree(root, layout, _Budget(limits))
         for position, descriptor in enumerate(layers):
             what = f"layer {position}"
@@ -579,8 +582,12 @@ def unpack(path: str | Path, target: str | Path, limits: Limits = DEFAULT_LIMITS
                 raise layout.fail(f"{what}: unsupported layer media type {json.dumps(media_type)} (expected a "
                                   "tar, tar+gzip or tar+zstd image layer)")
         _materialise_links(tree)
-    except OSError as exc:
-        raise BundleInputError(f"{path}: cannot unpack: {exc.strerror or exc}") from None
+    except BaseException as exc:
+        if created:
+            shutil.rmtree(root, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise BundleInputError(f"{path}: cannot unpack: {exc.strerror or exc}") from None
+        raise
     finally:
         store.close()
     return root
