@@ -23,16 +23,17 @@ The rules are those of ``k8s.io/apimachinery/pkg/api/resource`` v0.36 (what OLM 
 
 Go's quirks are kept, because they are what OLM prints:
 
-- Parsing keeps the input text and prints it verbatim when its digits look canonical: the number's digits
-  (leading zeros dropped) do not end in ``000`` and do not start with ``0`` and the scale is a multiple of 3
-  (decimal), or the number is not a multiple of 8 (binary). So ``+1``, ``01``, ``1.500``, ``1.G`` and
-  ``1e+21`` print unchanged (kubernetes issue #138165).
-- A ``DecimalSI`` value beyond ``E`` prints its digits with no suffix: ``1000E`` prints ``1`` (changed after
-  v0.36 by kubernetes PR #140459 to ``1e21``).
+- Parsing keeps the input text and prints it verbatim when its digits look canonical. That is checked on the
+  digits alone (Go's int64 fast path, up to 18 of them): for a decimal format, the digits without leading zeros
+  and the point do not start with ``0`` or end in ``000`` and their scale is a multiple of 3; for ``BinarySI``,
+  the number is not a multiple of 8. So ``+1``, ``01``, ``1.500``, ``1.G`` and ``1e+21`` print unchanged
+  (kubernetes issue #138165).
+- A ``DecimalSI`` value beyond ``E`` prints its digits with no suffix: ``1000E`` prints ``1`` (as v0.36.1 does;
+  kubernetes PR #140459, merged upstream in July 2026, prints ``1e21`` instead).
 - The scanner is looser than its error message's regular expression: ``.``, ``-`` and ``Ki`` parse as 0;
   ``Pi``, ``Ei`` and ``.e-10`` fail as a numeric error.
 - Exponents are Go ``int32``: an exponent suffix outside int64 is a suffix error, one outside int32 wraps.
-  Only where Go would run out of memory (exponents in the billions on a number of 19 or more digits) does this
+  Only where Go itself never finishes (its arbitrary-precision path given an exponent in the billions) does this
   module differ: it answers.
 
 The JSON side (:func:`canonical`) follows OLM v1's path, not a plain ``json.Unmarshal`` into a typed struct: the
@@ -40,6 +41,8 @@ bundle's YAML becomes an unstructured object (a JSON number becomes an int64, or
 fraction or exponent or does not fit int64), and ``FromUnstructured`` hands ``Quantity.UnmarshalJSON`` that
 value re-encoded by ``encoding/json``. ``UnmarshalJSON`` strips the quotes of a string (without decoding its
 escapes) and Go's ``strings.TrimSpace``; the literal ``null`` gives the zero quantity, which prints ``0``.
+Which YAML scalars are numbers is the caller's to match: go-yaml (sigs.k8s.io/yaml) reads ``1e3`` as the number
+1000 where PyYAML reads the string ``"1e3"``.
 """
 
 from __future__ import annotations
