@@ -249,3 +249,57 @@ def test_unusable_properties_are_refused(tmp_path: Path) -> None:
     assert refused(None, "properties: [{type: [1]}]\n", "h") == (
         "B/metadata/properties.yaml: properties[0]: a property's \"type\" must be a string")
     assert refused(None, "properties: [\n", "i").startswith("B/metadata/properties.yaml:0: invalid YAML: ")
+
+
+# --- what OLM's reader requires of each manifest ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("document", "problem"), [
+    pytest.param("metadata: {name: a, annotations: {oct: 0777}}",
+                 "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.annotations of type string",
+                 id="annotation-number"),
+    pytest.param("metadata: {name: a, annotations: {b: true}}",
+                 "json: cannot unmarshal bool into Go struct field ObjectMeta.metadata.annotations of type string",
+                 id="annotation-bool"),
+    pytest.param("metadata: {name: 5}",
+                 "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.name of type string",
+                 id="name-number"),
+    pytest.param("metadata: 5",
+                 "json: cannot unmarshal number into Go struct field metadataOnlyObject.metadata of type v1.ObjectMeta",
+                 id="metadata-number"),
+    pytest.param("metadata: {name: a, labels: [1]}",
+                 "json: cannot unmarshal array into Go struct field ObjectMeta.metadata.labels of type "
+                 "map[string]string", id="labels-list"),
+    pytest.param("metadata: {name: a, finalizers: x}",
+                 "json: cannot unmarshal string into Go struct field ObjectMeta.metadata.finalizers of type []string",
+                 id="finalizers-string"),
+    pytest.param("metadata: {name: a, ownerReferences: [{name: 1}]}",
+                 "json: cannot unmarshal number into Go struct field OwnerReference.metadata.ownerReferences.name of "
+                 "type string", id="owner-reference-name"),
+    pytest.param("metadata: {name: a, creationTimestamp: 5}",
+                 "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.creationTimestamp of type "
+                 "string", id="timestamp-number"),
+    pytest.param("metadata: {name: a, creationTimestamp: x}",
+                 'parsing time "x" as "2006-01-02T15:04:05Z07:00": cannot parse "x" as "2006"', id="timestamp-text"),
+    pytest.param("apiVersion: 5\nmetadata: {name: 5}",
+                 "json: cannot unmarshal number into Go struct field metadataOnlyObject.TypeMeta.apiVersion of type "
+                 "string", id="api-version-number-first"),
+])
+def test_metadata_must_decode_as_olm_decodes_it(tmp_path: Path, document: str, problem: str) -> None:
+    """OLM's reader decodes each manifest's metadata into the typed ObjectMeta and refuses the bundle when it
+    cannot (its message ends with the same Go text)."""
+    text = ("" if document.startswith("apiVersion") else "apiVersion: v1\n") + "kind: ConfigMap\n" + document + "\n"
+    root = bundles.write_bundle(tmp_path / "b", manifests={"csv.yaml": bundles.csv(), "zz.yaml": text})
+    assert refusal(root) == f"{root}/manifests/zz.yaml:0: {problem}"
+
+
+def test_what_olm_passes_through(tmp_path: Path) -> None:
+    """No apiVersion, no name, a null annotation, odd managedFields, the same object twice: OLM's reader takes
+    them, and so does this one."""
+    odd = [{"kind": "ConfigMap", "metadata": {"name": "no-api-version"}},
+           {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}},
+           {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n", "annotations": {"a": None},
+                                                                  "managedFields": [{"fieldsV1": 5}]}},
+           bundles.config_map("twice"), bundles.config_map("twice")]
+    root = bundles.write_bundle(tmp_path / "b", manifests={"csv.yaml": bundles.csv(), "odd.yaml": odd})
+    assert load_bundle(root).others == odd

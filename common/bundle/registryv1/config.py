@@ -395,8 +395,9 @@ def _date_problem(text: bytes) -> str | None:
                 f"\"{element}\"")
 
     rest = text
-    if len(rest) < 4 or (year := _go_atoi(rest[:4])) is None:
+    if len(rest) < 4 or not rest[:4].isdigit():  # Go: four characters, the first a digit, read by atoi
         return cannot(rest, "2006")
+    year = int(rest[:4])
     rest = rest[4:]
     numbers: list[int] = []
     for element in ("01", "02"):
@@ -825,9 +826,11 @@ def _schema_messages(schema: dict[str, Any], instance: Any, install_namespace: s
 _INT_RANGES: Final = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
 _QUANTITY: Final = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _TIME: Final = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
+_FIELDS: Final = "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1"
+_OBJECT_META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 # Go structs that embed another inline (`json:",inline"`): the embedded struct's name goes into Go's error
 # path for the fields it holds. Volume's fields other than `name` are VolumeSource's.
-_EMBEDDED: Final = {"io.k8s.api.core.v1.Volume": ("VolumeSource", lambda name: name != "name")}
+_EMBEDDED: Final = {"io.k8s.api.core.v1.Volume": ("VolumeSource", frozenset({"name"}))}  # (embedded, own fields)
 
 
 class _DecodeAbort(Exception):
@@ -857,25 +860,71 @@ class _Decoder:
                 break
         return name, node
 
+    def go_type(self, node: Any) -> str:
+        """The Go type Go's errors name for a value of schema ``node`` (``string``, ``v1.ObjectMeta``, ...)."""
+        name, target = self._target(node)
+        if name == _QUANTITY:
+            return "resource.Quantity"
+        if name is not None and (name in (_TIME, _FIELDS) or (
+                isinstance(target, dict) and isinstance(target.get("properties"), dict))):
+            return "v1." + name.rsplit(".", 1)[-1]
+        kind = target.get("type") if isinstance(target, dict) else None
+        if kind == "array":
+            return "[]" + self.go_type(target.get("items"))
+        if kind == "object" and isinstance(target.get("additionalProperties"), dict):
+            return "map[string]" + self.go_type(target["additionalProperties"])
+        if kind == "integer":
+            return str(target.get("format") or "int64")
+        return {"boolean": "bool", "number": "float64", "object": "map[string]interface {}"}.get(str(kind), "string")
+
+    def _mismatch(self, value: Any, node: Any, struct: str, stack: tuple[str, ...]) -> None:
+        """Go's ``UnmarshalTypeError`` for ``value`` in a field of schema ``node``: saved, decoding goes on."""
+        if self.saved is None:
+            self.saved = (f"json: cannot unmarshal {_go_word(value)} into Go struct field {struct}."
+                          f"{'.'.join(stack)} of type {self.go_type(node)}")
+
     def decode(self, value: Any, node: Any, struct: str, stack: tuple[str, ...], into: Any = None) -> Any:
-        name, node = self._target(node)
+        """``value`` decoded into a field of schema ``node`` (``into``: what the field holds already, as Go
+        decodes into an existing struct or map): the JSON of what Go then holds."""
+        name, target = self._target(node)
+        if value is None:
+            return None  # null: a pointer, map or list becomes nil; a string or number keeps its value
         if name == _QUANTITY:
             return self._quantity(value)
-        if name == _TIME and isinstance(value, str):
+        if name == _TIME:
+            if not isinstance(value, str):  # metav1.Time reads a JSON string itself; its error stops Go's decoder
+                raise _DecodeAbort(f"json: cannot unmarshal {_go_word(value)} into Go struct field "
+                                   f"{struct}.{'.'.join(stack)} of type string")
             return _go_time(value)
-        if not isinstance(node, dict):
-            return value
-        if isinstance(value, dict) and isinstance(node.get("properties"), dict):
-            return self._struct(value, node, name or struct, stack, into)
-        if isinstance(value, dict) and isinstance(node.get("additionalProperties"), dict):
+        if name == _FIELDS or not isinstance(target, dict):
+            return value  # FieldsV1 keeps any JSON as it is
+        kind = target.get("type")
+        if isinstance(target.get("properties"), dict) or kind == "object":
+            if not isinstance(value, dict):
+                self._mismatch(value, node, struct, stack)
+                return into
+            if isinstance(target.get("properties"), dict):
+                return self._struct(value, target, name or struct, stack, into)
+            element = target.get("additionalProperties")
             result = dict(into) if isinstance(into, dict) else {}
             for key in sorted(value):
-                result[key] = self.decode(value[key], node["additionalProperties"], struct, stack)
+                result[key] = self.decode(value[key], element, struct, stack) if isinstance(element, dict) \
+                    else value[key]
             return result
-        if isinstance(value, list) and "items" in node:
-            return [self.decode(item, node["items"], struct, stack) for item in value]
-        if node.get("type") == "integer" and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return self._integer(value, node.get("format"), struct, stack)
+        if kind == "array":
+            if not isinstance(value, list):
+                self._mismatch(value, node, struct, stack)
+                return into
+            return [self.decode(item, target.get("items"), struct, stack) for item in value]
+        if kind == "integer":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                self._mismatch(value, node, struct, stack)
+                return into
+            return self._integer(value, target.get("format"), struct, stack)
+        expected = {"string": str, "boolean": bool}.get(str(kind))
+        if expected is not None and not isinstance(value, expected):
+            self._mismatch(value, node, struct, stack)
+            return into
         return value
 
     def _struct(self, value: dict[str, Any], node: dict[str, Any], component: str, stack: tuple[str, ...],
@@ -891,7 +940,7 @@ class _Decoder:
             target = key if key in fields else folded.get(go_fold(key))
             if target is None:
                 continue  # Go drops what no field takes
-            path = (*stack, embedded[0]) if embedded and embedded[1](target) else stack
+            path = (*stack, embedded[0]) if embedded and target not in embedded[1] else stack
             decoded = self.decode(value[key], fields[target], struct, (*path, target), result.get(target))
             if decoded is None:
                 result.pop(target, None)
@@ -912,10 +961,10 @@ class _Decoder:
 
     @staticmethod
     def _quantity(value: Any) -> Any:
-        from common.contract.quantity import QuantityError, canonical
+        from common.contract.quantity import MSG_FORMAT, QuantityError, canonical
 
-        if value is None:
-            return "0"
+        if isinstance(value, (dict, list)):  # Go hands the object's text to the parser, which refuses it
+            raise _DecodeAbort(MSG_FORMAT)
         try:
             return canonical(float(value) if isinstance(value, int) and not isinstance(value, bool) else value)
         except (QuantityError, OverflowError) as exc:
@@ -926,10 +975,10 @@ _RFC3339: Final = "2006-01-02T15:04:05Z07:00"
 
 
 def _go_time(text: str) -> str:
-    """``metav1.Time`` decoded and printed back as Go does (RFC 3339, UTC, whole seconds), for a value the
-    schema's ``date-time`` format already accepted. Go's ``time.Parse`` is stricter than that format in a few
-    places (a lowercase ``t`` or ``z``, a leap second, a signed number); there it stops the decoding with its
-    error, as OLM's does."""
+    """``metav1.Time`` decoded and printed back as Go does: ``time.Parse(time.RFC3339, text)`` (its errors,
+    which stop the decoding, in its words), then RFC 3339 in UTC with whole seconds. Go's parser is stricter
+    than the schema's ``date-time`` format in places (a lowercase ``t`` or ``z``, a leap second, a signed
+    number), and OLM refuses those here."""
     raw = text.encode("utf-8", "surrogatepass")
     quoted = _time_quote(raw)
 
@@ -940,25 +989,23 @@ def _go_time(text: str) -> str:
     def out_of_range(what: str) -> _DecodeAbort:
         return _DecodeAbort(f"parsing time {quoted}: {what} out of range")
 
-    rest = raw[10:]
-    if not rest.startswith(b"T"):
-        raise cannot(rest, "T")
-    rest = rest[1:]
-    width = 2 if rest[1:2].isdigit() else 1
-    if not rest[:1].isdigit():
-        raise cannot(rest, "15")
-    hour, rest = int(rest[:width]), rest[width:]
-    if hour >= 24:
-        raise out_of_range("hour")
-    fields = [hour]
-    for element, name in (("04", "minute"), ("05", "second")):
-        if not rest.startswith(b":"):
-            raise cannot(rest, ":")
+    if len(raw) < 4 or not raw[:4].isdigit():  # Go: four characters, the first a digit, read by atoi
+        raise cannot(raw, "2006")
+    year = int(raw[:4])
+    rest = raw[4:]
+    fields: list[int] = []
+    # (separator, element, width, upper bound or None, name): month, day, hour, minute, second
+    for separator, element, width, bound, name in (("-", "01", 2, 13, "month"), ("-", "02", 2, None, "day"),
+                                                    ("T", "15", 1, 24, "hour"), (":", "04", 2, 60, "minute"),
+                                                    (":", "05", 2, 60, "second")):
+        if not rest.startswith(separator.encode()):
+            raise cannot(rest, separator)
         rest = rest[1:]
-        if len(rest) < 2 or not rest[:2].isdigit():
+        digits = (2 if rest[1:2].isdigit() else 1) if rest[:1].isdigit() else 0
+        if digits < width or digits == 0:  # two digits, or (the hour) one or two
             raise cannot(rest, element)
-        value, rest = int(rest[:2]), rest[2:]
-        if value >= 60:
+        value, rest = int(rest[:digits]), rest[digits:]
+        if (bound is not None and value >= bound) or (name == "month" and value == 0):
             raise out_of_range(name)
         fields.append(value)
     if len(rest) >= 2 and rest[:1] in (b".", b",") and rest[1:2].isdigit():
@@ -974,13 +1021,45 @@ def _go_time(text: str) -> str:
         rest = rest[6:]
     if rest:
         raise _DecodeAbort(f"parsing time {quoted}: extra text: {_time_quote(rest)}")
+    month, day, hour, minute, second = fields
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if not 1 <= day <= [31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]:
+        raise out_of_range("day")
     try:
-        year, month, day = int(raw[:4]), int(raw[5:7]), int(raw[8:10])
-        hour, minute, second = fields
         local = datetime(year, month, day, hour, minute, second, tzinfo=timezone(timedelta(minutes=offset)))
         return local.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (ValueError, OverflowError):  # a year Python's datetime cannot hold: keep the text
         return text
+
+
+def _go_word(value: Any) -> str:
+    """How Go's ``UnmarshalTypeError`` names the JSON value it could not store."""
+    return {"boolean": "bool"}.get(_json_type(value), _json_type(value))
+
+
+def object_meta_problem(obj: Obj) -> str | None:
+    """Why Go could not decode ``obj``'s ``apiVersion`` and ``metadata`` into ``TypeMeta`` and ``ObjectMeta``,
+    in Go's words, or None.
+
+    OLM's bundle reader decodes every manifest so and refuses the bundle when that fails (an annotation
+    ``0777`` is a number, not a string); the types come from the ObjectMeta schema of the shipped schema data.
+    """
+    decoder = _Decoder(_base_schema_for_decoding())
+    try:
+        if "apiVersion" in obj:  # the first key in Go's (sorted) order
+            decoder.decode(obj["apiVersion"], {"type": "string"}, "metadataOnlyObject", ("TypeMeta", "apiVersion"))
+        if "metadata" in obj:
+            decoder.decode(obj["metadata"], {"$ref": f"#/components/schemas/{_OBJECT_META}"}, "metadataOnlyObject",
+                           ("metadata",))
+    except _DecodeAbort as exc:
+        return str(exc)
+    return decoder.saved
+
+
+@functools.cache
+def _base_schema_for_decoding() -> dict[str, Any]:
+    """The base schema, parsed once, for decoders that only read it."""
+    return base_schema()
 
 
 def _decode_deployment_config(schema: dict[str, Any], value: dict[str, Any]) -> dict[str, Any]:
@@ -1068,6 +1147,7 @@ __all__ = [
     "config_schema",
     "go_quote",
     "load_config_file",
+    "object_meta_problem",
     "parse_config",
     "supported_install_modes",
     "validation_messages",

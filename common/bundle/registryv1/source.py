@@ -9,11 +9,12 @@ escaped, the CSV's own properties first).
 
 Stricter than OLM where OLM would go on with a broken bundle, because a refusal here names the file and the
 problem while OLM's later failure would not: the mediatype annotation must say ``registry+v1``, the package
-name must be set, there must be exactly one CSV (OLM keeps the last of several), and every document must be a
-Kubernetes object (``apiVersion``, ``kind``, ``metadata.name``). Every problem raises
-:class:`BundleInputError` (exit 2).
+name must be set, and there must be exactly one CSV (OLM keeps the last of several). A document must be a
+mapping with a ``kind`` whose ``metadata`` decodes into Kubernetes' ``ObjectMeta``, as OLM requires (so an
+annotation ``0777``, a number, is refused with Go's words), and an object without ``apiVersion`` passes through
+as in OLM. Every problem raises :class:`BundleInputError` (exit 2).
 
-Manifests are read with :func:`common.bundle.manifests.load`, so YAML means what it means to Kubernetes and
+Manifests are read with :func:`common.bundle.manifests.documents`, so YAML means what it means to Kubernetes and
 problems carry ``file:index``.
 """
 
@@ -31,7 +32,7 @@ from typing import Any
 
 from common.bundle import manifests
 from common.bundle.registryv1 import oci
-from common.bundle.registryv1.config import go_fold, go_json, go_json_compact
+from common.bundle.registryv1.config import go_fold, go_json, go_json_compact, object_meta_problem
 from common.bundle.registryv1.model import (
     MEDIATYPE_ANNOTATION,
     PACKAGE_ANNOTATION,
@@ -98,10 +99,7 @@ def _load_dir(root: Path, *, label: str) -> RegistryV1:
 
     files = list(_manifest_files(root, label))
     names = {str(f): f"{label}/{MANIFESTS_DIR}/{f.name}" for f in files}
-    try:
-        loaded = manifests.load(files) if files else []
-    except manifests.ManifestError as exc:
-        raise BundleInputError("\n".join(_relabel(problem, names) for problem in exc.problems)) from None
+    loaded = _objects(files, names)
     csvs = [m for m in loaded if m.obj.get("kind") == "ClusterServiceVersion"]
     if not csvs:
         raise BundleInputError(f"{label}: no ClusterServiceVersion found in \"{MANIFESTS_DIR}\"")
@@ -115,6 +113,29 @@ def _load_dir(root: Path, *, label: str) -> RegistryV1:
     _fold_properties(csv, root, label, _relabel(str(csvs[0].source), names))
     return RegistryV1(package_name=package, csv=csv, crds=crds, others=others,
                       annotations=annotations, source=label)
+
+
+def _objects(files: list[Path], names: dict[str, str]) -> list[manifests.Manifest]:
+    """Every object of the manifest files, ``List`` items flattened. What OLM's reader requires of a document
+    is required here too, no more: a mapping with a ``kind`` (OLM passes an object without ``apiVersion`` or
+    name through, and so does this; the same object twice as well). Every problem of every file is reported
+    at once."""
+    found, problems = manifests.documents(files) if files else ([], [])
+    objects = []
+    for source, document in found:
+        where = _relabel(str(source), names)
+        if not isinstance(document, dict):
+            problems.append(f"{where}: not a mapping (a manifest must be an object)")
+        elif not isinstance(document.get("kind"), str) or not document["kind"]:
+            problems.append(f"{where}: missing kind" if document.get("kind") in (None, "") else
+                            f"{where}: kind must be a string")
+        elif problem := object_meta_problem(document):
+            problems.append(f"{where}: {problem}")
+        else:
+            objects.append(manifests.Manifest(document, source))
+    if problems:
+        raise BundleInputError("\n".join(_relabel(problem, names) for problem in problems))
+    return objects
 
 
 def _relabel(text: str, names: dict[str, str]) -> str:
