@@ -585,6 +585,8 @@ def unpack(path: str | Path, target: str | Path, limits: Limits = DEFAULT_LIMITS
     except BaseException as exc:
         if created:
             shutil.rmtree(root, ignore_errors=True)
+        if isinstance(exc, (tarfile.TarError, EOFError, zlib.error)):  # a layer's data read while writing a file
+            raise BundleInputError(f"{path}: a layer is not a readable tar ({exc})") from None
         if isinstance(exc, OSError):
             raise BundleInputError(f"{path}: cannot unpack: {exc.strerror or exc}") from None
         raise

@@ -7,12 +7,13 @@ objects go to ``crds`` and everything else to ``others``, and ``metadata/propert
 CSV's ``olm.properties`` annotation as Go's ``json.Marshal`` writes it (compact, ``<``, ``>`` and ``&``
 escaped, the CSV's own properties first).
 
-Stricter than OLM where OLM would go on with a broken bundle, because a refusal here names the file and the
-problem while OLM's later failure would not: the mediatype annotation must say ``registry+v1``, the package
-name must be set, and there must be exactly one CSV (OLM keeps the last of several). A document must be a
-mapping with a ``kind`` whose ``metadata`` decodes into Kubernetes' ``ObjectMeta``, as OLM requires (so an
-annotation ``0777``, a number, is refused with Go's words), and an object without ``apiVersion`` passes through
-as in OLM. Every problem raises :class:`BundleInputError` (exit 2).
+Stricter than OLM in two places, where OLM goes on with a bundle it cannot mean: the mediatype annotation must
+say ``registry+v1`` (OLM does not look at it), and there must be exactly one CSV (OLM keeps the last of
+several). An empty package name is not refused here: OLM's renderer refuses it (``package name is empty``), and
+so does ours. A document must be what OLM's reader requires: a mapping with a ``kind`` whose ``metadata``
+decodes into Kubernetes' ``ObjectMeta`` (an annotation ``0777``, a number, is refused with Go's words); an
+object without ``apiVersion`` passes through, as in OLM. Every problem raises :class:`BundleInputError`
+(exit 2).
 
 Manifests are read with :func:`common.bundle.manifests.documents`, so YAML means what it means to Kubernetes and
 problems carry ``file:index``.
@@ -85,7 +86,7 @@ def _load_dir(root: Path, *, label: str) -> RegistryV1:
     """The bundle in directory ``root``; ``label`` is how messages name the bundle (files are named
     ``label/relative/path``)."""
     annotations = _annotations(root, label)
-    package = annotations.get(PACKAGE_ANNOTATION)
+    package = annotations.get(PACKAGE_ANNOTATION, "")
     mediatype = annotations.get(MEDIATYPE_ANNOTATION)
     where = f"{label}/{ANNOTATIONS_FILE}"
     if mediatype is None:
@@ -94,8 +95,6 @@ def _load_dir(root: Path, *, label: str) -> RegistryV1:
     if mediatype != REGISTRY_V1:
         raise BundleInputError(f"{where}: unsupported bundle mediatype {json.dumps(mediatype)} (only {REGISTRY_V1} "
                                "bundles can be rendered)")
-    if not package:
-        raise BundleInputError(f"{where}: no package name ({PACKAGE_ANNOTATION} is missing or empty)")
 
     files = list(_manifest_files(root, label))
     names = {str(f): f"{label}/{MANIFESTS_DIR}/{f.name}" for f in files}
