@@ -1106,7 +1106,7 @@ def parse_config(bundle: RegistryV1, config: dict[str, Any] | None, install_name
     deployment = data.get(DEPLOYMENT_CONFIG)
     decoded = None
     if deployment is not None:
-        decoded = _decode_deployment_config(config_schema(bundle), deployment)
+        decoded = _decode_deployment_config(_base_schema_for_decoding(), deployment)
     return BundleConfig(watch_namespace=None if watch is None else str(watch), deployment_config=decoded)
 
 
@@ -1145,6 +1145,10 @@ __all__ = [
     "BundleConfig",
     "base_schema",
     "config_schema",
+    "go_fold",
+    "go_json",
+    "go_json_compact",
+    "go_json_float",
     "go_quote",
     "load_config_file",
     "object_meta_problem",
