@@ -5,8 +5,7 @@ kubectl does not read YAML the way a YAML 1.1 or 1.2 library does. Its decoder (
 sigs.k8s.io/yaml over its fork of go-yaml v2, converts the result to JSON, and the API machinery decodes that
 JSON again keeping integers as int64. What reaches the API server follows from those steps, and a manifest
 means what kubectl sends, so this module reproduces them rather than any YAML specification (the rules are
-learnt from that code, and ``tests/producer/test_k8syaml_kubectl.py`` checks them against the kubectl
-binary):
+learnt from that code, and ``tests/producer/test_k8syaml.py`` checks them against the kubectl binary):
 
 - plain scalars resolve as go-yaml v2 does: ``y``/``Y``/``yes``/``on``/``true`` (three spellings each) and
   their opposites are booleans, ``~``/``null``/empty are null, timestamps stay strings, ``=`` and ``<<``
@@ -33,8 +32,10 @@ binary):
   to YAML when the first value is not JSON), with the same number rules.
 
 Errors never quote document content (a manifest may be a Secret): they name the problem and its line.
-Parsing uses libyaml through PyYAML's C parser where it is built in; documents that need the events the fast
-composer hides (a ``!`` non-specific tag, an anchor defined twice) are composed from the event stream.
+Parsing uses libyaml through PyYAML's C composer where it is built in. Documents that need what that composer
+hides (aliases, which go-yaml counts and copies; anchors defined twice; the non-specific tag ``!``) are
+composed from libyaml's events instead; libyaml's escapes are aligned with go-yaml's (``\\'`` is a quote,
+``\\/`` an error).
 """
 
 from __future__ import annotations
@@ -220,9 +221,9 @@ def resolve_plain(text: str) -> Any:
 
 
 _TIMESTAMP = re.compile(
-    r"(\d{4})-(\d{1,2})-(\d{1,2})"
-    r"(?:(?:[Tt](\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}))"
-    r"|(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.\d+)?))?")
+    r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})"
+    r"(?:(?:[Tt]([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2}))"
+    r"|(?: ([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})(?:\.[0-9]+)?))?")
 
 
 def _is_timestamp(text: str) -> bool:
@@ -262,7 +263,7 @@ def _resolve_tagged(tag: str, text: str, node: Node) -> Any:
         return _binary(text, node)
     if tag not in _CHECKED_TAGS:
         return text  # go-yaml ignores tags it does not know: the value stays a string
-    if tag == TIMESTAMP and text[:1].isdigit() and _is_timestamp(text):
+    if tag == TIMESTAMP and _is_timestamp(text):
         return text  # go-yaml keeps a timestamp's text when decoding into an untyped value
     value: Any = resolve_plain(text) if text else None
     short = "!!" + tag[len(_P):]
@@ -657,7 +658,16 @@ class Stream:
     warnings: list[tuple[int, str]] = field(default_factory=list)
 
 
-_SEPARATOR = re.compile(r"^---(.*)$", re.MULTILINE)
+def _separators(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each line that starts with ``---``, without its line break. (``str.find`` rather than a
+    multi-line regular expression: a manifest may hold a line of a megabyte, a base64 icon.)"""
+    at = 0 if text.startswith("---") else text.find("\n---")
+    while at != -1:
+        start = at if at == 0 and text.startswith("---") else at + 1
+        end = text.find("\n", start)
+        end = len(text) if end == -1 else end
+        yield start, end
+        at = text.find("\n---", end)
 
 
 def _chunks(text: str) -> Iterator[tuple[int, int, str, YAMLReadError | None]]:
@@ -667,22 +677,22 @@ def _chunks(text: str) -> Iterator[tuple[int, int, str, YAMLReadError | None]]:
     index = 0
     begun = False  # has document ``index`` begun (by a separator, or by content before the first one)?
     start = line = line_counted_to = 0
-    for match in _SEPARATOR.finditer(text):
-        body = text[start:match.start()]
+    for sep_start, sep_end in _separators(text):
+        body = text[start:sep_start]
         if not begun and not _only_comments(body):
             begun = True
         if body:
             yield index, line, body, None
-        line += text.count("\n", line_counted_to, match.start())
-        line_counted_to = match.start()
+        line += text.count("\n", line_counted_to, sep_start)
+        line_counted_to = sep_start
         if begun:
             index += 1
         begun = True
-        rest = match.group(1).strip()
+        rest = text[sep_start + 3:sep_end].strip()
         if rest and not rest.startswith("#"):
             yield index, line, "", YAMLReadError('a document separator line holds more than "---" and a '
                                                  "comment (kubectl refuses it)", line + 1, 4)
-        start, line = match.end() + 1, line + 1
+        start, line = sep_end + 1, line + 1
         line_counted_to = min(start, len(text))
     if start < len(text):
         yield index, line, text[start:], None

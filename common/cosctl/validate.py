@@ -7,8 +7,8 @@ it (``common.contract.kubectl``), but with every violation at once: on a cluster
 first failing stage (a structural error hides the CEL rules and the webhook's checks). With ``--old`` a
 document whose kind, namespace and name match one in the old file is judged as an UPDATE of it.
 
-Exit codes: 0 every document is allowed, 1 at least one is denied, 2 input could not be read or the
-command line is wrong.
+Exit codes: 0 every document is allowed, 1 at least one is denied, 2 input could not be read (or holds no
+manifest at all) or the command line is wrong.
 """
 
 from __future__ import annotations
