@@ -624,11 +624,28 @@ _ANCHOR = re.compile(r"(?<![0-9A-Za-z])&[0-9A-Za-z_-]")
 _NON_SPECIFIC_TAG = re.compile(r"(?:^|[\s\[\]{},])!(?=\s|$)", re.MULTILINE)
 
 
+# libyaml's composer recurses in C, one stack frame per level of nesting: some ten thousand levels overflow the
+# stack and kill the process. It is used only where the text bounds the nesting far below that: flow levels
+# need a "[" or "{" each, and block levels need a deeper column every second level, which only indentation
+# and "- "/"? " indicators at the start of a line reach. Deeper documents go to the composer over events,
+# which recurses in Python and stops with "nested too deeply".
+_FAST_LIMIT = 2000
+_DEEP_BLOCK = re.compile(r"\n[ \t?-]{%d}" % _FAST_LIMIT)
+_DEEP_BLOCK_START = re.compile(r"[ \t?-]{%d}" % _FAST_LIMIT)
+
+
+def _shallow(text: str) -> bool:
+    """True when ``text`` cannot nest deeper than about 3 * ``_FAST_LIMIT`` levels."""
+    return (text.count("[") + text.count("{") < _FAST_LIMIT and _DEEP_BLOCK.search(text) is None
+            and _DEEP_BLOCK_START.match(text) is None)
+
+
 def _compose(text: str) -> tuple[Node | None, Any, bool]:
     """The first document of ``text`` as a node graph, the parser positioned after it, and whether the
     document may hold aliases (only then are they :class:`_AliasNode` and must be counted)."""
     anchors = "&" in text and _ANCHOR.search(text) is not None
-    if _CParser is None or anchors or ("!" in text and _NON_SPECIFIC_TAG.search(text)):
+    if (_CParser is None or anchors or ("!" in text and _NON_SPECIFIC_TAG.search(text))
+            or not _shallow(text)):
         node, parser = _compose_from_events(text)
         return node, parser, anchors
     parser = _FastComposer(text)

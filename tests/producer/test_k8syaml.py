@@ -10,6 +10,7 @@ to both. Where we refuse what kubectl accepts, the DIVERGENCES table says so and
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -392,6 +393,22 @@ def test_aliases_are_copies_not_shared_objects() -> None:
     value = k8syaml.load("a: &a {x: [1]}\nb: *a\n")
     assert value == {"a": {"x": [1]}, "b": {"x": [1]}}
     assert value["a"] is not value["b"] and value["a"]["x"] is not value["b"]["x"]
+
+
+@pytest.mark.parametrize("text", ["a: " + "[" * 100_000 + "]" * 100_000, "- " * 100_000 + "a",
+                                  "? " * 50_000 + "a", '{"a": ' * 100_000 + "1" + "}" * 100_000,
+                                  "a:\n" + "".join(" " * i + f"k{i}:\n" for i in range(1, 2500))])
+def test_deep_nesting_is_refused_not_a_crash(text: str) -> None:
+    """libyaml's composer recurses in C: 100,000 levels used to kill the process (the PyYAML loader before
+    k8syaml did so too). Run in a child process, so that a regression fails this test, not the test run."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from common.bundle import k8syaml; "
+            "print([str(d.error) for d in k8syaml.read_stream(sys.stdin.read()).documents])")
+    proc = subprocess.run([sys.executable, "-c", code], input=text + "\n", capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert (proc.returncode, proc.stdout) == (0, "['nested too deeply']\n"), proc.stderr[-500:]
 
 
 def test_load_reads_one_document() -> None:
