@@ -630,8 +630,8 @@ _NON_SPECIFIC_TAG = re.compile(r"(?:^|[\s\[\]{},])!(?=\s|$)", re.MULTILINE)
 # and "- "/"? " indicators at the start of a line reach. Deeper documents go to the composer over events,
 # which recurses in Python and stops with "nested too deeply".
 _FAST_LIMIT = 2000
-_DEEP_BLOCK = re.compile(r"\n[ \t?-]{%d}" % _FAST_LIMIT)
-_DEEP_BLOCK_START = re.compile(r"[ \t?-]{%d}" % _FAST_LIMIT)
+_DEEP_BLOCK = re.compile(rf"\n[ \t?-]{{{_FAST_LIMIT}}}")
+_DEEP_BLOCK_START = re.compile(rf"[ \t?-]{{{_FAST_LIMIT}}}")
 
 
 def _shallow(text: str) -> bool:
