@@ -12,7 +12,12 @@ It behaves like the real one where the engine's and the producer's correctness d
   real server's associative lists but enough for "a label someone added survives our apply";
 - ``status`` subresources: main-resource writes ignore ``status``, ``update_status`` changes only ``status``;
 - immutable Secrets reject data changes with the API server's message; ``stringData`` is folded into ``data``;
-- deletion waits for finalizers (``deletionTimestamp`` is set until the last finalizer goes);
+- deletion as kube-apiserver 1.36 answers and announces it: an object with finalizers is marked
+  (``deletionTimestamp``; MODIFIED; the DELETE answers the object) until the last one goes (DELETED only); a
+  Namespace gets the ``kubernetes`` finalizer when created and a DELETE marks it ``Terminating`` until the
+  namespace controller, played by :meth:`MemCluster.finish_namespace`, has emptied it; a Pod bound to a node
+  waits for its grace period until its kubelet (:meth:`MemCluster.remove` with ``grace_period_seconds=0``)
+  removes it; anything else goes at once (the DELETE answers ``None``, a ``Status``; a Pod: its last state);
 - garbage collection: when an owner disappears, dependents whose owners are all gone are deleted (their
   finalizers respected), others lose the dangling ownerReference; ``propagation_policy="Orphan"`` strips the
   owner's references from its dependents instead;
@@ -28,8 +33,10 @@ threads may share an instance.
 
 Known simplifications: a plain ``create`` records its fields under ``field_manager`` (default ``"unknown"``),
 a manager distinct from any applier, as on a real server where POST and apply are separate managedFields
-entries. Not modelled: watches (see :attr:`listeners` for a synchronous change hook), admission, namespace existence and
-namespace deletion, defaulting, field validation beyond what is listed above.
+entries. Not modelled: watches (see :attr:`listeners` for a synchronous change hook), admission (but see
+``namespace_lifecycle``; finalizers admission plugins add, such as PVC protection, are put on by tests),
+controllers (a Namespace's ``status.phase`` is set by tests, as any controller-written status), foreground
+deletion, defaulting, field validation beyond what is listed above.
 """
 
 from __future__ import annotations
