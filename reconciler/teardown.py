@@ -14,7 +14,7 @@ states until a read no longer finds it:
 
 - *deleting*: the server shows it marked (``metadata.deletionTimestamp``) and held by something we can name:
   finalizers (a Namespace's ``spec.finalizers`` included) or a grace period. The teardown waits for it, and
-  the COS's condition names the first such object of the phase (:func:`waiting_message`);
+  the COS's condition names the first such object of the phase (:attr:`TeardownProgress.waiting_message`);
 - *unconfirmed*: we sent its DELETE (:class:`SentDeletes` remembers the uid, so no DELETE is ever sent twice)
   and the server has not yet shown it gone, or shows it marked with nothing left holding it. This lasts as
   long as a watch event takes to arrive; it is waited for without being reported;
