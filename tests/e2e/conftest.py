@@ -3,8 +3,9 @@
 Runs only when ``COS_E2E_KUBECONFIG`` names the kubeconfig of a reachable cluster; skipped otherwise with
 the reason. The session fixture ``env`` installs the ClusterObjectSet CRD if it is missing (and leaves it:
 other things may use it), starts ``cos-reconciler`` as a subprocess with a per-run system namespace, and the
-tests work only in namespaces and COS names carrying a per-run random suffix, deleted at the end, so the suite
-runs against any conformant cluster repeatedly. Only ONE reconciler may act on a cluster at a time (two
+tests work only in namespaces and COS names carrying a per-run random suffix, deleted at the end (with the
+CRDs in ``env["crds"]`` and the other objects a test lists in ``env["cleanup"]``), so the suite runs against
+any conformant cluster repeatedly. Only ONE reconciler may act on a cluster at a time (two
 without a shared Lease would both act on these COSs), so the process is session scoped; a test that needs
 other processes (leader failover) stops it with ``env["reconciler"].stop()`` and starts it again after.
 
@@ -118,7 +119,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     reconciler = Reconciler(path, system_ns, log_path).start()
     state: dict[str, Any] = {"kube": kube, "ns": work_ns, "system_ns": system_ns, "cos": [], "run": run,
                              "kubeconfig": path, "reconciler": reconciler, "log": log_path,
-                             "namespaces": [], "crds": []}
+                             "namespaces": [], "crds": [], "cleanup": []}
     try:
         yield state
     finally:
@@ -138,6 +139,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             for crd in state["crds"]:
                 with contextlib.suppress(ApiError):
                     kube.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd)
+            for api_version, kind, name, ns in state["cleanup"]:   # (apiVersion, kind, name, namespace or None)
+                with contextlib.suppress(ApiError):
+                    kube.delete(api_version, kind, name, ns)
             sys.stderr.write(log_path.read_text()[-4000:])
 
 
