@@ -195,12 +195,16 @@ def properties_of(tmp_path: Path, csv_properties: str | None, properties: str | 
                  '{"type":"olm.gvk","value":{"group":"example.com","kind":"W\\u003c\\u003e","version":"v1"}}]',
                  id="file-only-sorted-and-escaped"),
     pytest.param('[ {"value": {"z": 1, "a": [1, 2.50, 1e3, "\\u0041\\u2028"]}, "type": "a&b"} ]',
-                 "properties:\n- type: t\n  value: {z: 1.5, b: 0.0000001, c: 100000000000000000000, "
+                 "properties:\n- type: t\n  value: {z: 1.5, a: 1e21, b: 0.0000001, c: 100000000000000000000, "
                  "d: 'x\\u2028\\u0001\\u007f', e: [true, null]}\n",
                  '[{"type":"a\\u0026b","value":{"z":1,"a":[1,2.50,1e3,"\\u0041\\u2028"]}},'
-                 '{"type":"t","value":{"b":1e-7,"c":100000000000000000000,"d":"x\\\\u2028\\\\u0001\\\\u007f",'
-                 '"e":[true,null],"z":1.5}}]',
+                 '{"type":"t","value":{"a":1e+21,"b":1e-7,"c":100000000000000000000,'
+                 '"d":"x\\\\u2028\\\\u0001\\\\u007f","e":[true,null],"z":1.5}}]',
                  id="both-csv-text-kept-compacted"),
+    pytest.param(None, "properties:\n- type: y\n  value: {a: yes, b: 010, c: 0x1F, d: ~, e: 2024-01-01, f: '1', "
+                       "g: 1.0, h: =, i: 0o17, j: 1_000, k: .5, l: 08}\n",
+                 '[{"type":"true","value":{"a":true,"b":8,"c":31,"d":null,"e":"2024-01-01","f":"1","g":1,"h":"=",'
+                 '"i":15,"j":1000,"k":0.5,"l":8}}]', id="yaml-read-as-kubernetes-reads-it"),
     pytest.param('[{"type":"a","value":1}]', "", '[{"type":"a","value":1}]', id="empty-file-ignored"),
     pytest.param(None, "# nothing\n", "null", id="comment-only-file-gives-null"),
     pytest.param("[ ]", "# nothing\n", "null", id="no-properties-at-all-gives-null"),
@@ -298,7 +302,7 @@ def test_what_olm_passes_through(tmp_path: Path) -> None:
     them, and so does this one."""
     odd = [{"kind": "ConfigMap", "metadata": {"name": "no-api-version"}},
            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}},
-           {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n", "annotations": {"a": None},
+           {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "odd", "annotations": {"a": None},
                                                                   "managedFields": [{"fieldsV1": 5}]}},
            bundles.config_map("twice"), bundles.config_map("twice")]
     root = bundles.write_bundle(tmp_path / "b", manifests={"csv.yaml": bundles.csv(), "odd.yaml": odd})

@@ -44,7 +44,7 @@ from typing import Any, Final
 
 from jsonschema import Draft7Validator, FormatChecker, ValidationError, validators
 
-from common.bundle import manifests
+from common.bundle import k8syaml
 from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RegistryV1
 from common.contract.objects import Obj, copy_json
 
@@ -1075,6 +1075,32 @@ def _decode_deployment_config(schema: dict[str, Any], value: dict[str, Any]) -> 
     return decoded
 
 
+# --- reading files ---------------------------------------------------------------------------------------------
+
+
+def read_documents(path: Path, name: str, problems: list[str]) -> list[tuple[int, Any]]:
+    """(index, value) of each non-empty document of the YAML or JSON file ``path``, read as kubectl reads it
+    (:mod:`common.bundle.k8syaml`); what keeps the file or a document from being read goes to ``problems`` as
+    ``name:index: ...``. An empty file is no problem here: a bundle's manifest file or a configuration may be
+    empty (OLM reads nothing from it)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        problems.append(f"{name}: not UTF-8 text")
+        return []
+    except OSError as exc:
+        problems.append(f"{name}: cannot read: {exc.strerror or exc}")
+        return []
+    found = []
+    for document in k8syaml.read_stream(text).documents:
+        if document.error is not None:
+            what = "invalid JSON" if document.is_json else "invalid YAML"
+            problems.append(f"{name}:{document.index}: {what}: {document.error}")
+        elif document.value is not None:
+            found.append((document.index, document.value))
+    return found
+
+
 # --- the public steps --------------------------------------------------------------------------------------
 
 
@@ -1114,19 +1140,20 @@ def load_config_file(path: str | Path) -> dict[str, Any] | None:
     """The configuration in the YAML or JSON file ``path``, read as Kubernetes reads YAML; ``None`` when the
     file is empty (or holds only ``null``), which is no configuration.
 
-    An unreadable or unparseable file, several documents, or a ``List`` raises :class:`BundleInputError`
-    naming the file. A value that is not an object is refused as OLM refuses it
-    (:class:`ConfigurationError`: ``invalid ClusterExtension configuration: invalid configuration: invalid
-    type: got array, want object``).
+    An unreadable or unparseable file or several documents raise :class:`BundleInputError` naming the file. A
+    value that is not an object is refused as OLM's configuration code refuses it (:class:`ConfigurationError`:
+    ``invalid ClusterExtension configuration: invalid configuration: invalid type: got array, want object``;
+    the API server would refuse such an ``inline`` before OLM saw it).
     """
     name = str(path)
     if Path(name).is_dir():
         raise BundleInputError(f"{name}: is a directory, not a configuration file")
-    found, problems = manifests.documents([name])
+    if not Path(name).exists():
+        raise BundleInputError(f"{name}: no such file or directory")
+    problems: list[str] = []
+    found = read_documents(Path(name), name, problems)
     if problems:
         raise BundleInputError("\n".join(problems))
-    if any(source.item is not None for source, _ in found):
-        raise BundleInputError(f"{name}: a configuration is one object, not a List")
     if len(found) > 1:
         raise BundleInputError(f"{name}: a configuration is one document, found {len(found)}")
     if not found:
@@ -1153,6 +1180,7 @@ __all__ = [
     "load_config_file",
     "object_meta_problem",
     "parse_config",
+    "read_documents",
     "supported_install_modes",
     "validation_messages",
 ]

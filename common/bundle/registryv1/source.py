@@ -15,8 +15,8 @@ decodes into Kubernetes' ``ObjectMeta`` (an annotation ``0777``, a number, is re
 object without ``apiVersion`` passes through, as in OLM. Every problem raises :class:`BundleInputError`
 (exit 2).
 
-Manifests are read with :func:`common.bundle.manifests.documents`, so YAML means what it means to Kubernetes and
-problems carry ``file:index``.
+Files are read with :mod:`common.bundle.k8syaml`, so YAML means what it means to kubectl and problems carry
+``file:index``.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ import struct
 import tarfile
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common.bundle import manifests
 from common.bundle.registryv1 import oci
-from common.bundle.registryv1.config import go_fold, go_json, go_json_compact, object_meta_problem
+from common.bundle.registryv1.config import go_fold, go_json, go_json_compact, object_meta_problem, read_documents
 from common.bundle.registryv1.model import (
     MEDIATYPE_ANNOTATION,
     PACKAGE_ANNOTATION,
@@ -99,58 +99,65 @@ def _load_dir(root: Path, *, label: str) -> RegistryV1:
     files = list(_manifest_files(root, label))
     names = {str(f): f"{label}/{MANIFESTS_DIR}/{f.name}" for f in files}
     loaded = _objects(files, names)
-    csvs = [m for m in loaded if m.obj.get("kind") == "ClusterServiceVersion"]
+    csvs = [o for o in loaded if o.obj.get("kind") == "ClusterServiceVersion"]
     if not csvs:
         raise BundleInputError(f"{label}: no ClusterServiceVersion found in \"{MANIFESTS_DIR}\"")
     if len(csvs) > 1:
-        found = ", ".join(_relabel(str(m.source), names) for m in csvs)
+        found = ", ".join(o.where for o in csvs)
         raise BundleInputError(f"{label}/{MANIFESTS_DIR}: a bundle has exactly one ClusterServiceVersion, found "
                                f"{len(csvs)}: {found}")
     csv = csvs[0].obj
-    crds = [m.obj for m in loaded if m.obj.get("kind") == "CustomResourceDefinition"]
-    others = [m.obj for m in loaded if m.obj.get("kind") not in ("ClusterServiceVersion", "CustomResourceDefinition")]
-    _fold_properties(csv, root, label, _relabel(str(csvs[0].source), names))
+    crds = [o.obj for o in loaded if o.obj.get("kind") == "CustomResourceDefinition"]
+    others = [o.obj for o in loaded if o.obj.get("kind") not in ("ClusterServiceVersion", "CustomResourceDefinition")]
+    _fold_properties(csv, root, label, csvs[0].where)
     return RegistryV1(package_name=package, csv=csv, crds=crds, others=others,
                       annotations=annotations, source=label)
 
 
-def _objects(files: list[Path], names: dict[str, str]) -> list[manifests.Manifest]:
+@dataclass(frozen=True, slots=True)
+class _Object:
+    obj: Obj
+    where: str  # file:index, and items[i] in a List
+
+
+def _objects(files: list[Path], names: dict[str, str]) -> list[_Object]:
     """Every object of the manifest files, ``List`` items flattened. What OLM's reader requires of a document
     is required here too, no more: a mapping with a ``kind`` (OLM passes an object without ``apiVersion`` or
     name through, and so does this; the same object twice as well). Every problem of every file is reported
     at once."""
-    found, problems = manifests.documents(files) if files else ([], [])
+    problems: list[str] = []
     objects = []
-    for source, document in found:
-        where = _relabel(str(source), names)
-        if not isinstance(document, dict):
-            problems.append(f"{where}: not a mapping (a manifest must be an object)")
-        elif not isinstance(document.get("kind"), str) or not document["kind"]:
-            problems.append(f"{where}: missing kind" if document.get("kind") in (None, "") else
-                            f"{where}: kind must be a string")
-        elif problem := object_meta_problem(document):
-            problems.append(f"{where}: {problem}")
-        else:
-            objects.append(manifests.Manifest(document, source))
+    for path in files:
+        name = names[str(path)]
+        for index, document in read_documents(path, name, problems):
+            items = document.get("items") if isinstance(document, dict) else None
+            if isinstance(document, dict) and str(document.get("kind", "")).endswith("List") and isinstance(
+                    items, list):
+                entries = [(f"{name}:{index} items[{i}]", item) for i, item in enumerate(items)]
+            else:
+                entries = [(f"{name}:{index}", document)]
+            for where, obj in entries:
+                if not isinstance(obj, dict):
+                    problems.append(f"{where}: not a mapping (a manifest must be an object)")
+                elif not isinstance(obj.get("kind"), str) or not obj["kind"]:
+                    problems.append(f"{where}: missing kind" if obj.get("kind") in (None, "") else
+                                    f"{where}: kind must be a string")
+                elif problem := object_meta_problem(obj):
+                    problems.append(f"{where}: {problem}")
+                else:
+                    objects.append(_Object(obj, where))
     if problems:
-        raise BundleInputError("\n".join(_relabel(problem, names) for problem in problems))
+        raise BundleInputError("\n".join(problems))
     return objects
-
-
-def _relabel(text: str, names: dict[str, str]) -> str:
-    """``text`` (a problem or source from the manifest reader) with the file's path given as the bundle's."""
-    for path, name in names.items():
-        if text.startswith(path + ":"):
-            return name + text[len(path):]
-    return text
 
 
 def _read_single(path: Path, name: str) -> Any:
     """The one document of the YAML file ``path`` (``None`` when empty), read as Kubernetes reads YAML."""
-    found, problems = manifests.documents([path])
+    problems: list[str] = []
+    found = read_documents(path, name, problems)
     if problems:
-        raise BundleInputError("\n".join(p.replace(str(path), name, 1) for p in problems))
-    if any(source.item is not None for source, _ in found) or len(found) > 1:
+        raise BundleInputError("\n".join(problems))
+    if len(found) > 1:
         raise BundleInputError(f"{name}: expected one YAML document, found {len(found)}")
     return found[0][1] if found else None
 
