@@ -29,7 +29,7 @@ COPY constraints.txt pyproject.toml ./
 RUN python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"], sep="\n")' \
       > /tmp/runtime-requirements.txt \
  && /opt/cos/bin/pip install --no-compile --only-binary=:all: -c constraints.txt -r /tmp/runtime-requirements.txt
-COPY README.md LICENSE ./
+COPY README.md ./
 COPY common ./common
 COPY webhook ./webhook
 COPY reconciler ./reconciler
