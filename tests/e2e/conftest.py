@@ -9,6 +9,13 @@ any conformant cluster repeatedly. Only ONE reconciler may act on a cluster at a
 without a shared Lease would both act on these COSs), so the process is session scoped; a test that needs
 other processes (leader failover) stops it with ``env["reconciler"].stop()`` and starts it again after.
 
+``COS_E2E_RECONCILER_CMD``, when set, is the command (shell words) that starts the reconciler instead of this
+checkout's ``python -m reconciler.cli``; the suite appends the same flags. It is how the suite runs against the
+container image, e.g. ``podman run --rm --network host --read-only --user 65532:65532 -v K:K:ro IMAGE
+cos-reconciler`` with K the kubeconfig (readable by 65532). Stopping sends SIGTERM to that command, which
+``podman run``/``docker run`` pass on to the container; a SIGKILL stops only the client, so the leader
+failover test (``_process``) is meant for the default command.
+
 The helpers below are plain functions over ``env`` (the test modules import them from here); the run's
 suffix lives in ``env["run"]``, since pytest's importlib mode may load this module twice.
 """
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -79,8 +87,10 @@ class Reconciler:
 
     def start(self) -> Reconciler:
         with self.log_path.open("a") as log:   # the child keeps its own descriptor
+            command = shlex.split(os.environ.get("COS_E2E_RECONCILER_CMD", "")) or [
+                sys.executable, "-m", "reconciler.cli"]
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "reconciler.cli", "--kubeconfig", self.kubeconfig,
+                [*command, "--kubeconfig", self.kubeconfig,
                  "--system-namespace", self.system_ns, "--workers", "4", "--health-bind", "0",
                  "--metrics-bind", "0", "--log-format", "json", *self.extra],
                 cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=log, stderr=subprocess.STDOUT)
