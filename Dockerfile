@@ -65,6 +65,8 @@ LABEL org.opencontainers.image.title="cluster-object-set" \
       org.opencontainers.image.description="ClusterObjectSet admission webhook (cos-webhook) and reconciler (cos-reconciler)" \
       org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /opt/cos /opt/cos
+# The licence travels with the binaries it covers.
+COPY LICENSE /usr/share/licenses/cluster-object-set/LICENSE
 ENV PATH=/opt/cos/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1

@@ -697,4 +697,4 @@ def test_dockerignore_sends_only_the_package_sources() -> None:
              if line and not line.startswith("#")]
     assert lines[0] == "*"
     assert {line[1:] for line in lines if line.startswith("!")} == {
-        "pyproject.toml", "constraints.txt", "README.md", "common/", "webhook/", "reconciler/"}
+        "pyproject.toml", "constraints.txt", "README.md", "LICENSE", "common/", "webhook/", "reconciler/"}
