@@ -683,7 +683,9 @@ def test_dockerfile_is_multi_stage_slim_pinned_and_non_root() -> None:
     build, final = lines[stages[0]:stages[1]], lines[stages[1]:]
     assert lines[stages[0]] == "FROM ${PYTHON_IMAGE} AS build" and final[0] == "FROM ${PYTHON_IMAGE}"
     assert any("-c constraints.txt" in line and "pip install" in line for line in build)
-    assert [line for line in final if line.startswith("COPY")] == ["COPY --from=build /opt/cos /opt/cos"]
+    # Only the built virtualenv and the licence reach the final image: no sources, no build tools.
+    assert [line for line in final if line.startswith("COPY")] == [
+        "COPY --from=build /opt/cos /opt/cos", "COPY LICENSE /usr/share/licenses/cluster-object-set/LICENSE"]
     assert not any(line.startswith("RUN") for line in final), "the final stage installs nothing"
     users = [line for line in final if line.startswith("USER ")]
     assert users == ["USER 65532:65532"]
