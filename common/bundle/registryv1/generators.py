@@ -2,9 +2,9 @@
 
 :data:`RESOURCE_GENERATORS` is OLM v1's list, in its order; the renderer concatenates their output, which is
 the order ``cosctl render`` prints. Objects are built in their Go encoding (fields OLM sets, nothing else), with
-the two artefacts the spec lets us drop left out: ``null``-valued keys and the empty ``status`` of a generated
-Deployment or Service. ``metadata.namespace`` is not set on the cluster-scoped webhook configurations (OLM v1
-sets the install namespace there; the API server drops it).
+two of the artefacts the spec lets us drop left out: ``null``-valued keys and a Deployment's ``status: {}``. A
+Service keeps Go's ``status: {loadBalancer: {}}``, which is not ``{}``. ``metadata.namespace`` is not set on the
+cluster-scoped webhook configurations (OLM v1 sets the install namespace there; the API server drops it).
 
 Where OLM v1 iterates a Go set or map (random order), this module uses a stable order instead:
 
@@ -326,6 +326,7 @@ def webhook_services(b: TypedBundle, opts: Options) -> list[Obj]:
         service: Obj = {
             "apiVersion": "v1", "kind": "Service", "metadata": _meta(prov.service_name, opts.install_namespace),
             "spec": spec,
+            "status": {"loadBalancer": {}},  # the zero ServiceStatus, as Go prints it
         }
         prov.inject_ca_bundle(service)
         objs.append(service)

@@ -461,7 +461,15 @@ def _parse_table(table: str) -> dict[str, tuple[_Field, ...]]:
                 flags += spec[-1]
                 spec = spec[:-1]
             current.append(_Field(name, _parse_type(spec), "?" in flags, "!" in flags))
-    return {name: tuple(fields) for name, fields in structs.items()}
+    parsed = {name: tuple(fields) for name, fields in structs.items()}
+    for name, fields in parsed.items():  # a dangling reference would fail late, on some rare input: fail now
+        for f in fields:
+            typ: _Type | None = f.type
+            while typ is not None and typ.kind != "struct":
+                typ = typ.inner
+            if typ is not None and typ.name not in parsed:
+                raise RuntimeError(f"gotypes: {name}.{f.name} refers to unknown struct {typ.name}")
+    return parsed
 
 
 _STRUCTS: Final = _parse_table(_TABLE)
