@@ -321,6 +321,9 @@ def test_a_crd_quantity_or_type_go_cannot_decode_names_the_crd() -> None:
     assert str(exc.value) == (
         'CustomResourceDefinition "widgets.example.com": spec.versions[0].served: expected a boolean, got string'
     )
+    b.source = "bundles/ops"
+    with pytest.raises(BundleInputError, match='^bundles/ops: CustomResourceDefinition "widgets.example.com": '):
+        render(b, "ops")
 
 
 def test_the_bundle_is_not_modified() -> None:

@@ -4,7 +4,7 @@ Why: OLM v1 never renders the CSV's deployments or the bundle's CRDs as the YAML
 structs (``runtime.DefaultUnstructuredConverter.FromUnstructured`` into ``v1alpha1.ClusterServiceVersion`` and
 ``apiextensionsv1.CustomResourceDefinition``), works on the structs, and its output is their ``encoding/json``
 form. That round trip changes what the cluster receives, and real bundles show it (see
-``tests/registryv1/test_gotypes.py``):
+``tests/registryv1/test_render_gotypes.py``):
 
 - fields the Go types do not have are dropped (community bundles carry ``volumes[].secretName``,
   ``livenessProbe.exec.failureThreshold`` and the like, which a strict API server would refuse);

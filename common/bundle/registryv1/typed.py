@@ -113,12 +113,12 @@ def _blank(value: Any) -> bool:
     return value in ("", 0, False, None)
 
 
-def decode_crd(crd: Obj) -> Obj:
+def decode_crd(crd: Obj, where: str = "") -> Obj:
     """A CRD after ``FromUnstructured`` into apiextensions/v1 and back: unknown fields (v1beta1's among them)
     dropped. Its ``status`` is left out when blank, as Go prints it for a CRD without one
     (``acceptedNames: {kind: "", plural: ""}``): the spec allows omitting an empty status."""
     name = str((crd.get("metadata") or {}).get("name") or "")
-    what = f'CustomResourceDefinition "{name}"'
+    what = f'{where}CustomResourceDefinition "{name}"'
     out: Obj = _decode("apiext.CustomResourceDefinition", crd, "", what)
     if _blank(out.get("status")):
         out.pop("status", None)
@@ -126,9 +126,11 @@ def decode_crd(crd: Obj) -> Obj:
 
 
 def decode(bundle: RegistryV1) -> TypedBundle:
-    """Decode ``bundle`` as OLM v1 does before rendering; :class:`BundleInputError` names a field Go refuses."""
+    """Decode ``bundle`` as OLM v1 does before rendering; :class:`BundleInputError` names the bundle (its
+    ``source``), the object and the field Go refuses (OLM v1 refuses such a bundle when it loads it)."""
     csv = bundle.csv
-    what = f'ClusterServiceVersion "{bundle.csv_name}"'
+    where = f"{bundle.source}: " if bundle.source else ""
+    what = f'{where}ClusterServiceVersion "{bundle.csv_name}"'
     metadata = _decode("meta.ObjectMeta", csv.get("metadata"), "metadata", what)
     spec = _obj(csv.get("spec"), "spec", what)
     install = _obj(_obj(spec.get("install"), "spec.install", what).get("spec"), "spec.install.spec", what)
@@ -169,6 +171,6 @@ def decode(bundle: RegistryV1) -> TypedBundle:
         webhooks=webhooks,
         owned_crd_names=owned_names,
         owned_apiservices=len(_list(api_defs.get("owned"), "spec.apiservicedefinitions.owned", what)),
-        crds=[decode_crd(crd) for crd in bundle.crds],
+        crds=[decode_crd(crd, where) for crd in bundle.crds],
         others=[copy_json(obj) for obj in bundle.others],
     )
