@@ -5,7 +5,9 @@ Prints JSON: requests by verb for the whole rollout (target: writes <= objects +
 more reconcile of the complete COS (target: zero writes) and the CPU milliseconds of that steady-state
 reconcile (target: <= 150 ms; the median of several runs, so one noisy neighbour does not decide it), and the
 first reconcile after a restart (a fresh memory of our writes, see ``reconciler.drift``: target one apply
-dry run per object and zero writes) with its CPU milliseconds.
+dry run per object and zero writes) with its CPU milliseconds, and the ordered teardown of the deleted COS
+(requests by verb and reconciles until its finalizer goes; target: exactly one DELETE per object, no status
+write, one finalizer patch).
 
 Half of each phase is inline, half comes from refs into a gzip-compressed, immutable Secret per phase, and
 each phase mixes Deployments (which need a controller to become ready) with ConfigMaps, Services and
@@ -131,6 +133,20 @@ def main() -> int:
     restart_dry_runs = sum(n for verb, n in mc.requests.items() if verb.endswith(":dry-run"))
     restart_ok = restart.error is None and restart_writes == 0 and restart_dry_runs == objects
 
+    # deletion: the ordered teardown, reconciled until the finalizer goes (each pass as the process would run it)
+    mc.remove(API_VERSION, KIND, "bench-1")
+    mc.reset_requests()
+    teardown_reconciles = 0
+    while mc.peek(API_VERSION, KIND, "bench-1") is not None:
+        result = reconcile(mc, "bench-1", now=NOW)
+        teardown_reconciles += 1
+        if result.error is not None or teardown_reconciles > 5 * PHASES:
+            print(json.dumps({"error": f"teardown: {result.error}", "reconciles": teardown_reconciles}))
+            return 1
+    deletes = [r for r in mc.log if r.verb == "delete"]
+    teardown_requests = dict(sorted(mc.requests.items()))
+    teardown_ok = len(deletes) == len(set(deletes)) == objects and mc.requests["update_status"] == 0
+
     budget = objects + PHASES + 10
     report = {
         "objects": objects,
@@ -149,11 +165,16 @@ def main() -> int:
         "after_restart_writes": restart_writes,
         "after_restart_dry_runs": restart_dry_runs,
         "after_restart_cpu_ms": round(restart_cpu, 1),
+        "teardown_requests_by_verb": teardown_requests,
+        "teardown_reconciles": teardown_reconciles,
+        "teardown_deletes": len(deletes),
+        "teardown_repeated_deletes": len(deletes) - len(set(deletes)),
         "targets_met": {"rollout_writes": rollout_writes <= budget, "steady_state_writes": steady_writes == 0,
-                        "steady_state_cpu": steady_cpu <= 150, "after_restart_one_dry_run_per_object": restart_ok},
+                        "steady_state_cpu": steady_cpu <= 150, "after_restart_one_dry_run_per_object": restart_ok,
+                        "teardown_one_delete_per_object": teardown_ok},
     }
     print(json.dumps(report, indent=2))
-    return 0 if rollout_writes <= budget and steady_writes == 0 and restart_ok else 1
+    return 0 if rollout_writes <= budget and steady_writes == 0 and restart_ok and teardown_ok else 1
 
 
 if __name__ == "__main__":

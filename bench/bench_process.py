@@ -10,7 +10,10 @@ Against the local fake API server (tests/support/fake_apiserver.py):
    resident memory (VmRSS), next to the same process idle with no COS measured in the same run;
 4. restart: a second process over the same server state (what a restart or a leader failover sees): its
    first reconcile of the complete COS, requests by verb: the targets are one server-side apply dry run per
-   object and zero writes (``reconciler.drift``: the new process remembers none of our writes).
+   object and zero writes (``reconciler.drift``: the new process remembers none of our writes);
+5. teardown: that second process tears the deleted COS down (last phase first) until its finalizer goes:
+   requests by verb, DELETEs sent twice for one object, 404/409 answers: the targets are one DELETE per
+   object and none repeated or refused.
 
 Prints one JSON document. ``--quick`` shrinks everything for a smoke run.
 """
@@ -107,6 +110,19 @@ def rollout_and_steady(steady_seconds: float, phases: int, per_phase: int) -> di
         time.sleep(1.0)
         restart_counts = server.counts()
         restart_writes, restart_dry_runs = _split(server)
+
+        server.clear_requests()
+        reconciles = second.reconcile_count
+        started = time.monotonic()
+        server.delete_object(COS_API, "ClusterObjectSet", "big")   # the finalizer holds it: the teardown runs
+        wait(lambda: server.get_object(COS_API, "ClusterObjectSet", "big") is None, 600, "the teardown")
+        teardown_seconds = time.monotonic() - started
+        wait(second.queue.idle, 60, "an idle queue")
+        time.sleep(1.0)
+        teardown_counts = server.counts()
+        deletes = [r.path for r in list(server.requests) if r.method == "DELETE"]
+        refused = sum(1 for r in list(server.requests) if r.status in (404, 409))
+        teardown_reconciles = second.reconcile_count - reconciles
         second.stop()
         kube.close()
     objects = phases * per_phase
@@ -129,6 +145,12 @@ def rollout_and_steady(steady_seconds: float, phases: int, per_phase: int) -> di
             "seconds_to_idle": round(restart_seconds, 2),
             "requests_by_verb": dict(sorted(restart_counts.items())),
             "writes": restart_writes, "dry_runs": restart_dry_runs,
+        },
+        "teardown": {
+            "seconds": round(teardown_seconds, 2), "reconciles": teardown_reconciles,
+            "requests_by_verb": dict(sorted(teardown_counts.items())),
+            "deletes": len(deletes), "repeated_deletes": len(deletes) - len(set(deletes)),
+            "refused_404_409": refused,
         },
     }
 
@@ -189,7 +211,9 @@ def main() -> None:
                           "steady_state_zero_relists": steady["lists"] == 0,
                           "steady_state_zero_dry_runs": steady["dry_runs"] == 0,
                           "restart_zero_writes": out["restart"]["writes"] == 0,
-                          "restart_one_dry_run_per_object": out["restart"]["dry_runs"] == out["rollout"]["objects"]}
+                          "restart_one_dry_run_per_object": out["restart"]["dry_runs"] == out["rollout"]["objects"],
+                          "teardown_one_delete_per_object": out["teardown"]["deletes"] == out["rollout"]["objects"]
+                          and out["teardown"]["repeated_deletes"] == 0 and out["teardown"]["refused_404_409"] == 0}
     print(json.dumps(out, indent=2))
 
 

@@ -162,9 +162,8 @@ class Informer:
         every real API server uses; opaque ones are simply not compared)."""
         if not self.holds(obj):
             return
-        meta = obj.get("metadata") or {}
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            return  # the write removed the last finalizer: the object is gone, do not resurrect it
+        # An object marked for deletion is stored like any other: whether it is gone is the watch's to say
+        # (its DELETED event, whose resourceVersion also keeps a late write result from bringing it back).
         obj = self._slim(copy_json(obj))
         with self._lock:
             cur = self._store.get(_key(obj))

@@ -70,7 +70,8 @@ class Situation:
     ``blocked``, ``retrying``, ``rolling_out``, ``complete``, ``tearing_down``, ``archived``."""
 
     kind: str
-    message: str = ""             # blocked / retrying (error text or collision report)
+    message: str = ""             # blocked / retrying (error text or collision report); tearing_down: what the
+                                  # teardown waits for (Available's message; empty: the row's own text)
     version: str = ""             # <v> for rolling_out / complete
     probe_failure: str = ""       # Available message when rolling out with failing probes
     deadline_minutes: int = 0     # > 0 when the progress deadline has passed (rolling out / retrying only)
@@ -113,7 +114,7 @@ def apply(conditions: list[Obj], s: Situation, *, generation: int, now: datetime
         put(SUCCEEDED, "True", REASON_SUCCEEDED, MSG_SUCCEEDED)
     elif s.kind == "tearing_down":
         put(PROGRESSING, "True", RETRYING, MSG_TEARING_DOWN)
-        put(AVAILABLE, "Unknown", RECONCILING, MSG_TEARING_DOWN)
+        put(AVAILABLE, "Unknown", RECONCILING, s.message or MSG_TEARING_DOWN)
     elif s.kind == "archived":
         put(PROGRESSING, "False", ARCHIVED, MSG_ARCHIVED)
         put(AVAILABLE, "Unknown", ARCHIVED, MSG_ARCHIVED)

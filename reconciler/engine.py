@@ -31,7 +31,7 @@ from reconciler.conditions import Situation
 from reconciler.parallel import SEQUENTIAL, Fanout
 from reconciler.resolve import Resolution, inline_kinds, referenced_secrets, resolve
 from reconciler.rollout import ObjectError, Outcome, Owner, reconcile_object
-from reconciler.teardown import TeardownProgress, teardown
+from reconciler.teardown import SentDeletes, TeardownProgress, teardown
 
 COLLISION_REQUEUE = 10.0
 TEARDOWN_REQUEUE = 5.0
@@ -78,6 +78,7 @@ class ReconcileError(Exception):
 
 
 _MEMORIES: weakref.WeakKeyDictionary[Cluster, drift.AppliedMemory] = weakref.WeakKeyDictionary()
+_SENT: weakref.WeakKeyDictionary[Cluster, SentDeletes] = weakref.WeakKeyDictionary()
 
 
 def memory_for(cluster: Cluster) -> drift.AppliedMemory:
@@ -88,12 +89,23 @@ def memory_for(cluster: Cluster) -> drift.AppliedMemory:
     return memory
 
 
+def sent_for(cluster: Cluster) -> SentDeletes:
+    """The DELETEs sent through ``cluster`` whose going no read has confirmed yet (one per cluster object)."""
+    sent = _SENT.get(cluster)
+    if sent is None:
+        sent = _SENT[cluster] = SentDeletes()
+    return sent
+
+
 def reconcile(cluster: Cluster, name: str, *, config: EngineConfig = EngineConfig(),
-              now: datetime | None = None, memory: drift.AppliedMemory | None = None) -> Result:
+              now: datetime | None = None, memory: drift.AppliedMemory | None = None,
+              sent: SentDeletes | None = None) -> Result:
     """Reconcile the ClusterObjectSet ``name`` once (reads it with ``cluster.get``; NotFound = nothing to do).
 
     ``memory`` is what earlier writes returned (:mod:`reconciler.drift`); by default the one kept for
-    ``cluster``, so reconciling again through the same cluster object is free at steady state."""
+    ``cluster``, so reconciling again through the same cluster object is free at steady state. ``sent`` is the
+    teardown's memory of the DELETEs it sent (:class:`reconciler.teardown.SentDeletes`), by default also the
+    one kept for ``cluster``, so a teardown never deletes an object twice."""
     now = now or datetime.now(UTC)
     try:
         cos = cluster.get(API_VERSION, KIND, name)
@@ -103,6 +115,7 @@ def reconcile(cluster: Cluster, name: str, *, config: EngineConfig = EngineConfi
         return Result(error=ReconcileError(f"getting ClusterObjectSet {name}: {exc}", exc))
     run = _Run(cluster, cos, config, now)
     run.memory = memory if memory is not None else memory_for(cluster)
+    run.sent = sent if sent is not None else sent_for(cluster)
     if cos["metadata"].get("deletionTimestamp"):
         result = run.deleted()
     elif (cos.get("spec") or {}).get("lifecycleState") == LIFECYCLE_ARCHIVED:
@@ -118,6 +131,7 @@ class _Run:
     def __init__(self, cluster: Cluster, cos: Obj, config: EngineConfig, now: datetime) -> None:
         self.cluster, self.cos, self.config, self.now = cluster, cos, config, now
         self.memory = drift.AppliedMemory()
+        self.sent = SentDeletes()
         self.spec: Obj = cos.get("spec") or {}
         meta = cos["metadata"]
         self.name: str = meta["name"]
@@ -372,8 +386,7 @@ class _Run:
         except ObjectError as exc:
             return self.fail(str(exc), exc.cause)
         if not progress.done:
-            self.set(Situation("tearing_down"))
-            self.result.requeue_after = TEARDOWN_REQUEUE
+            self.waiting(progress)
             return self.write_status()
         self.set(Situation("archived"))
         self.write_status()
@@ -404,7 +417,23 @@ class _Run:
             self.event("Warning", "TeardownSkipped", f"{exc}; the garbage collector removes what this "
                        "revision still owns once it is gone")
         return teardown(self.cluster, [[o.manifest for o in p.objects] for p in resolution.phases],
-                        cos_name=self.name, cos_uid=self.uid)
+                        cos_name=self.name, cos_uid=self.uid, sent=self.sent)
+
+    def waiting(self, progress: TeardownProgress) -> None:
+        """Conditions while the teardown waits (archived or deleted), and come back in 5 s (the watch event of
+        what it waits for usually comes first).
+
+        When the server shows an object of the phase being deleted and held (finalizers, a grace period),
+        Available names the first one. When the teardown only waits for the server to confirm deletions it
+        accepted (milliseconds: the watch's DELETED event), the conditions are left as they are, so a teardown
+        that never has to wait writes no more status than one that completes at once; a message that still
+        names an object that is gone meanwhile falls back to the row's own text."""
+        message = progress.waiting_message
+        progressing = conditions.find(self.conds, conditions.PROGRESSING) or {}
+        if message or (progressing.get("reason") == conditions.RETRYING
+                       and progressing.get("message") == conditions.MSG_TEARING_DOWN):
+            self.set(Situation("tearing_down", message=message))
+        self.result.requeue_after = TEARDOWN_REQUEUE
 
     def deleted(self) -> Result:
         finalizers = list(self.cos["metadata"].get("finalizers") or [])
@@ -420,8 +449,8 @@ class _Run:
                 self.result.error = ReconcileError(str(exc), exc.cause)
                 return self.result
             if not progress.done:
-                self.result.requeue_after = TEARDOWN_REQUEUE
-                return self.result
+                self.waiting(progress)
+                return self.write_status()
         try:
             self.patch_finalizers([f for f in finalizers if f != FINALIZER_TEARDOWN])
         except NotFound:

@@ -186,22 +186,23 @@ class CachedCluster:
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                uid: str | None = None, resource_version: str | None = None,
                propagation_policy: str | None = None) -> Obj | None:
-        """DELETE, then make the caches agree at once: the marked object when finalizers keep it, a tombstone
-        when it is gone (so the next pass neither deletes it again nor waits for it)."""
+        """DELETE. Gone is left for the server to say: its watch's DELETED event drops the object from the
+        cache (a read then answers NotFound). When the answer shows the object marked
+        (``metadata.deletionTimestamp``: finalizers, a Namespace being emptied, a Pod's grace period), the cache
+        stores that at once, so the next read already shows it being deleted. Only a 404 answer, the server
+        saying it is not there, drops it here (a tombstone: no second DELETE from a stale cache)."""
         last = None
         for inf in self._informers(api_version, kind):
             last = last or inf.get(namespace, name)
         try:
-            marked = self.kube.delete(api_version, kind, name, namespace, uid=uid,
+            answer = self.kube.delete(api_version, kind, name, namespace, uid=uid,
                                       resource_version=resource_version, propagation_policy=propagation_policy)
         except NotFound:
             self._gone(api_version, kind, name, namespace, last)
             raise
-        if marked is not None:
-            self._written(marked)
-        else:
-            self._gone(api_version, kind, name, namespace, last)
-        return marked
+        if answer is not None and (answer.get("metadata") or {}).get("deletionTimestamp"):
+            self._written(answer)
+        return answer
 
     def _gone(self, api_version: str, kind: str, name: str, namespace: str | None, last: Obj | None) -> None:
         obj = last or {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace}}

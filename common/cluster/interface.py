@@ -166,8 +166,13 @@ class Cluster(Protocol):
                uid: str | None = None, resource_version: str | None = None,
                propagation_policy: str | None = None) -> Obj | None:
         """DELETE with optional uid/resourceVersion preconditions (``Conflict`` when they do not hold).
-        An object with finalizers is only marked (``metadata.deletionTimestamp``) until they are removed: the
-        marked object is returned then (as the API server answers); ``None`` when the object is gone."""
+
+        Returns the object when the server answers with it, ``None`` when it answers a ``Status``. Either only
+        says the deletion was accepted, never that the object is gone: an object with finalizers, a Namespace
+        (its ``spec.finalizers``, until the namespace controller has emptied it) and a Pod bound to a node
+        (its grace period) are marked with ``metadata.deletionTimestamp`` and stay; a Pod deleted at once is
+        answered with its last state, marked too. Only a read (``NotFound``) or a watch's DELETED event says
+        an object is gone."""
 
     def is_namespaced(self, api_version: str, kind: str) -> bool:
         """Whether the kind is namespaced, from discovery (``UnknownKind`` when not served)."""

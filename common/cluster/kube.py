@@ -459,10 +459,10 @@ class KubeCluster:
         if propagation_policy:
             body["propagationPolicy"] = propagation_policy
         out = self.request("delete", "DELETE", res.item_path(name, namespace), body=body)
-        # A real server answers a Status when the object is gone, the object itself when it is only marked
-        # (finalizers); some kinds (Pods) answer the last state of an object that is gone: not marked.
-        if isinstance(out, dict) and out.get("kind") not in (None, "Status") and \
-                (out.get("metadata") or {}).get("deletionTimestamp") and (out.get("metadata") or {}).get("finalizers"):
+        # The server answers a Status or the object (marked, or the last state of a Pod); what it answers is
+        # passed on as it is, and is never read as "gone" (see Cluster.delete).
+        if isinstance(out, dict) and out.get("kind") not in (None, "", "Status"):
+            out.setdefault("apiVersion", res.gvk.api_version)
             return out
         return None
 

@@ -4,8 +4,9 @@ Owns the API names (:mod:`.api`), the CRD rule table (:mod:`.schema`) and its re
 validation with the API server's field-error formatting (:mod:`.validation`, :mod:`.cel`, :mod:`.names`,
 :mod:`.fielderrors`), defaults (:mod:`.mutation`), admission decisions as plain data (:mod:`.admission`),
 denials as kubectl prints them (:mod:`.kubectl`), object-data decoding (:mod:`.objectdata`), label
-selectors (:mod:`.labels`), readiness probes (:mod:`.probes`), the object model (:mod:`.objects`), resource quantities as the
-API machinery parses and prints them (:mod:`.quantity`) and realistic sample COSs (:mod:`.samples`).
+selectors (:mod:`.labels`), readiness probes (:mod:`.probes`), the object model (:mod:`.objects`),
+resource quantities as the API machinery parses and prints them (:mod:`.quantity`) and realistic sample
+COSs (:mod:`.samples`).
 
 May import: the standard library and pure libraries (jsonschema, cel-expr-python, orjson, PyYAML). Never
 cluster access (:mod:`common.cluster`, the ``kubernetes`` client), never the layers above it, never a test

@@ -12,8 +12,9 @@ from typing import Any
 
 import yaml
 
+from common.bundle import k8syaml
 from common.bundle.contents import ContentUnavailable
-from common.bundle.manifests import ManifestError, load
+from common.bundle.manifests import Manifest, ManifestError, load
 from common.bundle.packing import PackingError
 from common.bundle.phasing import Phase, PhasingError, sort_into_phases
 from common.bundle.publish import PublishError
@@ -53,19 +54,49 @@ def add_namespace_argument(parser: argparse.ArgumentParser) -> None:
                              "-n/--namespace as kubectl spells it")
 
 
-def load_phases(paths: Iterable[str]) -> list[Phase]:
-    """Load, clean and phase the bundle (raises ManifestError / PhasingError, reported by ``run``)."""
-    return sort_into_phases(m.obj for m in load(list(paths)))
+def load_phases(paths: Iterable[str], *, command: str) -> list[Phase]:
+    """Load, clean and phase the bundle (raises ManifestError / PhasingError, reported by ``run``); what
+    kubectl reads without a word but a reader should hear about is printed as a warning."""
+    warnings: list[str] = []
+    try:
+        manifests = load(list(paths), warnings=warnings)
+    finally:
+        for warning in warnings:
+            print(f"cosctl {command}: warning: {warning}", file=sys.stderr)
+    refused = [problem for m in manifests if (problem := _not_a_bundle_object(m)) is not None]
+    if refused:
+        raise ManifestError(refused)
+    return sort_into_phases(m.obj for m in manifests)
+
+
+def _not_a_bundle_object(manifest: Manifest) -> str | None:
+    """Why a manifest is a mistake in a bundle to pack, or None. A ClusterObjectSet would be wrapped in a new
+    one (its author wants ``kubectl apply`` or ``cosctl validate``). An object-data Secret is ``cosctl pack``'s
+    own output: packed again, it would become an object the reconciler owns, while its revision-name label
+    makes publish recovery and ``cosctl gc`` treat it as the leftover of that revision (to delete it when that
+    revision is gone, or to give it that revision as owner), so the two would fight over it."""
+    obj, source = manifest.obj, manifest.source
+    name = (obj.get("metadata") or {}).get("name")
+    path = "-" if source.path == "<stdin>" else source.path
+    if obj.get("kind") == api.KIND and str(obj.get("apiVersion", "")).startswith(api.GROUP + "/"):
+        return (f"{source} {api.KIND}/{name}: a ClusterObjectSet cannot be packed into another one; to create it "
+                f"as it is, use `kubectl apply -f {path}` (`cosctl validate {path}` checks it first)")
+    if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1" and obj.get("type") == api.SECRET_TYPE:
+        return (f"{source} Secret/{name}: an object-data Secret ({api.SECRET_TYPE}) is what `cosctl pack` "
+                "writes, not a manifest to pack: pack the manifests it came from (or apply it with its "
+                "ClusterObjectSet as it is)")
+    return None
 
 
 def load_probes(path: str | None) -> list[Obj] | None:
-    """The ``spec.progressionProbes`` list from a YAML/JSON file (shape errors are PackingError)."""
+    """The ``spec.progressionProbes`` list from a YAML/JSON file (shape errors are PackingError), read as
+    kubectl reads YAML, like the manifests."""
     if path is None:
         return None
     try:
-        probes = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise PackingError(f"{path}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        probes = k8syaml.load(Path(path).read_text(encoding="utf-8"))
+    except k8syaml.YAMLReadError as exc:
+        raise PackingError(f"{path}: invalid YAML: {exc}") from None
     if not isinstance(probes, list):
         raise PackingError(f"{path}: progression probes must be a list")
     return probes

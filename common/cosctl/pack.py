@@ -43,7 +43,7 @@ def _pack(args: argparse.Namespace) -> int:
     name = args.name or (f"{args.owner}-{args.revision}" if args.owner else None)
     if not name:
         raise PackingError("--name is required when no --owner is given")
-    phases = load_phases(args.paths)
+    phases = load_phases(args.paths, command="pack")
     packed = pack(phases, name=name, revision=args.revision, system_namespace=args.system_namespace,
                   owner=args.owner, owner_kind=args.owner_kind, inline=args.inline,
                   collision_protection=args.collision_protection,

@@ -31,7 +31,8 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    phases = load_phases(args.paths)  # every manifest problem is reported before the cluster is contacted
+    # every manifest problem is reported before the cluster is contacted
+    phases = load_phases(args.paths, command="publish")
     cluster = args.connect(args)
     result = publish(cluster, phases, owner=args.owner, owner_kind=args.owner_kind,
                      system_namespace=args.system_namespace, collision_protection=args.collision_protection,

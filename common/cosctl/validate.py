@@ -7,8 +7,8 @@ it (``common.contract.kubectl``), but with every violation at once: on a cluster
 first failing stage (a structural error hides the CEL rules and the webhook's checks). With ``--old`` a
 document whose kind, namespace and name match one in the old file is judged as an UPDATE of it.
 
-Exit codes: 0 every document is allowed, 1 at least one is denied, 2 input could not be read or the
-command line is wrong.
+Exit codes: 0 every document is allowed, 1 at least one is denied, 2 input could not be read (or holds no
+manifest at all) or the command line is wrong.
 """
 
 from __future__ import annotations
@@ -115,12 +115,17 @@ def judge(docs: list[tuple[Source, Any]], old_docs: list[tuple[Source, Any]], co
 
 def run(paths: list[str], *, old: str | None = None, output: str = "text",
         system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, stdin: TextIO | None = None,
-        out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    docs, problems = documents(paths, stdin=stdin)
+        out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout  # at call time: a default bound at import outlives its stream
+    err = err if err is not None else sys.stderr
+    warnings: list[str] = []
+    docs, problems = documents(paths, stdin=stdin, warnings=warnings)
     old_docs: list[tuple[Source, Any]] = []
     if old is not None:
-        old_docs, old_problems = documents([old], stdin=stdin)
+        old_docs, old_problems = documents([old], stdin=stdin, warnings=warnings)
         problems.extend(old_problems)
+    for warning in warnings:
+        print(f"cosctl validate: warning: {warning}", file=err)
     verdicts = judge(docs, old_docs, Config(system_namespace=system_namespace), problems)
     for verdict in verdicts:
         if output == "json":

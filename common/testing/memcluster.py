@@ -12,7 +12,12 @@ It behaves like the real one where the engine's and the producer's correctness d
   real server's associative lists but enough for "a label someone added survives our apply";
 - ``status`` subresources: main-resource writes ignore ``status``, ``update_status`` changes only ``status``;
 - immutable Secrets reject data changes with the API server's message; ``stringData`` is folded into ``data``;
-- deletion waits for finalizers (``deletionTimestamp`` is set until the last finalizer goes);
+- deletion as kube-apiserver 1.36 answers and announces it: an object with finalizers is marked
+  (``deletionTimestamp``; MODIFIED; the DELETE answers the object) until the last one goes (DELETED only); a
+  Namespace gets the ``kubernetes`` finalizer when created and a DELETE marks it ``Terminating`` until the
+  namespace controller, played by :meth:`MemCluster.finish_namespace`, has emptied it; a Pod bound to a node
+  waits for its grace period until its kubelet (:meth:`MemCluster.remove` with ``grace_period_seconds=0``)
+  removes it; anything else goes at once (the DELETE answers ``None``, a ``Status``; a Pod: its last state);
 - garbage collection: when an owner disappears, dependents whose owners are all gone are deleted (their
   finalizers respected), others lose the dangling ownerReference; ``propagation_policy="Orphan"`` strips the
   owner's references from its dependents instead;
@@ -28,8 +33,10 @@ threads may share an instance.
 
 Known simplifications: a plain ``create`` records its fields under ``field_manager`` (default ``"unknown"``),
 a manager distinct from any applier, as on a real server where POST and apply are separate managedFields
-entries. Not modelled: watches (see :attr:`listeners` for a synchronous change hook), admission, namespace existence and
-namespace deletion, defaulting, field validation beyond what is listed above.
+entries. Not modelled: watches (see :attr:`listeners` for a synchronous change hook), admission (but see
+``namespace_lifecycle``; finalizers admission plugins add, such as PVC protection, are put on by tests),
+controllers (a Namespace's ``status.phase`` is set by tests, as any controller-written status), foreground
+deletion, defaulting, field validation beyond what is listed above.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from common.cluster.interface import AlreadyExists, ApiError, BadRequest, Conflict, Invalid, NotFound, UnknownKind
@@ -99,6 +106,7 @@ DEFAULT_KINDS: tuple[KindInfo, ...] = (
     KindInfo("v1", "Service", True, "services", True),
     KindInfo("v1", "PersistentVolumeClaim", True, "persistentvolumeclaims", True),
     KindInfo("v1", "Pod", True, "pods", True),
+    KindInfo("v1", "PersistentVolume", False, "persistentvolumes", True),
     KindInfo("apps/v1", "Deployment", True, "deployments", True),
     KindInfo("apps/v1", "StatefulSet", True, "statefulsets", True),
     KindInfo("apps/v1", "DaemonSet", True, "daemonsets", True),
@@ -159,6 +167,30 @@ def _flatten(obj: Obj, status_sub: bool) -> dict[Path, Any]:
             continue
         walk((top,), value)
     return out
+
+
+# Fields the server sets itself and keeps out of every manager's set: a Namespace's ``spec.finalizers`` are set
+# when it is created and changed only by the namespace controller (its ``finalize`` subresource).
+_SERVER_OWNED: dict[tuple[str, str], frozenset[Path]] = {("", "Namespace"): frozenset({("spec", "finalizers")})}
+NAMESPACE_FINALIZER = "kubernetes"
+# Kinds whose DELETE answers the object itself when it is deleted at once (the registry's ReturnDeletedObject);
+# every other kind answers a ``Status``.
+RETURNS_DELETED_OBJECT = frozenset({("", "Pod")})
+DEFAULT_GRACE_SECONDS = 30
+
+
+def _flat(info: KindInfo, obj: Obj) -> dict[Path, Any]:
+    """:func:`_flatten` without the fields only the server sets (owned by no manager)."""
+    out = _flatten(obj, info.status_subresource)
+    for p in _SERVER_OWNED.get((info.group, info.kind), ()):
+        for q in [q for q in out if q[:len(p)] == p]:
+            del out[q]
+    return out
+
+
+def _is(info: KindInfo, kind: str) -> bool:
+    """Whether ``info`` is the core (group "") ``kind``."""
+    return info.group == "" and info.kind == kind
 
 
 def _related(paths: set[Path], p: Path) -> set[Path]:
@@ -329,6 +361,7 @@ class MemCluster:
         self._faults: list[_Fault] = []
         self._rv = itertools.count(1)
         self._uid = itertools.count(1)
+        self._last_removed: Obj | None = None   # what the last removal announced (a Pod's DELETE answers it)
         for info in kinds:
             self.register_kind(info.api_version, info.kind, namespaced=info.namespaced, plural=info.plural,
                                status_subresource=info.status_subresource)
@@ -484,14 +517,29 @@ class MemCluster:
             joined = errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
             raise Invalid(f'{info.kind} "{name}" is invalid: {joined}')
 
-    def _commit(self, info: KindInfo, old: Obj | None, new: Obj, *, dry_run: bool = False) -> Obj:
+    def _commit(self, info: KindInfo, old: Obj | None, new: Obj, *, dry_run: bool = False,
+                finalize: bool = False) -> Obj:
         """Store ``new`` (already a private copy) replacing ``old``; do bookkeeping; run GC when it went away.
 
         ``null`` map values are dropped, as an API server does (typed objects lose them when decoded, custom
         resources have them pruned), so code that compares what it declared with what is stored meets them
-        here the way it will on a real cluster."""
+        here the way it will on a real cluster. A Namespace gets the ``kubernetes`` finalizer when created and
+        keeps its ``spec.finalizers`` on every write but the namespace controller's (``finalize``). A write that
+        leaves an object being deleted with nothing holding it deletes it instead of storing it (only DELETED is
+        announced, as on a real server)."""
         new = _without_nulls(new)
         self._normalize_secret(info, new)
+        if _is(info, "Namespace"):
+            given = new.get("spec")
+            spec: Obj = given if isinstance(given, dict) else {}
+            if old is None:
+                spec["finalizers"] = [*(f for f in spec.get("finalizers") or [] if f != NAMESPACE_FINALIZER),
+                                      NAMESPACE_FINALIZER]
+            elif not finalize:
+                spec.pop("finalizers", None)
+                if (old.get("spec") or {}).get("finalizers"):
+                    spec["finalizers"] = copy_json(old["spec"]["finalizers"])
+            new["spec"] = spec
         if info.group not in UNTYPED_GROUPS:
             new = drop_empty(new)
         for normalize in self.normalizers:
@@ -519,17 +567,21 @@ class MemCluster:
                 meta["generation"] = int(old["metadata"].get("generation") or 0) + 1
             if dry_run:
                 return copy_json(new)
-        meta["resourceVersion"] = str(next(self._rv))
         key = (meta.get("namespace", "") if info.namespaced else "", meta["name"])
         if not info.namespaced:
             meta.pop("namespace", None)
+        if old is not None and meta.get("deletionTimestamp") and not _held(info, new):
+            # The write took away the last thing holding an object being deleted: the server deletes it rather
+            # than storing the write (only DELETED is announced, carrying the last stored state) and answers
+            # the write's result at the version it had.
+            meta["resourceVersion"] = old["metadata"]["resourceVersion"]
+            self._remove(info, key)
+            return copy_json(new)
+        meta["resourceVersion"] = str(next(self._rv))
         self._store[(info.group, info.kind)][key] = new
         self._notify("ADDED" if old is None else "MODIFIED", new)
         if info.group == "apiextensions.k8s.io" and info.kind == "CustomResourceDefinition" and self.register_crds:
             self._serve_crd(new)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            self._remove(info, key)
-            return copy_json(new)
         return copy_json(new)
 
     def _track_update(self, info: KindInfo, old: Obj | None, new: Obj, manager: str) -> None:
@@ -537,8 +589,8 @@ class MemCluster:
         meta = new["metadata"]
         fkey = (info.group, info.kind, meta.get("namespace", "") if info.namespaced else "", meta["name"])
         owners = self._fields.setdefault(fkey, {})
-        new_flat = _flatten(new, info.status_subresource)
-        old_flat = _flatten(old, info.status_subresource) if old is not None else {}
+        new_flat = _flat(info, new)
+        old_flat = _flat(info, old) if old is not None else {}
         changed = {p for p, v in new_flat.items() if old_flat.get(p, _MISSING) != v
                    and not _items_removed(old_flat.get(p, _MISSING), v)}
         removed = set(old_flat) - set(new_flat)
@@ -566,11 +618,14 @@ class MemCluster:
                            plural=names.get("plural") or "", status_subresource=subresources)
 
     def _remove(self, info: KindInfo, key: tuple[str, str]) -> None:
+        """Drop a stored object; DELETED carries its last state at a new resourceVersion (as a watch does)."""
         obj = self._store[(info.group, info.kind)].pop(key, None)
         if obj is None:
             return
         self._fields.pop((info.group, info.kind, key[0], key[1]), None)
         self._appliers.pop((info.group, info.kind, key[0], key[1]), None)
+        obj["metadata"]["resourceVersion"] = str(next(self._rv))
+        self._last_removed = copy_json(obj)
         self._notify("DELETED", obj)
         if info.group == "apiextensions.k8s.io" and info.kind == "CustomResourceDefinition" and self.register_crds:
             spec = obj.get("spec") or {}
@@ -601,19 +656,52 @@ class MemCluster:
                 else:
                     self._delete_obj(info, key, dep, propagation_policy=None)
 
-    def _delete_obj(self, info: KindInfo, key: tuple[str, str], obj: Obj, *, propagation_policy: str | None) -> None:
+    def _delete_obj(self, info: KindInfo, key: tuple[str, str], obj: Obj, *, propagation_policy: str | None,
+                    grace_seconds: int | None = None) -> None:
+        """Delete as the API server does: a Namespace is first only marked ``Terminating`` (its ``kubernetes``
+        finalizer waits for the namespace controller, :meth:`finish_namespace`); a Pod bound to a node is only
+        marked for its grace period (the kubelet, not modelled, deletes it with grace 0: :meth:`remove`); an
+        object with finalizers is marked until they go; anything else goes at once."""
         if propagation_policy == "Orphan":
             self._orphan_dependents(obj["metadata"]["uid"])
-        if obj["metadata"].get("finalizers"):
+        meta = obj["metadata"]
+        now = self.clock()
+        if _is(info, "Namespace") and not meta.get("deletionTimestamp"):
+            def terminating(o: Obj) -> None:
+                o["metadata"]["deletionTimestamp"] = _timestamp(now)
+                o.setdefault("status", {})["phase"] = "Terminating"
+            self._mark(info, key, obj, terminating)
+            return
+        if _is(info, "Pod"):
+            grace = _pod_grace(obj, grace_seconds)
+            current = meta.get("deletionGracePeriodSeconds")
+            if meta.get("deletionTimestamp") and current is not None and grace >= int(current):
+                return   # a pending deletion can only be shortened
+            def graceful(o: Obj) -> None:
+                # marked first (MODIFIED), even when deleted at once (grace 0: then DELETED follows)
+                o["metadata"]["deletionTimestamp"] = _timestamp(now + timedelta(seconds=grace))
+                o["metadata"]["deletionGracePeriodSeconds"] = grace
+            self._mark(info, key, obj, graceful)
+            return
+        if _held(info, obj):
             if not obj["metadata"].get("deletionTimestamp"):
-                new = copy_json(obj)
-                new["metadata"]["deletionTimestamp"] = _timestamp(self.clock())
-                new["metadata"]["deletionGracePeriodSeconds"] = 0
-                new["metadata"]["resourceVersion"] = str(next(self._rv))
-                self._store[(info.group, info.kind)][key] = new
-                self._notify("MODIFIED", new)
+                def marked(o: Obj) -> None:
+                    o["metadata"]["deletionTimestamp"] = _timestamp(now)
+                    o["metadata"]["deletionGracePeriodSeconds"] = 0
+                self._mark(info, key, obj, marked)
             return
         self._remove(info, key)
+
+    def _mark(self, info: KindInfo, key: tuple[str, str], obj: Obj, mutate: Callable[[Obj], None]) -> None:
+        """Store a changed copy of ``obj`` as the server's own deletion bookkeeping (no manager owns it):
+        MODIFIED, then DELETED when nothing holds it."""
+        new = copy_json(obj)
+        mutate(new)
+        new["metadata"]["resourceVersion"] = str(next(self._rv))
+        self._store[(info.group, info.kind)][key] = new
+        self._notify("MODIFIED", new)
+        if not _held(info, new):
+            self._remove(info, key)
 
     def _orphan_dependents(self, owner_uid: str) -> None:
         """What the garbage collector's ``orphan`` finalizer does: drop references to the owner."""
@@ -707,7 +795,7 @@ class MemCluster:
         if live is None:
             self._admit(info, namespace)
             stored = self._commit(info, None, _fresh(obj, info), dry_run=dry_run)
-            owned = {field_manager: set(_flatten(_without_nulls(_fresh(obj, info)), info.status_subresource))}
+            owned = {field_manager: set(_flat(info, _without_nulls(_fresh(obj, info))))}
             if dry_run:
                 return self._render(stored, owned, {field_manager})
             self._fields[key] = owned
@@ -718,8 +806,8 @@ class MemCluster:
             raise self._conflict(info, name)
         fkey = (info.group, info.kind, namespace if info.namespaced else "", name)
         owners = {m: set(p) for m, p in self._fields.get(fkey, {}).items()}
-        applied = _flatten(obj, info.status_subresource)
-        live_flat = _flatten(live, info.status_subresource)
+        applied = _flat(info, obj)
+        live_flat = _flat(info, live)
         conflicts: list[str] = []
         for p, v in applied.items():
             if live_flat.get(p, _MISSING) == v:
@@ -835,15 +923,27 @@ class MemCluster:
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                uid: str | None = None, resource_version: str | None = None,
                propagation_policy: str | None = None) -> Obj | None:
+        """Answers as the API server does: the object while something still holds it (marked with
+        ``metadata.deletionTimestamp``), the last state of a Pod deleted at once, ``None`` (a ``Status``) for
+        anything else deleted at once."""
         self._request("delete", api_version, kind, namespace, name)
+        info = self._info(api_version, kind)
+        self._last_removed = None
         self._delete(api_version, kind, name, namespace, uid=uid, resource_version=resource_version,
                      propagation_policy=propagation_policy)
-        info = self._info(api_version, kind)
         marked = self._lookup(info, name, namespace)
-        return self._render(copy_json(marked)) if marked is not None else None
+        if marked is not None:
+            return self._render(copy_json(marked))
+        last = self._removed()
+        return copy_json(last) if last is not None and (info.group, info.kind) in RETURNS_DELETED_OBJECT else None
+
+    def _removed(self) -> Obj | None:
+        """What the last removal announced (set by :meth:`_remove`)."""
+        return self._last_removed
 
     def _delete(self, api_version: str, kind: str, name: str, namespace: str | None, *, uid: str | None,
-                resource_version: str | None, propagation_policy: str | None) -> None:
+                resource_version: str | None, propagation_policy: str | None,
+                grace_seconds: int | None = None) -> None:
         info = self._info(api_version, kind)
         obj = self._lookup(info, name, namespace)
         if obj is None:
@@ -858,7 +958,8 @@ class MemCluster:
                            f"meta: {meta['resourceVersion']}")
         if propagation_policy not in (None, "Orphan", "Background", "Foreground"):
             raise BadRequest(f"unsupported propagationPolicy {propagation_policy!r}")
-        self._delete_obj(info, self._key(info, name, namespace), obj, propagation_policy=propagation_policy)
+        self._delete_obj(info, self._key(info, name, namespace), obj, propagation_policy=propagation_policy,
+                         grace_seconds=grace_seconds)
 
     @_locked
     def is_namespaced(self, api_version: str, kind: str) -> bool:
@@ -918,10 +1019,40 @@ class MemCluster:
 
     @_locked
     def remove(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
-               propagation_policy: str | None = None) -> None:
-        """Delete like ``kubectl delete`` (finalizers and garbage collection apply); not counted."""
+               propagation_policy: str | None = None, grace_period_seconds: int | None = None) -> None:
+        """Delete like ``kubectl delete`` (finalizers and garbage collection apply); not counted.
+        ``grace_period_seconds=0`` on a Pod is what its kubelet does once the containers stopped."""
         self._delete(api_version, kind, name, namespace, uid=None, resource_version=None,
-                     propagation_policy=propagation_policy)
+                     propagation_policy=propagation_policy, grace_seconds=grace_period_seconds)
+
+    @_locked
+    def finish_namespace(self, name: str) -> builtins.list[str]:
+        """Play the namespace controller once for a Terminating namespace: delete every object in it (their
+        own finalizers and the garbage collector apply) and, once nothing is left, drop its ``kubernetes``
+        finalizer so the namespace goes (only DELETED is announced; ``metadata.finalizers`` may still hold it).
+        Returns what still holds it (``<resource> <name>``, sorted), empty when it is gone; not counted."""
+        info = self._info("v1", "Namespace")
+        ns = self._lookup(info, name, None)
+        if ns is None:
+            return []
+        if not ns["metadata"].get("deletionTimestamp"):
+            raise BadRequest(f'namespace "{name}" is not being deleted')
+
+        def contents() -> builtins.list[tuple[KindInfo, tuple[str, str], Obj]]:
+            return [(k, key, o) for gk, objs in self._store.items() if (k := self._kinds.get(gk)) and k.namespaced
+                    for key, o in objs.items() if key[0] == name]
+
+        for kinfo, key, _ in contents():
+            live = self._store[(kinfo.group, kinfo.kind)].get(key)   # the garbage collector may have taken it
+            if live is not None and not live["metadata"].get("deletionTimestamp"):
+                self._delete_obj(kinfo, key, live, propagation_policy=None)
+        left = sorted(f"{kinfo.resource} {key[1]}" for kinfo, key, _ in contents())
+        if left:
+            return left
+        new = copy_json(ns)
+        new["spec"]["finalizers"] = [f for f in new["spec"].get("finalizers") or [] if f != NAMESPACE_FINALIZER]
+        self._commit(info, ns, new, finalize=True)
+        return [] if self._lookup(info, name, None) is None else [f"{info.resource} {name}"]
 
     @_locked
     def remove_finalizer(self, api_version: str, kind: str, name: str, namespace: str | None,
@@ -937,6 +1068,27 @@ class MemCluster:
         info = self._info(api_version, kind)
         key = (info.group, info.kind, namespace if info.namespaced and namespace else "", name)
         return {m: {".".join(p) for p in paths} for m, paths in self._fields.get(key, {}).items()}
+
+
+def _held(info: KindInfo, obj: Obj) -> bool:
+    """Whether something keeps an object being deleted: its finalizers, a Namespace's ``spec.finalizers``, a
+    Pod's grace period (its kubelet has not confirmed yet)."""
+    meta = obj.get("metadata") or {}
+    if meta.get("finalizers"):
+        return True
+    if _is(info, "Namespace") and (obj.get("spec") or {}).get("finalizers"):
+        return True
+    return _is(info, "Pod") and int(meta.get("deletionGracePeriodSeconds") or 0) > 0
+
+
+def _pod_grace(pod: Obj, requested: int | None) -> int:
+    """The grace period a Pod's deletion gets: none when it was never bound to a node (nothing runs it)."""
+    if not (pod.get("spec") or {}).get("nodeName"):
+        return 0
+    if requested is not None:
+        return max(0, requested)
+    value = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    return DEFAULT_GRACE_SECONDS if value is None else max(0, int(value))
 
 
 def _fresh(obj: Obj, info: Any) -> Obj:

@@ -158,6 +158,8 @@ def test_cluster_object_set_with_a_wrong_api_version_is_not_skipped(tmp_path: Pa
 
 
 def test_inputs_that_cannot_be_json_exit_2_without_a_traceback(tmp_path: Path) -> None:
+    """What kubectl refuses is unreadable; what it reads (a number too large for a float stays a string,
+    !!binary is decoded into one) is judged as kubectl would send it (tests/producer/test_k8syaml.py)."""
     big_json = tmp_path / "big.json"
     big_json.write_text('{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"n":' + "9" * 5000 + "}")
     big_yaml = tmp_path / "big.yaml"
@@ -169,11 +171,17 @@ def test_inputs_that_cannot_be_json_exit_2_without_a_traceback(tmp_path: Path) -
     levels += [f"a{i}: &a{i} [{', '.join(['*a' + str(i - 1)] * 10)}]" for i in range(1, 8)]
     laughs.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n"
                       + "".join(f"  {line}\n" for line in levels))
-    result = cosctl("validate", str(big_json), str(big_yaml), str(binary), str(laughs))
+    nan = tmp_path / "nan.yaml"
+    nan.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: .nan}\n")
+    result = cosctl("validate", str(big_json), str(big_yaml), str(binary), str(laughs), str(nan))
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         f"cosctl validate: {big_json}:0: invalid JSON: a number is too large",
-        f"cosctl validate: {big_yaml}:0: invalid YAML: a number is too large",
-        f"cosctl validate: {binary}:0 Secret/x: data: a bytes value cannot be represented in JSON",
-        f"cosctl validate: {laughs}:0: invalid YAML: aliases expand to more than 1000000 nodes",
+        f"cosctl validate: {laughs}:0: invalid YAML: data.a3[3][2][9][6]: the document contains excessive aliasing "
+        "at line 5 column 30",
+        f"cosctl validate: {nan}:0: invalid YAML: data.a: not a finite number (.nan or .inf): JSON cannot hold it "
+        "at line 4 column 11",
     ]
+    skipped = ("skipped: cosctl validate checks ClusterObjectSets and Secrets of type "
+               "olm.operatorframework.io/object-data")
+    assert result.stdout.splitlines() == [f"{big_yaml}:0 ConfigMap/x: {skipped}", f"{binary}:0 Secret/x: {skipped}"]

@@ -3,10 +3,18 @@
 Runs only when ``COS_E2E_KUBECONFIG`` names the kubeconfig of a reachable cluster; skipped otherwise with
 the reason. The session fixture ``env`` installs the ClusterObjectSet CRD if it is missing (and leaves it:
 other things may use it), starts ``cos-reconciler`` as a subprocess with a per-run system namespace, and the
-tests work only in namespaces and COS names carrying a per-run random suffix, deleted at the end, so the suite
-runs against any conformant cluster repeatedly. Only ONE reconciler may act on a cluster at a time (two
+tests work only in namespaces and COS names carrying a per-run random suffix, deleted at the end (with the
+CRDs in ``env["crds"]`` and the other objects a test lists in ``env["cleanup"]``), so the suite runs against
+any conformant cluster repeatedly. Only ONE reconciler may act on a cluster at a time (two
 without a shared Lease would both act on these COSs), so the process is session scoped; a test that needs
 other processes (leader failover) stops it with ``env["reconciler"].stop()`` and starts it again after.
+
+``COS_E2E_RECONCILER_CMD``, when set, is the command (shell words) that starts the reconciler instead of this
+checkout's ``python -m reconciler.cli``; the suite appends the same flags. It is how the suite runs against the
+container image, e.g. ``podman run --rm --network host --read-only --user 65532:65532 -v K:K:ro IMAGE
+cos-reconciler`` with K the kubeconfig (readable by 65532). Stopping sends SIGTERM to that command, which
+``podman run``/``docker run`` pass on to the container; a SIGKILL stops only the client, so the leader
+failover test (``_process``) is meant for the default command.
 
 The helpers below are plain functions over ``env`` (the test modules import them from here); the run's
 suffix lives in ``env["run"]``, since pytest's importlib mode may load this module twice.
@@ -16,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -78,8 +87,10 @@ class Reconciler:
 
     def start(self) -> Reconciler:
         with self.log_path.open("a") as log:   # the child keeps its own descriptor
+            command = shlex.split(os.environ.get("COS_E2E_RECONCILER_CMD", "")) or [
+                sys.executable, "-m", "reconciler.cli"]
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "reconciler.cli", "--kubeconfig", self.kubeconfig,
+                [*command, "--kubeconfig", self.kubeconfig,
                  "--system-namespace", self.system_ns, "--workers", "4", "--health-bind", "0",
                  "--metrics-bind", "0", "--log-format", "json", *self.extra],
                 cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=log, stderr=subprocess.STDOUT)
@@ -118,7 +129,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     reconciler = Reconciler(path, system_ns, log_path).start()
     state: dict[str, Any] = {"kube": kube, "ns": work_ns, "system_ns": system_ns, "cos": [], "run": run,
                              "kubeconfig": path, "reconciler": reconciler, "log": log_path,
-                             "namespaces": [], "crds": []}
+                             "namespaces": [], "crds": [], "cleanup": []}
     try:
         yield state
     finally:
@@ -138,6 +149,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             for crd in state["crds"]:
                 with contextlib.suppress(ApiError):
                     kube.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd)
+            for api_version, kind, name, ns in state["cleanup"]:   # (apiVersion, kind, name, namespace or None)
+                with contextlib.suppress(ApiError):
+                    kube.delete(api_version, kind, name, ns)
             sys.stderr.write(log_path.read_text()[-4000:])
 
 

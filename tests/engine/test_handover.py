@@ -129,8 +129,9 @@ def test_archival_tears_down_later_phases_first_and_waits_for_finalizers() -> No
     assert mc.peek("v1", "ConfigMap", "first", "ns") is not None          # earlier phase untouched
     assert brief(mc, "ext-1", "Progressing") == (
         "True", "Retrying", "removing revision resources that are not owned by another revision")
-    assert brief(mc, "ext-1", "Available") == (
-        "Unknown", "Reconciling", "removing revision resources that are not owned by another revision")
+    assert brief(mc, "ext-1", "Available") == (   # what it waits for (issue 16)
+        "Unknown", "Reconciling", "Object ConfigMap.v1 ns/second: being deleted, waiting for finalizers: "
+        "example.com/hold")
 
     mc.reset_requests()
     result = run(mc, "ext-1")   # still waiting: no second delete, no status change
@@ -184,9 +185,12 @@ def test_deleted_cos_tears_down_in_reverse_order_and_releases_adopted_objects() 
     assert get_cos(mc, "ext-1")["metadata"]["deletionTimestamp"]
     mc.reset_requests()
     result = run(mc, "ext-1")
-    assert writes(mc) == [("delete", "Deployment", "web"), ("patch", "ConfigMap", "shared")]
+    assert writes(mc) == [("delete", "Deployment", "web"), ("patch", "ConfigMap", "shared"),
+                          ("update_status", KIND, "ext-1")]   # the condition names what it waits for
     assert result.requeue_after == 5.0
     assert mc.peek("v1", "ConfigMap", "crd-like", "ns") is not None
+    assert brief(mc, "ext-1", "Available") == (
+        "Unknown", "Reconciling", "Object Deployment.apps/v1 ns/web: being deleted, waiting for finalizers: x/hold")
 
     mc.remove_finalizer("apps/v1", "Deployment", "web", "ns", "x/hold")
     mc.reset_requests()

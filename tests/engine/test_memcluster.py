@@ -6,6 +6,7 @@ import pytest
 
 from common.cluster.interface import AlreadyExists, BadRequest, Cluster, Conflict, Invalid, NotFound, UnknownKind
 from common.contract import labels
+from common.contract.objects import Obj
 from common.testing.memcluster import MemCluster
 from tests.engine.helpers import cluster, cm, secret
 
@@ -258,3 +259,87 @@ def test_label_selector_objects() -> None:
         labels.from_label_selector({"matchExpressions": [{"key": "a", "operator": "In"}]})
     with pytest.raises(labels.SelectorError, match="may not be specified when `operator` is 'Exists'"):
         labels.from_label_selector({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]})
+
+
+# ---- deletion as kube-apiserver 1.36 answers and announces it (issue 16) ---------------------------------------------
+
+def _events(mc: MemCluster) -> list[tuple[str, str, str, dict]]:
+    seen: list[tuple[str, str, str, dict]] = []
+
+    def record(ev: str, obj: Obj) -> None:
+        m = obj["metadata"]
+        seen.append((ev, obj["kind"], m["name"], {k: m[k] for k in ("resourceVersion", "deletionTimestamp",
+                                                                   "deletionGracePeriodSeconds", "finalizers")
+                                                 if k in m}))
+    mc.listeners.append(record)
+    return seen
+
+
+def test_a_namespace_is_terminating_until_its_controller_has_emptied_it() -> None:
+    mc = cluster()
+    ns = mc.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}, field_manager="me")
+    assert ns["spec"] == {"finalizers": ["kubernetes"]}   # the server's, owned by no manager
+    assert mc.managers("v1", "Namespace", "apps") == {}
+    mc.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps", "labels": {"a": "b"}}},
+             field_manager="me")
+    mc.merge_patch("v1", "Namespace", "apps", None, {"spec": {"finalizers": []}})   # only the controller may
+    assert mc.peek("v1", "Namespace", "apps")["spec"] == {"finalizers": ["kubernetes"]}
+    mc.create(cm("mine", ns="apps"))
+    mc.put({**cm("held", ns="apps"), "metadata": {"name": "held", "namespace": "apps", "finalizers": ["x/hold"]}})
+    seen = _events(mc)
+
+    answer = mc.delete("v1", "Namespace", "apps")
+    assert answer is not None
+    assert answer["status"] == {"phase": "Terminating"} and answer["spec"] == {"finalizers": ["kubernetes"]}
+    assert answer["metadata"]["deletionTimestamp"] == "2026-03-01T12:00:00Z"
+    assert "finalizers" not in answer["metadata"] and "deletionGracePeriodSeconds" not in answer["metadata"]
+    assert mc.delete("v1", "Namespace", "apps") == answer   # again: nothing changes
+    assert mc.finish_namespace("apps") == ["configmaps held"]   # held by its finalizer
+    assert mc.peek("v1", "ConfigMap", "mine", "apps") is None
+    mc.remove_finalizer("v1", "ConfigMap", "held", "apps", "x/hold")
+    assert mc.peek("v1", "Namespace", "apps") is not None
+    assert mc.finish_namespace("apps") == []
+    assert mc.peek("v1", "Namespace", "apps") is None
+    rv = int(answer["metadata"]["resourceVersion"])
+    assert [(e, k, n) for e, k, n, _ in seen] == [
+        ("MODIFIED", "Namespace", "apps"), ("DELETED", "ConfigMap", "mine"), ("MODIFIED", "ConfigMap", "held"),
+        ("DELETED", "ConfigMap", "held"), ("DELETED", "Namespace", "apps")]
+    assert int(seen[-1][3]["resourceVersion"]) > rv   # DELETED: the last stored state at a newer version
+
+
+def test_an_object_with_finalizers_is_marked_then_goes_with_the_last_one() -> None:
+    mc = cluster()
+    mc.put({**cm("held"), "metadata": {"name": "held", "namespace": "ns", "finalizers": ["x/hold"]}})
+    seen = _events(mc)
+    answer = mc.delete("v1", "ConfigMap", "held", "ns")
+    assert answer is not None and answer["metadata"]["finalizers"] == ["x/hold"]
+    assert answer["metadata"]["deletionGracePeriodSeconds"] == 0 and answer["metadata"]["deletionTimestamp"]
+    marked_rv = answer["metadata"]["resourceVersion"]
+    out = mc.merge_patch("v1", "ConfigMap", "held", "ns", {"metadata": {"finalizers": None}})
+    # answered at the version it had; only DELETED follows, carrying the last stored state at a newer version
+    assert out["metadata"]["resourceVersion"] == marked_rv and "finalizers" not in out["metadata"]
+    assert mc.peek("v1", "ConfigMap", "held", "ns") is None
+    assert [(e, m.get("finalizers")) for e, _, _, m in seen] == [("MODIFIED", ["x/hold"]), ("DELETED", ["x/hold"])]
+    assert int(seen[-1][3]["resourceVersion"]) > int(marked_rv)
+    mc.create(cm("a"))
+    assert mc.delete("v1", "ConfigMap", "a", "ns") is None   # gone at once: the server answers a Status
+
+
+def test_a_pod_bound_to_a_node_waits_for_its_kubelet() -> None:
+    mc = cluster()
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+           "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    mc.create(pod)
+    seen = _events(mc)
+    answer = mc.delete("v1", "Pod", "p", "ns")   # never scheduled: at once, answered with its last state
+    assert answer is not None and answer["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert mc.peek("v1", "Pod", "p", "ns") is None
+    assert [e for e, *_ in seen] == ["MODIFIED", "DELETED"]
+    mc.create({**pod, "spec": {**pod["spec"], "nodeName": "n1"}})
+    answer = mc.delete("v1", "Pod", "p", "ns")
+    assert answer is not None and answer["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert answer["metadata"]["deletionTimestamp"] == "2026-03-01T12:00:30Z"
+    assert mc.delete("v1", "Pod", "p", "ns") == answer   # a pending deletion is only ever shortened
+    assert mc.peek("v1", "Pod", "p", "ns") is not None
+    mc.remove("v1", "Pod", "p", "ns", grace_period_seconds=0)   # its kubelet, once the containers stopped
+    assert mc.peek("v1", "Pod", "p", "ns") is None

@@ -238,7 +238,7 @@ def test_cleaned_objects_round_trip_through_stored_bytes():
 
 def test_pack_inline_warns_when_the_cos_gets_close_to_the_etcd_limit(tmp_path):
     (tmp_path / "big.yaml").write_text(
-        "".join(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}, namespace: n}}\n"
+        "".join(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}, namespace: ns}}\n"
                 f"data: {{x: {'y' * 300_000}}}\n" for i in range(4)))
     code, out, err = cosctl("pack", str(tmp_path), "--name", "x", "--inline")
     assert code == 0 and out.startswith("---\napiVersion: olm.operatorframework.io/v1")

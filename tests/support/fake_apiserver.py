@@ -9,6 +9,14 @@ lists, and chunked watch streams with resourceVersion resume, bookmarks and 410 
 CustomResourceDefinitions register their kinds in discovery when created (optionally only after
 ``crd_discovery_delay`` seconds) and are immediately Established.
 
+Deletion answers and announces what a real server does (kube-apiserver 1.36, see ``_delete``): an object with
+finalizers is marked (``deletionTimestamp``; MODIFIED; the DELETE answers the object) and goes when the last
+one is removed (DELETED only); a Namespace gets the ``kubernetes`` finalizer when created and a DELETE only
+marks it ``Terminating`` until the namespace controller, played by ``finish_namespace``, has emptied it; a
+Pod bound to a node is marked for its grace period until its kubelet (``delete_object(...,
+grace_period_seconds=0)``) removes it; anything else goes at once, answered with a ``Status`` (a Pod: with
+its last state).
+
 Tests drive failures through it: ``inject`` queues error answers (409, 410, 429 with Retry-After, 500...)
 for matching requests, ``drop_watches`` cuts open watch streams mid-way, ``compact`` forgets the event
 history so resuming from an old resourceVersion gets 410. Every request is recorded in ``requests`` (verb,
@@ -32,7 +40,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -68,6 +76,8 @@ BUILTIN_KINDS = [
     Kind("", "v1", "ServiceAccount", "serviceaccounts", True),
     Kind("", "v1", "Event", "events", True),
     Kind("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, True),
+    Kind("", "v1", "Pod", "pods", True, True),
+    Kind("", "v1", "PersistentVolume", "persistentvolumes", False, True),
     Kind("apps", "v1", "Deployment", "deployments", True, True),
     Kind("apps", "v1", "StatefulSet", "statefulsets", True, True),
     Kind("coordination.k8s.io", "v1", "Lease", "leases", True),
@@ -135,8 +145,37 @@ def _is_item_path(path: str) -> bool:
     return len(rest) >= 2
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _now(later: int = 0) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=later)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+NAMESPACE_FINALIZER = "kubernetes"
+
+
+def _is(kind: Kind, name: str) -> bool:
+    """Whether ``kind`` is the core (group "") kind ``name``."""
+    return kind.group == "" and kind.kind == name
+
+
+def _held(kind: Kind, obj: Obj) -> bool:
+    """Whether something keeps an object being deleted: its finalizers, a Namespace's ``spec.finalizers``, a
+    Pod's grace period (its kubelet has not confirmed yet)."""
+    meta = obj.get("metadata") or {}
+    if meta.get("finalizers"):
+        return True
+    if _is(kind, "Namespace") and (obj.get("spec") or {}).get("finalizers"):
+        return True
+    return _is(kind, "Pod") and int(meta.get("deletionGracePeriodSeconds") or 0) > 0
+
+
+def _pod_grace(pod: Obj, requested: Any) -> int:
+    """The grace period a Pod's deletion gets: none when it was never bound to a node (nothing runs it)."""
+    if not (pod.get("spec") or {}).get("nodeName"):
+        return 0
+    if requested is not None:
+        return max(0, int(requested))
+    value = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    return 30 if value is None else max(0, int(value))
 
 
 def status_body(code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
@@ -387,11 +426,14 @@ class FakeApiServer:
             new["metadata"]["uid"] = existing["metadata"]["uid"]
             return self._update(kind, ns, new, subresource="", ignore_status=False)
 
-    def delete_object(self, api_version: str, kind: str, name: str, namespace: str = "") -> None:
-        """Delete directly (as a user would: finalizers only mark the object)."""
+    def delete_object(self, api_version: str, kind: str, name: str, namespace: str = "", *,
+                      grace_period_seconds: int | None = None) -> None:
+        """Delete directly (as a user would: finalizers only mark the object). ``grace_period_seconds=0`` on a
+        Pod is what its kubelet does once the containers stopped."""
         k = self._find_kind(api_version, kind)
+        opts: Obj = {} if grace_period_seconds is None else {"gracePeriodSeconds": grace_period_seconds}
         with self._lock:
-            self._delete(k, namespace if k.namespaced else "", name, {}, False)
+            self._delete(k, namespace if k.namespaced else "", name, opts, False)
 
     def get_object(self, api_version: str, kind: str, name: str, namespace: str = "") -> Obj | None:
         k = self.kinds.get((api_version, kind)) or self._find_kind(api_version, kind)
@@ -455,6 +497,10 @@ class FakeApiServer:
         meta["generation"] = 1
         if kind.status_subresource and kind.kind != "CustomResourceDefinition":
             obj.pop("status", None)
+        if _is(kind, "Namespace"):   # the API server's own finalizer, owned by no manager
+            spec = obj.setdefault("spec", {})
+            spec["finalizers"] = [*(f for f in spec.get("finalizers") or [] if f != NAMESPACE_FINALIZER),
+                                  NAMESPACE_FINALIZER]
         _normalize(kind, obj)
         meta = obj["metadata"]
         if dry_run:
@@ -505,17 +551,41 @@ class FakeApiServer:
             register()
 
     def _finish(self, kind: Kind, ns: str, old: Obj, new: Obj) -> Obj:
-        """Store an updated object; an object being deleted whose finalizers are all gone disappears."""
+        """Store an updated object. A write that takes away the last thing holding an object being deleted
+        deletes it instead (only DELETED, carrying the last stored state at a new resourceVersion) and is
+        answered with its result at the old resourceVersion, as kube-apiserver does."""
         meta = new["metadata"]
-        meta["resourceVersion"] = str(self._next_rv())
         bucket = self._store[(kind.group, kind.plural)]
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            bucket.pop((ns, meta["name"]), None)
-            self._forget_applied(kind, ns, meta["name"])
-            self._emit(kind, "DELETED", new)
+        if meta.get("deletionTimestamp") and not _held(kind, new):
+            meta["resourceVersion"] = old["metadata"]["resourceVersion"]
+            self._go(kind, ns, meta["name"])
             return copy.deepcopy(new)
+        meta["resourceVersion"] = str(self._next_rv())
         bucket[(ns, meta["name"])] = new
         self._emit(kind, "MODIFIED", new, old)
+        return copy.deepcopy(new)
+
+    def _go(self, kind: Kind, ns: str, name: str) -> Obj:
+        """Remove a stored object; DELETED (and the return value) is its last state at a new resourceVersion."""
+        gone = self._store[(kind.group, kind.plural)].pop((ns, name))
+        gone["metadata"]["resourceVersion"] = str(self._next_rv())
+        self._forget_applied(kind, ns, name)
+        if kind.kind == "CustomResourceDefinition":
+            spec = gone.get("spec") or {}
+            for v in spec.get("versions") or []:
+                g = spec.get("group", "")
+                self.unregister(f"{g}/{v.get('name')}", (spec.get("names") or {}).get("kind", ""))
+        self._emit(kind, "DELETED", gone)
+        return copy.deepcopy(gone)
+
+    def _mark(self, kind: Kind, ns: str, old: Obj, new: Obj) -> Obj:
+        """Store the server's own deletion bookkeeping (MODIFIED), then DELETED when nothing holds the object
+        (a Pod deleted with grace 0 is announced both ways). Returns the object as it stands afterwards."""
+        new["metadata"]["resourceVersion"] = str(self._next_rv())
+        self._store[(kind.group, kind.plural)][(ns, new["metadata"]["name"])] = new
+        self._emit(kind, "MODIFIED", new, old)
+        if not _held(kind, new):
+            return self._go(kind, ns, new["metadata"]["name"])
         return copy.deepcopy(new)
 
     def _render(self, kind: Kind, obj: Obj, override: tuple[str, Obj] | None = None) -> Obj:
@@ -562,7 +632,7 @@ class FakeApiServer:
                                            "and try again")
 
     def _update(self, kind: Kind, ns: str, new: Obj, *, subresource: str, ignore_status: bool = True,
-                dry_run: bool = False, check_rv: bool = True) -> Obj:
+                dry_run: bool = False, check_rv: bool = True, finalize: bool = False) -> Obj:
         meta = new.get("metadata") or {}
         old = self._get(kind, ns, meta.get("name", ""))
         rv = meta.get("resourceVersion")
@@ -596,6 +666,13 @@ class FakeApiServer:
                     out.pop("status", None)
             if "managedFields" not in old["metadata"]:
                 m.pop("managedFields", None)   # rendered from the applied intents, not stored (unless seeded)
+            if _is(kind, "Namespace") and not finalize:
+                # only the namespace controller changes them (the finalize subresource)
+                spec = out["spec"] if isinstance(out.get("spec"), dict) else {}
+                spec.pop("finalizers", None)
+                if (old.get("spec") or {}).get("finalizers"):
+                    spec["finalizers"] = copy.deepcopy(old["spec"]["finalizers"])
+                out["spec"] = spec
             _normalize(kind, out)
             m = out["metadata"]
             spec_old = {k: v for k, v in old.items() if k not in ("metadata", "status")}
@@ -651,6 +728,8 @@ class FakeApiServer:
         return self._render(kind, out, (manager, copy.deepcopy(intent_body)))
 
     def _delete(self, kind: Kind, ns: str, name: str, options: Obj, dry_run: bool) -> Obj:
+        """Delete, as kube-apiserver 1.36 does: returns the object as stored afterwards (still there when
+        something holds it) or, when it went, its last state with the deletion's resourceVersion."""
         old = self._get(kind, ns, name)
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:
@@ -662,23 +741,59 @@ class FakeApiServer:
                                               f'{old["metadata"]["resourceVersion"]}')
         if dry_run:
             return copy.deepcopy(old)
-        if old["metadata"].get("finalizers"):
-            if old["metadata"].get("deletionTimestamp"):
+        meta = old["metadata"]
+        if _is(kind, "Namespace") and not meta.get("deletionTimestamp"):
+            new = copy.deepcopy(old)   # Terminating until the namespace controller has emptied it
+            new["metadata"]["deletionTimestamp"] = _now()
+            new.setdefault("status", {})["phase"] = "Terminating"
+            return self._mark(kind, ns, old, new)
+        if _is(kind, "Pod"):
+            grace = _pod_grace(old, options.get("gracePeriodSeconds"))
+            current = meta.get("deletionGracePeriodSeconds")
+            if meta.get("deletionTimestamp") and current is not None and grace >= int(current):
+                return copy.deepcopy(old)   # a pending deletion can only be shortened
+            new = copy.deepcopy(old)   # marked first, even when deleted at once (grace 0)
+            new["metadata"]["deletionTimestamp"] = _now(grace)
+            new["metadata"]["deletionGracePeriodSeconds"] = grace
+            return self._mark(kind, ns, old, new)
+        if _held(kind, old):
+            if meta.get("deletionTimestamp"):
                 return copy.deepcopy(old)
             new = copy.deepcopy(old)
             new["metadata"]["deletionTimestamp"] = _now()
-            return self._finish(kind, ns, old, new)
-        new = copy.deepcopy(old)
-        new["metadata"]["resourceVersion"] = str(self._next_rv())
-        del self._store[(kind.group, kind.plural)][(ns, name)]
-        self._forget_applied(kind, ns, name)
-        if kind.kind == "CustomResourceDefinition":
-            spec = old.get("spec") or {}
-            for v in spec.get("versions") or []:
-                g = spec.get("group", "")
-                self.unregister(f"{g}/{v.get('name')}", (spec.get("names") or {}).get("kind", ""))
-        self._emit(kind, "DELETED", new)
-        return new
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            return self._mark(kind, ns, old, new)
+        return self._go(kind, ns, name)
+
+    def finish_namespace(self, name: str) -> list[str]:
+        """Play the namespace controller once for a Terminating namespace (no request recorded): delete every
+        object in it (their finalizers apply) and, once nothing is left, drop its ``kubernetes`` finalizer, so
+        it goes (DELETED only, as the finalize subresource of a real server does) unless ``metadata.finalizers``
+        still hold it. Returns what still holds it (``<plural> <name>``, sorted), empty once it is gone."""
+        nskind = self._find_kind("v1", "Namespace")
+        with self._lock:
+            ns = self._store.get(("", "namespaces"), {}).get(("", name))
+            if ns is None:
+                return []
+            if not ns["metadata"].get("deletionTimestamp"):
+                raise ValueError(f"namespace {name} is not being deleted")
+            kinds = {(k.group, k.plural): k for k in self.kinds.values() if k.namespaced}
+
+            def contents() -> list[tuple[Kind, str]]:
+                return [(kinds[gp], key[1]) for gp, bucket in self._store.items() if gp in kinds
+                        for key in list(bucket) if key[0] == name]
+
+            for kind, obj_name in contents():
+                live = self._store[(kind.group, kind.plural)].get((name, obj_name))
+                if live is not None and not live["metadata"].get("deletionTimestamp"):
+                    self._delete(kind, name, obj_name, {}, False)
+            left = sorted(f"{kind.plural} {obj_name}" for kind, obj_name in contents())
+            if left:
+                return left
+            new = copy.deepcopy(ns)
+            new["spec"]["finalizers"] = [f for f in new["spec"].get("finalizers") or [] if f != NAMESPACE_FINALIZER]
+            self._update(nskind, "", new, subresource="", ignore_status=False, finalize=True)
+            return [] if ("", name) not in self._store[("", "namespaces")] else [f"namespaces {name}"]
 
     def _list(self, kind: Kind, ns: str | None, sel: selectors.Selector, limit: int, cont: str) -> Obj:
         items = sorted(self._store.get((kind.group, kind.plural), {}).items())
@@ -872,12 +987,16 @@ class FakeApiServer:
             new.setdefault("metadata", {})["resourceVersion"] = rv or old["metadata"]["resourceVersion"]
             return self._update(kind, ns_key, new, subresource=sub, dry_run=dry_run)
         if method == "DELETE":
-            opts = body if isinstance(body, dict) else {}
+            opts = dict(body) if isinstance(body, dict) else {}
+            if query.get("gracePeriodSeconds", "").isdigit():
+                opts["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
             out = self._delete(kind, ns_key, name, opts, dry_run)
-            if dry_run or (out.get("metadata") or {}).get("finalizers"):
-                return out   # marked for deletion: the object, as a real server answers
+            if dry_run or (out.get("metadata") or {}).get("deletionTimestamp") or _is(kind, "Pod"):
+                # still there (something holds it): the object, as a real server answers; a Pod deleted at
+                # once: its last state (the registry's ReturnDeletedObject)
+                return out
             return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                    "details": {"name": name, "group": kind.group, "kind": kind.plural,
+                    "details": {"name": name, **({"group": kind.group} if kind.group else {}), "kind": kind.plural,
                                 "uid": (out.get("metadata") or {}).get("uid")}}
         raise _HttpError(405, "MethodNotAllowed", "method not allowed")
 

@@ -1,8 +1,8 @@
 """The webhook configurations of ``deploy/``, registered on a real API server by URL.
 
 The e2e test and the cluster bench run ``cos-webhook`` on this machine and point the API server at it. They
-must prove the *shipped* configuration, so the configurations are rendered from ``deploy/`` (the offline
-kustomize renderer of ``tests/deploy/``) and only ``clientConfig`` is rewritten: rules, matchConditions,
+must prove the *shipped* configuration, so the configurations are rendered from ``deploy/`` (by the real
+``kubectl kustomize``, tests/deploy/kustomize.py) and only ``clientConfig`` is rewritten: rules, matchConditions,
 failurePolicy, timeouts and names stay as shipped.
 """
 

@@ -1,0 +1,595 @@
+"""Unpacking an OCI image layout of a bundle image (spec §1, ours): a directory or a tar of one, as
+``skopeo copy docker://... oci:DIR``, ``docker save`` (25+) or ``oras copy --to-oci-layout`` write it. Nothing
+is pulled from a registry.
+
+``index.json`` leads to the image manifest (through image indexes; of several images, the one whose config
+carries the bundle labels, or one content shared by all of them), its layers are applied in order to an empty
+directory, and the result is read as a bundle directory. A bundle image is untrusted input, so:
+
+- every blob is checked against its descriptor's size and digest before it is used, and a digest must be a
+  well-formed ``sha256``/``sha512`` hex digest (it names a file);
+- only regular files and directories are created. Nothing written can be a link: a hard link becomes a copy
+  of the file it names in the image; a symbolic link under ``metadata/`` or ``manifests/`` becomes a copy of
+  the regular file it leads to *inside the image* (resolved as the image's root sees it), and other symbolic
+  links, devices and FIFOs are not materialised (no bundle needs them);
+- an absolute entry name, a ``..`` component, or a hard link to something outside the image refuses the
+  image (nothing may land outside the target directory);
+- whiteouts are honoured as the OCI image spec defines them (``.wh.NAME`` hides NAME of the lower layers,
+  ``.wh..wh..opq`` hides everything the lower layers put in its directory);
+- :class:`Limits` bound the JSON documents, the decompressed layer streams, the bytes written, each file and
+  the number of entries, so a decompression bomb is refused with a message saying which limit it hit;
+- layers: tar and tar+gzip (recognised by content, whatever the media type says); tar+zstd only where Python
+  has ``compression.zstd`` (3.14), refused naming the media type otherwise. A layer ``oras push`` made from a
+  single file (an ``org.opencontainers.image.title`` annotation, no ``io.deis.oras.content.unpack``) is that
+  file, placed at its title.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib
+import io
+import json
+import os
+import re
+import shutil
+import tarfile
+import zlib
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Final, Protocol
+
+from common.bundle.registryv1.model import (
+    MEDIATYPE_ANNOTATION,
+    BundleInputError,
+)
+
+OCI_LAYOUT: Final = "oci-layout"
+INDEX: Final = "index.json"
+
+MANIFEST_TYPES: Final = frozenset({"application/vnd.oci.image.manifest.v1+json",
+                                   "application/vnd.docker.distribution.manifest.v2+json"})
+INDEX_TYPES: Final = frozenset({"application/vnd.oci.image.index.v1+json",
+                                "application/vnd.docker.distribution.manifest.list.v2+json"})
+LAYER_TYPES: Final = frozenset({
+    "application/vnd.oci.image.layer.v1.tar",
+    "application/vnd.oci.image.layer.v1.tar+gzip",
+    "application/vnd.oci.image.layer.v1.tar+zstd",
+    "application/vnd.oci.image.layer.nondistributable.v1.tar",
+    "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
+    "application/vnd.oci.image.layer.nondistributable.v1.tar+zstd",
+    "application/vnd.docker.image.rootfs.diff.tar",
+    "application/vnd.docker.image.rootfs.diff.tar.gzip",
+    "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip",
+})
+ORAS_TITLE: Final = "org.opencontainers.image.title"
+ORAS_UNPACK: Final = "io.deis.oras.content.unpack"
+
+_DIGEST: Final = re.compile(r"(sha256):([a-f0-9]{64})|(sha512):([a-f0-9]{128})")
+_LAYOUT_MEMBER: Final = re.compile(r"(?:\./)?(oci-layout|index\.json|blobs/[a-z0-9]+/[a-f0-9]+)")
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+_ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
+_WHITEOUT: Final = ".wh."
+_OPAQUE: Final = ".wh..wh..opq"
+_MIB: Final = 1 << 20
+_CHUNK: Final = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds on what an image may make this code read and write (a bundle image is a few hundred KiB)."""
+
+    max_json_bytes: int = 4 * _MIB  # index.json, a manifest, an image config
+    max_stream_bytes: int = 1024 * _MIB  # decompressed layer streams, all layers together
+    max_extracted_bytes: int = 512 * _MIB  # bytes written to files
+    max_file_bytes: int = 128 * _MIB  # one file
+    max_entries: int = 100_000  # tar entries, all layers together
+    max_layers: int = 256
+    max_index_depth: int = 4  # image indexes inside image indexes
+
+
+DEFAULT_LIMITS: Final = Limits()
+
+
+# --- recognising a layout ------------------------------------------------------------------------------------
+
+
+def is_layout_dir(path: str | Path) -> bool:
+    """A directory with ``oci-layout`` and ``index.json``."""
+    p = Path(path)
+    return (p / OCI_LAYOUT).is_file() and (p / INDEX).is_file()
+
+
+def is_layout_tar(path: str | Path) -> bool:
+    """A tar (maybe compressed) with ``oci-layout`` at its root."""
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            return any(_LAYOUT_MEMBER.fullmatch(m.name) and m.name.endswith(OCI_LAYOUT) and m.isfile()
+                       for m in tar)
+    except (tarfile.TarError, OSError, EOFError, zlib.error):
+        return False
+
+
+# --- where blobs come from -----------------------------------------------------------------------------------
+
+
+class _Store(Protocol):
+    """The files of a layout (``oci-layout``, ``index.json``, ``blobs/ALG/HEX``), by relative name."""
+
+    label: str
+
+    def size(self, name: str) -> int | None: ...
+
+    def open(self, name: str) -> AbstractContextManager[IO[bytes]]: ...
+
+    def close(self) -> None: ...
+
+
+class _DirStore:
+    def __init__(self, root: Path) -> None:
+        self.label = str(root)
+        self.root = root
+
+    def size(self, name: str) -> int | None:
+        path = self.root / name
+        return path.stat().st_size if path.is_file() else None
+
+    @contextmanager
+    def open(self, name: str) -> Iterator[IO[bytes]]:
+        with (self.root / name).open("rb") as handle:
+            yield handle
+
+    def close(self) -> None:
+        pass
+
+
+class _TarStore:
+    def __init__(self, path: Path) -> None:
+        self.label = str(path)
+        try:
+            self.tar = tarfile.open(path, "r:*")  # noqa: SIM115 - closed by close(), like the directory store
+            self.members = {m.name.removeprefix("./"): m for m in self.tar
+                            if m.isfile() and _LAYOUT_MEMBER.fullmatch(m.name)}
+        except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+            raise BundleInputError(f"{path}: not a readable tar: {exc}") from None
+
+    def size(self, name: str) -> int | None:
+        member = self.members.get(name)
+        return None if member is None else member.size
+
+    @contextmanager
+    def open(self, name: str) -> Iterator[IO[bytes]]:
+        handle = self.tar.extractfile(self.members[name])
+        if handle is None:  # pragma: no cover - members holds regular files only
+            raise BundleInputError(f"{self.label}: {name}: not a regular file")
+        with handle:
+            yield handle
+
+    def close(self) -> None:
+        self.tar.close()
+
+
+# --- reading the layout ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Budget:
+    limits: Limits
+    stream: int = 0
+    written: int = 0
+    entries: int = 0
+
+
+@dataclass
+class _Image:
+    """One image manifest found through index.json: its descriptor, manifest and config labels."""
+
+    digest: str
+    manifest: dict[str, Any]
+    labels: dict[str, Any]
+    names: list[str] = field(default_factory=list)
+
+
+class _Layout:
+    def __init__(self, store: _Store, limits: Limits) -> None:
+        self.store = store
+        self.limits = limits
+        self.label = store.label
+        self.verified: set[str] = set()
+
+    def fail(self, problem: str) -> BundleInputError:
+        return BundleInputError(f"{self.label}: {problem}")
+
+    def blob_name(self, descriptor: Any, what: str) -> str:
+        if not isinstance(descriptor, dict) or not isinstance(descriptor.get("digest"), str):
+            raise self.fail(f"{what}: a descriptor without a digest")
+        match = _DIGEST.fullmatch(descriptor["digest"])
+        if not match:
+            raise self.fail(f"{what}: unsupported or malformed digest {json.dumps(descriptor['digest'])}")
+        algorithm = match.group(1) or match.group(3)
+        hexdigest = match.group(2) or match.group(4)
+        name = f"blobs/{algorithm}/{hexdigest}"
+        size = self.store.size(name)
+        if size is None:
+            raise self.fail(f"{what}: blob {descriptor['digest']} is missing from the layout")
+        declared = descriptor.get("size")
+        if not isinstance(declared, int) or isinstance(declared, bool) or declared != size:
+            raise self.fail(f"{what}: blob {descriptor['digest']} has {size} bytes, its descriptor says "
+                            f"{json.dumps(declared)}")
+        if name not in self.verified:
+            digest = hashlib.new(algorithm)
+            with self.store.open(name) as handle:
+                while chunk := handle.read(_CHUNK):
+                    digest.update(chunk)
+            if digest.hexdigest() != hexdigest:
+                raise self.fail(f"{what}: blob {descriptor['digest']} does not match its digest (its content "
+                                f"hashes to {algorithm}:{digest.hexdigest()})")
+            self.verified.add(name)
+        return name
+
+    def _json(self, name: str, what: str) -> Any:
+        size = self.store.size(name)
+        if size is None:
+            raise self.fail(f"no {name}" if name in (OCI_LAYOUT, INDEX) else f"{what}: missing")
+        if size > self.limits.max_json_bytes:
+            raise self.fail(f"{what}: {size} bytes, more than the limit of {self.limits.max_json_bytes} for a JSON "
+                            "document")
+        with self.store.open(name) as handle:
+            data = handle.read()
+        try:
+            return json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise self.fail(f"{what}: not valid JSON ({exc})") from None
+
+    def blob_json(self, descriptor: Any, what: str) -> Any:
+        return self._json(self.blob_name(descriptor, what), what)
+
+    # -- finding the image --
+
+    def image(self) -> _Image:
+        layout = self._json(OCI_LAYOUT, OCI_LAYOUT)
+        version = layout.get("imageLayoutVersion") if isinstance(layout, dict) else None
+        if not isinstance(version, str) or not version.startswith("1."):
+            raise self.fail(f"{OCI_LAYOUT}: unsupported imageLayoutVersion {json.dumps(version)}")
+        index = self._json(INDEX, INDEX)
+        if not isinstance(index, dict) or not isinstance(index.get("manifests"), list):
+            raise self.fail(f"{INDEX}: not an image index (no \"manifests\" list)")
+        images: list[_Image] = []
+        self._collect(index, INDEX, 0, images)
+        if not images:
+            raise self.fail(f"{INDEX}: lists no image")
+        unique: dict[str, _Image] = {}
+        for found in images:
+            kept = unique.setdefault(found.digest, _Image(found.digest, found.manifest, found.labels))
+            kept.names.extend(n for n in found.names if n and n not in kept.names)
+        candidates = list(unique.values())
+        bundles = [i for i in candidates if MEDIATYPE_ANNOTATION in i.labels]
+        if bundles:
+            candidates = bundles
+        if len({_layer_digests(i.manifest) for i in candidates}) == 1:
+            return candidates[0]
+        names = "; ".join(f"{i.digest}" + (f" ({', '.join(i.names)})" if i.names else "") for i in candidates)
+        raise self.fail(f"{INDEX}: lists {len(candidates)} different images and none is the only bundle image: "
+                        f"{names}; copy only the one to render into the layout")
+
+    def _collect(self, index: dict[str, Any], what: str, depth: int, images: list[_Image]) -> None:
+        if depth > self.limits.max_index_depth:
+            raise self.fail(f"{what}: image indexes nested more than {self.limits.max_index_depth} deep")
+        for position, descriptor in enumerate(index["manifests"]):
+            where = f"{what} manifests[{position}]"
+            if not isinstance(descriptor, dict):
+                raise self.fail(f"{where}: not a descriptor")
+            annotations = _annotations(descriptor)
+            if annotations.get("vnd.docker.reference.type") == "attestation-manifest":
+                continue  # BuildKit's provenance: not an image
+            document = self.blob_json(descriptor, where)
+            if not isinstance(document, dict):
+                raise self.fail(f"{where}: not a JSON object")
+            media_type = descriptor.get("mediaType") or document.get("mediaType")
+            if media_type in INDEX_TYPES or (media_type is None and "manifests" in document):
+                if not isinstance(document.get("manifests"), list):
+                    raise self.fail(f"{where}: an image index without a \"manifests\" list")
+                self._collect(document, where, depth + 1, images)
+            elif media_type in MANIFEST_TYPES or (media_type is None and "layers" in document):
+                if not isinstance(document.get("layers"), list):
+                    raise self.fail(f"{where}: an image manifest without a \"layers\" list")
+                images.append(_Image(descriptor["digest"], document, self._labels(document, where),
+                                     [str(annotations.get("org.opencontainers.image.ref.name") or "")]))
+            else:
+                raise self.fail(f"{where}: unsupported manifest media type {json.dumps(media_type)} (expected an "
+                                "OCI or Docker v2 image manifest or index)")
+
+    def _labels(self, manifest: dict[str, Any], where: str) -> dict[str, Any]:
+        config = manifest.get("config")
+        if not isinstance(config, dict) or config.get("mediaType") not in (
+                "application/vnd.oci.image.config.v1+json", "application/vnd.docker.container.image.v1+json"):
+            return {}
+        document = self.blob_json(config, f"{where} config")
+        labels = ((document.get("config") or {}).get("Labels") or {}) if isinstance(document, dict) else {}
+        return labels if isinstance(labels, dict) else {}
+
+    # -- layers --
+
+    @contextmanager
+    def layer_stream(self, descriptor: dict[str, Any], what: str, budget: _Budget) -> Iterator[IO[bytes]]:
+        """The layer's tar stream, decompressed (gzip or zstd recognised by content), counted against the
+        stream budget."""
+        name = self.blob_name(descriptor, what)
+        with self.store.open(name) as raw:
+            head = raw.read(4)
+            raw.seek(0)
+            stream: IO[bytes]
+            if head.startswith(_GZIP_MAGIC):
+                stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+            elif head == _ZSTD_MAGIC:
+                stream = self._zstd(raw, descriptor, what)
+            else:
+                stream = raw
+            yield _Counted(stream, budget, self.fail, what)  # type: ignore[misc]
+
+    def _zstd(self, raw: IO[bytes], descriptor: dict[str, Any], what: str) -> IO[bytes]:
+        try:
+            module = importlib.import_module("compression.zstd")
+        except ImportError:
+            raise self.fail(f"{what}: zstd-compressed layer ({descriptor.get('mediaType')}) is not supported: this "
+                            "Python has no zstd decompressor (compression.zstd arrives with Python 3.14); copy the "
+                            "image with gzip layers (skopeo copy --dest-compress-format gzip)") from None
+        stream: IO[bytes] = module.ZstdFile(raw, mode="rb")
+        return stream
+
+
+class _Counted(io.RawIOBase):
+    """A read-only stream that refuses to deliver more than the budget's remaining decompressed bytes."""
+
+    def __init__(self, inner: IO[bytes], budget: _Budget, fail: Any, what: str) -> None:
+        super().__init__()
+        self.inner, self.budget, self.fail_, self.what = inner, budget, fail, what
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.inner.read(len(buffer))
+        self.budget.stream += len(data)
+        if self.budget.stream > self.budget.limits.max_stream_bytes:
+            raise self.fail_(f"{self.what}: the layers decompress to more than "
+                             f"{self.budget.limits.max_stream_bytes} bytes (a decompression bomb?)")
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def _annotations(descriptor: dict[str, Any]) -> dict[str, Any]:
+    found = descriptor.get("annotations")
+    return found if isinstance(found, dict) else {}
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _layer_digests(manifest: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(str(layer.get("digest")) if isinstance(layer, dict) else "" for layer in manifest["layers"])
+
+
+# --- applying layers ---------------------------------------------------------------------------------------------
+
+
+class _Tree:
+    """The filesystem being built under ``root``: entry paths are tuples of components below it, and symbolic
+    links are kept aside (``links``), never created."""
+
+    def __init__(self, root: Path, layout: _Layout, budget: _Budget) -> None:
+        self.root, self.layout, self.budget = root, layout, budget
+        self.links: dict[tuple[str, ...], str] = {}
+
+    def path(self, parts: tuple[str, ...]) -> Path:
+        return self.root.joinpath(*parts)
+
+    def remove(self, parts: tuple[str, ...]) -> None:
+        path = self.path(parts)
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+        self.links = {k: v for k, v in self.links.items() if k[:len(parts)] != parts}
+
+    def clear(self, parts: tuple[str, ...]) -> None:
+        """Empty the directory ``parts`` (an opaque whiteout)."""
+        path = self.path(parts)
+        if path.is_dir():
+            for child in path.iterdir():
+                self.remove((*parts, child.name))
+        self.links = {k: v for k, v in self.links.items() if not (k[:len(parts)] == parts and len(k) > len(parts))}
+
+    def directory(self, parts: tuple[str, ...]) -> None:
+        for depth in range(1, len(parts) + 1):
+            prefix = parts[:depth]
+            path = self.path(prefix)
+            if prefix in self.links:
+                del self.links[prefix]
+            if path.exists() and not path.is_dir():
+                path.unlink()
+            if not path.exists():
+                path.mkdir(mode=0o755)
+
+    def write(self, parts: tuple[str, ...], source: IO[bytes], size: int, what: str) -> None:
+        limits = self.budget.limits
+        if size > limits.max_file_bytes:
+            raise self.layout.fail(f"{what}: {'/'.join(parts)} has {size} bytes, more than the limit of "
+                                   f"{limits.max_file_bytes} for one file")
+        if self.budget.written + size > limits.max_extracted_bytes:
+            raise self.layout.fail(f"{what}: the image unpacks to more than {limits.max_extracted_bytes} bytes")
+        self.directory(parts[:-1])
+        self.remove(parts)
+        with self.path(parts).open("wb") as out:
+            copied = 0
+            while chunk := source.read(min(_CHUNK, size - copied + 1)):
+                copied += len(chunk)
+                if copied > size:
+                    raise self.layout.fail(f"{what}: {'/'.join(parts)} is longer than its header says")
+                out.write(chunk)
+        os.chmod(self.path(parts), 0o644)
+        self.budget.written += size
+
+    def count(self, what: str) -> None:
+        self.budget.entries += 1
+        if self.budget.entries > self.budget.limits.max_entries:
+            raise self.layout.fail(f"{what}: more than {self.budget.limits.max_entries} entries in the layers")
+
+
+def _parts(name: str, layout: _Layout, what: str) -> tuple[str, ...]:
+    """The components of an entry name, refusing any that would leave the target."""
+    if name.startswith("/"):
+        raise layout.fail(f"{what}: entry {json.dumps(name)} has an absolute path")
+    parts = tuple(p for p in name.split("/") if p not in ("", "."))
+    if ".." in parts:
+        raise layout.fail(f"{what}: entry {json.dumps(name)} leads outside the image (\"..\")")
+    return parts
+
+
+def _members(layout: _Layout, descriptor: dict[str, Any], what: str, budget: _Budget) -> Iterator[
+        tuple[tarfile.TarFile, tarfile.TarInfo]]:
+    with layout.layer_stream(descriptor, what, budget) as stream:
+        try:
+            with tarfile.open(fileobj=stream, mode="r|") as tar:
+                for member in tar:
+                    yield tar, member
+        except BundleInputError:
+            raise
+        except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
+            raise layout.fail(f"{what}: not a readable tar layer ({exc})") from None
+
+
+def _apply_layer(tree: _Tree, descriptor: dict[str, Any], what: str) -> None:
+    layout, budget = tree.layout, tree.budget
+    start = budget.stream
+    # Pass 1: whiteouts, which hide what the lower layers hold (never what this layer adds).
+    for _, member in _members(layout, descriptor, what, budget):
+        tree.count(what)
+        parts = _parts(member.name, layout, what)
+        if parts and parts[-1] == _OPAQUE:
+            tree.clear(parts[:-1])
+        elif parts and parts[-1].startswith(_WHITEOUT):
+            tree.remove((*parts[:-1], parts[-1][len(_WHITEOUT):]))
+    budget.stream = start  # the second pass reads the same bytes again: count them once
+    # Pass 2: the layer's own entries.
+    for tar, member in _members(layout, descriptor, what, budget):
+        parts = _parts(member.name, layout, what)
+        if not parts or parts[-1].startswith(_WHITEOUT):
+            continue
+        if member.isdir():
+            tree.directory(parts)
+        elif member.isreg():
+            source = tar.extractfile(member)
+            if source is None:  # pragma: no cover - a regular member always has a file object
+                continue
+            tree.write(parts, source, member.size, what)
+            tree.links.pop(parts, None)
+        elif member.islnk():
+            target = _parts(member.linkname, layout, what)
+            path = tree.path(target)
+            if not target or not path.is_file() or target in tree.links:
+                raise layout.fail(f"{what}: hard link {json.dumps(member.name)} to {json.dumps(member.linkname)}, "
+                                  "which is not a regular file of the image")
+            with path.open("rb") as source_file:
+                tree.write(parts, source_file, path.stat().st_size, what)
+        elif member.issym():
+            tree.remove(parts)
+            tree.links[parts] = member.linkname
+        # devices and FIFOs: not materialised
+
+
+def _apply_file(tree: _Tree, descriptor: dict[str, Any], title: str, what: str) -> None:
+    """An ``oras push`` file layer: the blob is the file named by its title."""
+    layout = tree.layout
+    parts = _parts(title, layout, what)
+    if not parts:
+        raise layout.fail(f"{what}: file layer with an empty title")
+    name = layout.blob_name(descriptor, what)
+    with layout.store.open(name) as source:
+        tree.write(parts, source, int(descriptor["size"]), what)
+
+
+def _resolve(tree: _Tree, link: tuple[str, ...], hops: int = 0) -> tuple[str, ...] | None:
+    """Where the symbolic link ``link`` leads, resolved inside the image (``/`` and ``..`` stop at its root)."""
+    if hops > 40:
+        return None
+    target = tree.links[link]
+    stack: list[str] = [] if target.startswith("/") else list(link[:-1])
+    for component in target.split("/"):
+        if component in ("", "."):
+            continue
+        if component == "..":
+            if stack:
+                stack.pop()
+            continue
+        stack.append(component)
+        if tuple(stack) in tree.links:
+            resolved = _resolve(tree, tuple(stack), hops + 1)
+            if resolved is None:
+                return None
+            stack = list(resolved)
+    return tuple(stack)
+
+
+def _materialise_links(tree: _Tree) -> None:
+    """Symbolic links under ``metadata/`` and ``manifests/`` become copies of the files they lead to."""
+    for link in sorted(tree.links):
+        if link[0] not in ("metadata", "manifests"):
+            continue
+        name = "/".join(link)
+        if len(link) == 1:
+            raise tree.layout.fail(f"{name} is a symbolic link in the image; a bundle's {name}/ must be a directory")
+        target = _resolve(tree, link)
+        path = tree.path(target) if target else None
+        if path is None or not path.is_file():
+            raise tree.layout.fail(f"symbolic link {name} -> {tree.links[link]} does not lead to a file of the image")
+        with path.open("rb") as source:
+            tree.write(link, source, path.stat().st_size, "symbolic link")
+
+
+def unpack(path: str | Path, target: str | Path, limits: Limits = DEFAULT_LIMITS) -> Path:
+    """Unpack the bundle image of the OCI layout ``path`` (a directory or a tar of one) into the new directory
+    ``target``; return ``target``. Raises :class:`BundleInputError` naming the layout and the problem (and
+    then leaves no ``target`` behind)."""
+    source, root = Path(path), Path(target)
+    store: _Store = _DirStore(source) if source.is_dir() else _TarStore(source)
+    created = False
+    try:
+        layout = _Layout(store, limits)
+        image = layout.image()
+        layers = image.manifest["layers"]
+        if len(layers) > limits.max_layers:
+            raise layout.fail(f"the image has {len(layers)} layers, more than the limit of {limits.max_layers}")
+        root.mkdir(parents=True)
+        created = True
+        tree = _Tree(root, layout, _Budget(limits))
+        for position, descriptor in enumerate(layers):
+            what = f"layer {position}"
+            if not isinstance(descriptor, dict):
+                raise layout.fail(f"{what}: not a descriptor")
+            media_type = descriptor.get("mediaType")
+            annotations = _annotations(descriptor)
+            title = annotations.get(ORAS_TITLE)
+            if isinstance(title, str) and annotations.get(ORAS_UNPACK) != "true":
+                _apply_file(tree, descriptor, title, what)
+            elif media_type in LAYER_TYPES or isinstance(title, str):
+                _apply_layer(tree, descriptor, what)
+            else:
+                raise layout.fail(f"{what}: unsupported layer media type {json.dumps(media_type)} (expected a "
+                                  "tar, tar+gzip or tar+zstd image layer)")
+        _materialise_links(tree)
+    except BaseException as exc:
+        if created:
+            shutil.rmtree(root, ignore_errors=True)
+        if isinstance(exc, (tarfile.TarError, EOFError, zlib.error)):  # a layer's data read while writing a file
+            raise BundleInputError(f"{path}: a layer is not a readable tar ({exc})") from None
+        if isinstance(exc, OSError):
+            raise BundleInputError(f"{path}: cannot unpack: {exc.strerror or exc}") from None
+        raise
+    finally:
+        store.close()
+    return root

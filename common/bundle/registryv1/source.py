@@ -1,0 +1,423 @@
+"""Reading a registry+v1 bundle: a directory (``metadata/``, ``manifests/``) or an OCI image layout of one.
+
+What OLM v1's ``source.FromFS`` reads, with its rules: ``metadata/annotations.yaml`` names the package,
+``manifests/`` holds files only (a subdirectory is refused with OLM's message), every file there is read as
+YAML or JSON documents whatever its name, the ``ClusterServiceVersion`` goes apart, ``CustomResourceDefinition``
+objects go to ``crds`` and everything else to ``others``, and ``metadata/properties.yaml`` is folded into the
+CSV's ``olm.properties`` annotation as Go's ``json.Marshal`` writes it (compact, ``<``, ``>`` and ``&``
+escaped, the CSV's own properties first).
+
+Stricter than OLM in two places, where OLM goes on with a bundle it cannot mean: the mediatype annotation must
+say ``registry+v1`` (OLM does not look at it), and there must be exactly one CSV (OLM keeps the last of
+several). An empty package name is not refused here: OLM's renderer refuses it (``package name is empty``), and
+so does ours. A document must be what OLM's reader requires: a mapping with a ``kind`` whose ``metadata``
+decodes into Kubernetes' ``ObjectMeta`` (an annotation ``0777``, a number, is refused with Go's words); an
+object without ``apiVersion`` passes through, as in OLM. Every problem raises :class:`BundleInputError`
+(exit 2).
+
+Files are read with :mod:`common.bundle.k8syaml`, so YAML means what it means to kubectl and problems carry
+``file:index``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from common.bundle.registryv1 import oci
+from common.bundle.registryv1.config import go_fold, go_json, go_json_compact, object_meta_problem, read_documents
+from common.bundle.registryv1.model import (
+    MEDIATYPE_ANNOTATION,
+    PACKAGE_ANNOTATION,
+    REGISTRY_V1,
+    BundleInputError,
+    RegistryV1,
+)
+from common.contract.objects import Obj
+
+ANNOTATIONS_FILE = "metadata/annotations.yaml"
+PROPERTIES_FILE = "metadata/properties.yaml"
+MANIFESTS_DIR = "manifests"
+PROPERTIES_ANNOTATION = "olm.properties"
+
+
+def is_bundle(path: str | Path) -> bool:
+    """Whether ``path`` is a bundle: a directory with ``metadata/annotations.yaml``, or an OCI image layout
+    (a directory with ``oci-layout`` and ``index.json``, or a tar of one)."""
+    p = Path(path)
+    if p.is_dir():
+        return (p / ANNOTATIONS_FILE).is_file() or oci.is_layout_dir(p)
+    return p.is_file() and oci.is_layout_tar(p)
+
+
+def load_bundle(path: str | Path) -> RegistryV1:
+    """The bundle at ``path`` (a bundle directory or an OCI image layout of a bundle image).
+
+    Raises :class:`BundleInputError` naming the file and the problem when ``path`` is not a usable
+    registry+v1 bundle.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise BundleInputError(f"{path}: no such file or directory")
+    if (p.is_dir() and oci.is_layout_dir(p) and not (p / ANNOTATIONS_FILE).exists()) or (
+            p.is_file() and oci.is_layout_tar(p)):
+        with tempfile.TemporaryDirectory(prefix="cosctl-bundle-") as scratch:
+            root = oci.unpack(p, Path(scratch) / "rootfs")
+            bundle = _load_dir(root, label=f"{path} (image)")
+        bundle.source = str(path)
+        return bundle
+    if p.is_file() and tarfile.is_tarfile(p):
+        raise BundleInputError(f"{path}: a tar file, but not an OCI image layout (no oci-layout file at its root)")
+    if not p.is_dir():
+        raise BundleInputError(f"{path}: not a bundle (a bundle is a directory with {ANNOTATIONS_FILE}, "
+                               "or an OCI image layout of a bundle image)")
+    return _load_dir(p, label=str(path))
+
+
+def _load_dir(root: Path, *, label: str) -> RegistryV1:
+    """The bundle in directory ``root``; ``label`` is how messages name the bundle (files are named
+    ``label/relative/path``)."""
+    annotations = _annotations(root, label)
+    package = annotations.get(PACKAGE_ANNOTATION, "")
+    mediatype = annotations.get(MEDIATYPE_ANNOTATION)
+    where = f"{label}/{ANNOTATIONS_FILE}"
+    if mediatype is None:
+        raise BundleInputError(f"{where}: no {MEDIATYPE_ANNOTATION} annotation (a registry+v1 bundle has "
+                               f"{MEDIATYPE_ANNOTATION}: {REGISTRY_V1})")
+    if mediatype != REGISTRY_V1:
+        raise BundleInputError(f"{where}: unsupported bundle mediatype {json.dumps(mediatype)} (only {REGISTRY_V1} "
+                               "bundles can be rendered)")
+
+    files = list(_manifest_files(root, label))
+    names = {str(f): f"{label}/{MANIFESTS_DIR}/{f.name}" for f in files}
+    loaded = _objects(files, names)
+    csvs = [o for o in loaded if o.obj.get("kind") == "ClusterServiceVersion"]
+    if not csvs:
+        raise BundleInputError(f"{label}: no ClusterServiceVersion found in \"{MANIFESTS_DIR}\"")
+    if len(csvs) > 1:
+        found = ", ".join(o.where for o in csvs)
+        raise BundleInputError(f"{label}/{MANIFESTS_DIR}: a bundle has exactly one ClusterServiceVersion, found "
+                               f"{len(csvs)}: {found}")
+    csv = csvs[0].obj
+    crds = [o.obj for o in loaded if o.obj.get("kind") == "CustomResourceDefinition"]
+    others = [o.obj for o in loaded if o.obj.get("kind") not in ("ClusterServiceVersion", "CustomResourceDefinition")]
+    _fold_properties(csv, root, label, csvs[0].where)
+    return RegistryV1(package_name=package, csv=csv, crds=crds, others=others,
+                      annotations=annotations, source=label)
+
+
+@dataclass(frozen=True, slots=True)
+class _Object:
+    obj: Obj
+    where: str  # file:index, and items[i] in a List
+
+
+def _objects(files: list[Path], names: dict[str, str]) -> list[_Object]:
+    """Every object of the manifest files, ``List`` items flattened. What OLM's reader requires of a document
+    is required here too, no more: a mapping with a ``kind`` (OLM passes an object without ``apiVersion`` or
+    name through, and so does this; the same object twice as well). Every problem of every file is reported
+    at once."""
+    problems: list[str] = []
+    objects = []
+    for path in files:
+        name = names[str(path)]
+        for index, document in read_documents(path, name, problems):
+            items = document.get("items") if isinstance(document, dict) else None
+            if isinstance(document, dict) and str(document.get("kind", "")).endswith("List") and isinstance(
+                    items, list):
+                entries = [(f"{name}:{index} items[{i}]", item) for i, item in enumerate(items)]
+            else:
+                entries = [(f"{name}:{index}", document)]
+            for where, obj in entries:
+                if not isinstance(obj, dict):
+                    problems.append(f"{where}: not a mapping (a manifest must be an object)")
+                elif not isinstance(obj.get("kind"), str) or not obj["kind"]:
+                    problems.append(f"{where}: missing kind" if obj.get("kind") in (None, "") else
+                                    f"{where}: kind must be a string")
+                elif problem := object_meta_problem(obj):
+                    problems.append(f"{where}: {problem}")
+                else:
+                    objects.append(_Object(obj, where))
+    if problems:
+        raise BundleInputError("\n".join(problems))
+    return objects
+
+
+def _read_single(path: Path, name: str) -> Any:
+    """The one document of the YAML file ``path`` (``None`` when empty), read as Kubernetes reads YAML."""
+    problems: list[str] = []
+    found = read_documents(path, name, problems)
+    if problems:
+        raise BundleInputError("\n".join(problems))
+    if len(found) > 1:
+        raise BundleInputError(f"{name}: expected one YAML document, found {len(found)}")
+    return found[0][1] if found else None
+
+
+def _annotations(root: Path, label: str) -> dict[str, str]:
+    """The ``annotations`` of ``metadata/annotations.yaml``, as strings (a number or boolean is written as Go's
+    YAML reader writes it into OLM's string fields: ``123``, ``true``); the package name is read as OLM reads it
+    (its key matched ignoring case)."""
+    path = root / ANNOTATIONS_FILE
+    name = f"{label}/{ANNOTATIONS_FILE}"
+    if not path.is_file():
+        raise BundleInputError(f"{label}: not a registry+v1 bundle: no {ANNOTATIONS_FILE}")
+    document = _read_single(path, name)
+    if not isinstance(document, dict) or not isinstance(document.get("annotations"), dict):
+        raise BundleInputError(f"{name}: expected a mapping with an \"annotations\" mapping")
+    raw = document["annotations"]
+    annotations = {k: text for k, v in raw.items() if (text := _scalar_text(v)) is not None}
+    package = _go_field(raw, PACKAGE_ANNOTATION, null_kept=False)
+    if package is not None:
+        text = _scalar_text(package)
+        if text is None:
+            raise BundleInputError(f"{name}: {PACKAGE_ANNOTATION} must be a string")
+        annotations[PACKAGE_ANNOTATION] = text
+    return annotations
+
+
+def _scalar_text(value: Any) -> str | None:
+    """A YAML scalar as sigs.k8s.io/yaml converts it for a Go string field (``None`` for null or a collection):
+    numbers in Go's ``%g`` with float32 precision, as its converter writes them."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float32_g(value)
+    return None
+
+
+def _float32_g(value: float) -> str:
+    """Go's ``strconv.FormatFloat(value, 'g', -1, 32)``."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    single = struct.unpack("f", struct.pack("f", value))[0]
+    for precision in range(1, 10):  # the shortest digits that read back as the same float32
+        text = f"{single:.{precision}e}" if precision > 1 else f"{single:.0e}"
+        if struct.unpack("f", struct.pack("f", float(text)))[0] == single:
+            break
+    mantissa, _, exponent = text.partition("e")
+    digits = mantissa.replace(".", "").replace("-", "").rstrip("0") or "0"
+    power = int(exponent)
+    sign = "-" if single < 0 or (single == 0 and math.copysign(1, single) < 0) else ""
+    if single == 0:
+        return sign + "0"
+    if power < -4 or power >= 6:  # shortest %g: exponent form from 1e+06 on
+        tail = "." + digits[1:] if len(digits) > 1 else ""
+        return f"{sign}{digits[0]}{tail}e{'+' if power >= 0 else '-'}{abs(power):02d}"
+    point = power + 1
+    if point <= 0:
+        return sign + "0." + "0" * -point + digits
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return sign + digits[:point] + "." + digits[point:]
+
+
+def _manifest_files(root: Path, label: str) -> Iterator[Path]:
+    """The files of ``manifests/`` in name order (OLM reads every file, whatever its name)."""
+    directory = root / MANIFESTS_DIR
+    if not directory.is_dir():
+        raise BundleInputError(f"{label}: not a registry+v1 bundle: no {MANIFESTS_DIR}/ directory")
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as exc:
+        raise BundleInputError(f"{label}/{MANIFESTS_DIR}: cannot read: {exc.strerror or exc}") from None
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            raise BundleInputError(
+                f"{label}: subdirectories are not allowed within the \"{MANIFESTS_DIR}\" directory of the bundle "
+                f"image filesystem: found \"{MANIFESTS_DIR}/{entry.name}\"")
+        if not entry.is_file():
+            raise BundleInputError(f"{label}/{MANIFESTS_DIR}/{entry.name}: not a regular file")
+        yield Path(entry.path)
+
+
+# --- metadata/properties.yaml into olm.properties ---------------------------------------------------------------
+
+
+def _fold_properties(csv: Obj, root: Path, label: str, csv_name: str) -> None:
+    """OLM's ``copyMetadataPropertiesToCSV``: a non-empty ``metadata/properties.yaml`` appends its properties
+    to those of the CSV's ``olm.properties`` annotation and rewrites the annotation as Go marshals the list."""
+    path = root / PROPERTIES_FILE
+    name = f"{label}/{PROPERTIES_FILE}"
+    meta = csv.get("metadata") if isinstance(csv.get("metadata"), dict) else None
+    csv_annotations = (meta or {}).get("annotations")
+    existing = csv_annotations.get(PROPERTIES_ANNOTATION) if isinstance(csv_annotations, dict) else None
+    properties: list[str] = []
+    if existing is not None:
+        properties = _csv_properties(existing, csv_name)
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return
+    except OSError as exc:
+        raise BundleInputError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    properties += _file_properties(_read_single(path, name), name)
+    text = "[" + ",".join(properties) + "]" if properties else "null"
+    if meta is None:
+        meta = csv["metadata"] = {}
+    if not isinstance(meta.get("annotations"), dict):
+        meta["annotations"] = {}
+    meta["annotations"][PROPERTIES_ANNOTATION] = text
+
+
+def _property(type_: Any, raw_value: str, where: str) -> str:
+    if not isinstance(type_, str):
+        raise BundleInputError(f"{where}: a property's \"type\" must be a string")
+    return '{"type":' + go_json(type_) + ',"value":' + raw_value + "}"
+
+
+def _file_properties(document: Any, name: str) -> list[str]:
+    """The properties of ``metadata/properties.yaml`` (``{properties: [{type, value}]}``), each as Go writes
+    it; keys match case-insensitively and the last of equal keys wins, as in Go's decoder."""
+    if document is None:
+        return []
+    if not isinstance(document, dict):
+        raise BundleInputError(f"{name}: expected a mapping with a \"properties\" list")
+    items = _go_field(document, "properties", null_kept=True)
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise BundleInputError(f"{name}: \"properties\" must be a list")
+    out = []
+    for index, item in enumerate(items):
+        where = f"{name}: properties[{index}]"
+        if item is None:
+            out.append('{"type":"","value":null}')
+            continue
+        if not isinstance(item, dict):
+            raise BundleInputError(f"{where}: a property must be a mapping with \"type\" and \"value\"")
+        value = _go_field(item, "value", null_kept=True)
+        type_ = _go_field(item, "type", null_kept=False)
+        if type_ is not None and not isinstance(type_, (dict, list)):
+            type_ = _scalar_text(type_)
+        out.append(_property(type_ if type_ is not None else "", go_json(value), where))
+    return out
+
+
+def _go_field(obj: dict[str, Any], name: str, *, null_kept: bool) -> Any:
+    """The value Go's decoder leaves in the field ``name``: keys equal to it ignoring case (Go's folding) are
+    applied in sorted order (the order Go's YAML-to-JSON conversion writes them), so the last wins; a ``null``
+    replaces a list or raw value (``null_kept``) but leaves a string as it was."""
+    value = None
+    for key in sorted(obj):
+        if (key == name or go_fold(key) == go_fold(name)) and (obj[key] is not None or null_kept):
+            value = obj[key]
+    return value
+
+
+def _csv_properties(text: Any, csv_name: str) -> list[str]:
+    """The CSV's own ``olm.properties`` (a JSON list of ``{type, value}``), each as Go re-marshals it: the
+    value's text compacted, not re-encoded."""
+    where = f"{csv_name}: metadata.annotations['{PROPERTIES_ANNOTATION}']"
+    if not isinstance(text, str):
+        raise BundleInputError(f"{where}: must be a string")
+    try:
+        json.loads(text, parse_constant=_refuse_constant)
+        parsed = _RawJSON(text).value()
+    except (ValueError, RecursionError) as exc:
+        raise BundleInputError(f"{where}: not valid JSON: {exc}") from None
+    if parsed is None:
+        return []
+    if not isinstance(parsed, list):
+        raise BundleInputError(f"{where}: expected a JSON list of properties")
+    out = []
+    for index, item in enumerate(parsed):
+        if item is None:
+            out.append('{"type":"","value":null}')
+            continue
+        if not isinstance(item, dict):
+            raise BundleInputError(f"{where}: item {index}: a property must be an object with \"type\" and \"value\"")
+        type_ = None
+        raw = "null"
+        for key in sorted(item, key=lambda k: item[k][0]):  # document order: the last matching key wins
+            span = item[key][1]
+            if go_fold(key) == "TYPE":
+                if (decoded := json.loads(span)) is not None:  # Go leaves a string as it was on null
+                    type_ = decoded
+            elif go_fold(key) == "VALUE":
+                raw = go_json_compact(span)
+        out.append(_property(type_ if type_ is not None else "", raw, f"{where}: item {index}"))
+    return out
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+class _RawJSON:
+    """A JSON text's top-level list, with each object's members as ``key -> (position, raw text)``: Go keeps a
+    ``json.RawMessage`` value's own text, which ``json.loads`` would not give back."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def _space(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos] in " \t\n\r":
+            self.pos += 1
+
+    def _skip(self) -> int:
+        """Skip one value; return where it started."""
+        self._space()
+        start = self.pos
+        decoder = json.JSONDecoder()
+        _, self.pos = decoder.raw_decode(self.text, self.pos)
+        return start
+
+    def value(self) -> Any:
+        """The top-level value: ``None`` for ``null``, a list of items for a list (an item is ``None``, a dict of
+        members, or another JSON value)."""
+        self._space()
+        if self.text.startswith("[", self.pos):
+            self.pos += 1
+            items: list[Any] = []
+            self._space()
+            if self.text.startswith("]", self.pos):
+                return items
+            while True:
+                self._space()
+                if self.text.startswith("{", self.pos):
+                    items.append(self._members())
+                else:
+                    start = self._skip()
+                    items.append(json.loads(self.text[start:self.pos]))
+                self._space()
+                if self.text.startswith("]", self.pos):
+                    return items
+                self.pos += 1  # the comma
+        start = self._skip()
+        return json.loads(self.text[start:self.pos])
+
+    def _members(self) -> dict[str, tuple[int, str]]:
+        self.pos += 1
+        members: dict[str, tuple[int, str]] = {}
+        self._space()
+        if self.text.startswith("}", self.pos):
+            self.pos += 1
+            return members
+        while True:
+            start = self._skip()
+            key = json.loads(self.text[start:self.pos])
+            self._space()
+            self.pos += 1  # the colon
+            start = self._skip()
+            members.pop(key, None)
+            members[key] = (start, self.text[start:self.pos])
+            self._space()
+            if self.text.startswith("}", self.pos):
+                self.pos += 1
+                return members
+            self.pos += 1  # the comma
