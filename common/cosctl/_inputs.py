@@ -45,6 +45,7 @@ class Inputs:
     bundle: RegistryV1 | None = None
     options: InstallOptions | None = None
     annotations: dict[str, str] = field(default_factory=dict)
+    kept_from: str | None = None  # the revision whose options completed the command line's, if any
 
     @property
     def default_owner(self) -> str | None:
@@ -139,7 +140,10 @@ def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | No
     annotations = revision_annotations(bundle, options)
     if getattr(args, "bundle_version", None):
         annotations[api.ANNOTATION_BUNDLE_VERSION] = args.bundle_version
-    return Inputs(sort_into_phases(objects), bundle, options, annotations)
+    given = (args.namespace, args.config, args.cert_provider, args.create_namespace)
+    kept_from = str(recorded["metadata"]["name"]) if kept is not None and recorded is not None and None in given \
+        else None
+    return Inputs(sort_into_phases(objects), bundle, options, annotations, kept_from)
 
 
 def peek_bundle(paths: list[str]) -> RegistryV1 | None:

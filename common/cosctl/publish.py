@@ -68,9 +68,9 @@ def _publish(args: argparse.Namespace) -> int:
                      progression_probes=load_probes(args.progression_probes), dry_run=args.dry_run,
                      revisions=revisions)
     prefix = "would " if args.dry_run else ""
-    if inputs.options is not None:
-        print(f"{prefix}render bundle {inputs.bundle.csv_name if inputs.bundle else ''} into namespace "
-              f"{inputs.options.namespace}")
+    if inputs.bundle is not None and inputs.options is not None:
+        kept = f" (options kept from {inputs.kept_from})" if inputs.kept_from else ""
+        print(f"bundle {inputs.bundle.csv_name} rendered for namespace {inputs.options.namespace}{kept}")
     for action in result.actions:
         print(f"{prefix}{action}")
     print(result.summary())
