@@ -18,6 +18,7 @@ kept that way, nothing is done and the message says where the configuration came
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass, field
 
 from common.bundle.phasing import Phase, sort_into_phases
@@ -28,6 +29,7 @@ from common.bundle.registryv1.install import (
     recorded_options,
     render_bundle,
     revision_annotations,
+    unique_objects,
 )
 from common.bundle.registryv1.model import ConfigurationError, RegistryV1
 from common.bundle.registryv1.render import NO_PROVIDER
@@ -137,6 +139,9 @@ def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | No
                 f"{bundle.csv_name}: {exc}\nnothing was done: give --config FILE with a configuration this bundle "
                 f"accepts (cosctl render {path} --config-schema prints its schema)") from None
         raise
+    objects, notes = unique_objects(objects)
+    for note in notes:
+        print(f"cosctl {command}: warning: {note}", file=sys.stderr)
     annotations = revision_annotations(bundle, options)
     if getattr(args, "bundle_version", None):
         annotations[api.ANNOTATION_BUNDLE_VERSION] = args.bundle_version

@@ -271,3 +271,36 @@ def test_diff_of_the_next_bundle_shows_what_publish_would_change(tmp_path):
     assert "changed  Deployment.apps demo-system/demo-controller (phase deploy)" in out
     # the RBAC objects' names carry the CSV name (OLM v1's): a new version replaces them
     assert out.splitlines()[-1] == "4 added, 4 removed, 1 changed, 0 moved, 2 unchanged"
+
+
+def test_an_object_rendered_twice_is_packed_once_when_one_says_all_and_refused_when_they_contradict(tmp_path):
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "demo-sa"}}
+    bundle = write_bundle(tmp_path / "same", manifests={"widgets.crd.yaml": crd(), "sa.yaml": sa,
+                                                        "demo.clusterserviceversion.yaml": operator_csv("1.0.0")},
+                          annotations=annotations_yaml(package="demo"))
+    code, out, _ = cosctl("render", str(bundle), "-n", "demo-system")
+    assert ids(documents(out)).count("ServiceAccount/demo-system/demo-sa") == 2  # as OLM v1 renders it
+    code, out, err = cosctl("pack", str(bundle), "-n", "demo-system", "--inline")
+    assert (code, err) == (0, "cosctl pack: warning: ServiceAccount demo-system/demo-sa is rendered twice, the same "
+                              "both times: the revision holds it once\n")
+    assert [o["object"]["kind"] for o in documents(out)[-1]["spec"]["phases"][0]["objects"]] == ["ServiceAccount"]
+    sa["imagePullSecrets"] = [{"name": "registry"}]  # says more than the generated one: it is kept
+    bundle = write_bundle(tmp_path / "more", manifests={"widgets.crd.yaml": crd(), "sa.yaml": sa,
+                                                        "demo.clusterserviceversion.yaml": operator_csv("1.0.0")},
+                          annotations=annotations_yaml(package="demo"))
+    code, out, err = cosctl("pack", str(bundle), "-n", "demo-system", "--inline")
+    assert (code, err) == (0, "cosctl pack: warning: ServiceAccount demo-system/demo-sa is rendered twice, the second "
+                              "says all the first does and more: the revision holds it once\n")
+    assert documents(out)[-1]["spec"]["phases"][0]["objects"] == [{"object": {
+        "apiVersion": "v1", "imagePullSecrets": [{"name": "registry"}], "kind": "ServiceAccount",
+        "metadata": {"name": "demo-sa", "namespace": "demo-system"}}}]
+    one = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"mode": "a"}}
+    two = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"mode": "b"}}
+    bundle = write_bundle(tmp_path / "differ", manifests={"a.yaml": one, "b.yaml": two,
+                                                          "demo.clusterserviceversion.yaml": operator_csv("1.0.0"),
+                                                          "widgets.crd.yaml": crd()},
+                          annotations=annotations_yaml(package="demo"))
+    code, out, err = cosctl("pack", str(bundle), "-n", "demo-system", "--inline")
+    assert (code, out) == (1, "")
+    assert err == ("cosctl pack: the rendered bundle holds ConfigMap demo-system/settings twice, with different "
+                   "content; a revision holds each object once, so one of the two must go\n")

@@ -18,11 +18,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from common.bundle.phasing import clean
 from common.contract import api
-from common.contract.objects import Obj
+from common.contract.objects import Obj, ObjectRef
 
 from .config import parse_config
-from .model import BundleInputError, RegistryV1
+from .model import BundleInputError, RegistryV1, RenderError
 from .render import NO_PROVIDER, check_supported, render
 
 # Spellings `--cert-provider` accepts; "none" means no provider (OLM v1 then refuses bundles with webhooks).
@@ -80,6 +81,46 @@ def render_bundle(bundle: RegistryV1, options: InstallOptions) -> list[Obj]:
     if options.create_namespace:
         objects.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": options.namespace}})
     return objects
+
+
+def unique_objects(objects: list[Obj]) -> tuple[list[Obj], list[str]]:
+    """``objects`` with each object once, and a note for each one merged away; for a revision, which holds an
+    object once (the API refuses the same object twice in a ClusterObjectSet).
+
+    OLM v1 renders some real bundles with an object twice: a bundle that ships its own ServiceAccount manifest
+    also gets the one OLM v1 generates from the CSV's permissions, which says nothing but its name
+    (reportportal-operator 0.0.7, opentelemetry-operator 0.27.0 and cert-manager 1.4.0 are three of them).
+    Applying both leaves the object with everything either says; when one says nothing the other does not
+    (compared as a revision cleans objects), that is the other one, which is kept at the first one's place.
+    Two that contradict each other would leave the result to the order of writes: refused, naming the object.
+    """
+    index: dict[ObjectRef, int] = {}
+    kept: list[Obj] = []
+    notes: list[str] = []
+    for obj in objects:
+        ref = ObjectRef.of(obj)
+        if ref not in index:
+            index[ref] = len(kept)
+            kept.append(obj)
+            continue
+        earlier, later = clean(kept[index[ref]]), clean(obj)
+        if _within(later, earlier):
+            outcome = "the same both times" if later == earlier else "the first says all the second does"
+        elif _within(earlier, later):
+            kept[index[ref]] = obj
+            outcome = "the second says all the first does and more"
+        else:
+            raise RenderError(f"the rendered bundle holds {ref} twice, with different content; a revision holds "
+                              "each object once, so one of the two must go")
+        notes.append(f"{ref} is rendered twice, {outcome}: the revision holds it once")
+    return kept, notes
+
+
+def _within(small: object, large: object) -> bool:
+    """Whether every field ``small`` sets is set to the same in ``large`` (lists compare whole)."""
+    if isinstance(small, dict) and isinstance(large, dict):
+        return all(k in large and _within(v, large[k]) for k, v in small.items())
+    return small == large
 
 
 def revision_annotations(bundle: RegistryV1, options: InstallOptions) -> dict[str, str]:
