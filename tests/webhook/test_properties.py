@@ -4,8 +4,9 @@ hang; warnings stay under 256 bytes; a mutation patch applies and mutating its r
 
 Strategies draw only from Hypothesis (replayable, shrinkable): no clock, no global ``random``. Hypothesis checks
 the global ``random`` state around every draw and warns ("Do not use the `random` module inside strategies")
-when it moved, whoever moved it: a background thread of an earlier test retrying with jitter from the global
-generator did. pyproject's filterwarnings makes that warning an error.
+when it moved, whoever moved it: background threads of earlier tests retrying with jitter from the global
+generator did (the last test here keeps them from doing so again). pyproject's filterwarnings makes that
+warning an error.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 
 from common.cluster.kube import KubeCluster
 from common.contract.admission import Config
+from reconciler.cache import Informer, InformerKey
 from tests.webhook.support import admission_review, valid_cos
 from webhook.app import create_app
 
@@ -141,12 +143,17 @@ def test_mutated_object_data_secrets_never_break_the_webhook(values: dict[str, b
     check("/validate/secrets", admission_review(secret, operation="UPDATE", old=object_data_secret(values)))
 
 
-def test_the_cluster_clients_retry_jitter_leaves_the_global_random_state_alone() -> None:
-    """The cause of this file's HypothesisDeprecationWarning: a leader election left running by an earlier test
-    released its Lease with retries whose jitter came from the global generator, during a draw here."""
+def test_retry_jitter_of_the_cluster_client_and_informers_leaves_the_global_random_state_alone() -> None:
+    """The cause of this file's HypothesisDeprecationWarning: threads left running by earlier tests (a leader
+    election releasing its Lease, informers whose fake API server had gone) drew retry jitter from the global
+    generator during a draw here."""
     cluster = KubeCluster(object(), backoff_base=0.2, backoff_cap=10.0)
+    informer = Informer(cluster, InformerKey("v1", "ConfigMap"), backoff_base=0.1, backoff_cap=30.0)
     before = random.getstate()
     delays = [cluster._backoff(attempt) for attempt in range(1, 8)]
+    waits = [informer._delay(failures) for failures in range(1, 8)]
     assert random.getstate() == before
     assert [0.5 * min(10.0, 0.2 * 2 ** (n - 1)) <= d <= min(10.0, 0.2 * 2 ** (n - 1))
             for n, d in enumerate(delays, start=1)] == [True] * 7
+    assert [0.5 * min(30.0, 0.1 * 2 ** (n - 1)) <= w <= min(30.0, 0.1 * 2 ** (n - 1))
+            for n, w in enumerate(waits, start=1)] == [True] * 7
