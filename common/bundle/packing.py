@@ -34,14 +34,14 @@ from typing import Any
 
 from common.bundle.phasing import Phase
 from common.contract import api
-from common.contract.api import MAX_DECOMPRESSED_BYTES
+from common.contract.api import API_SERVER_MAX_REQUEST_BYTES, MAX_DECOMPRESSED_BYTES
 from common.contract.objects import GVK, Obj
 
 MAX_VALUE_BYTES = 900 * 1024  # 921600: the most one stored object may take
 MAX_SECRET_BYTES = 900 * 1024  # the most the raw values of one Secret may add up to
-# kube-apiserver's limit on a request body (MaxRequestBodyBytes, not configurable): the reconciler sends each
-# object as one apply request, so no object larger than this as JSON can ever be applied.
-MAX_REQUEST_BYTES = 3 * 1024 * 1024
+# kube-apiserver's limit on a request body (not configurable): the reconciler sends each object as one apply
+# request, so no object larger than this as JSON can ever be applied.
+MAX_REQUEST_BYTES = API_SERVER_MAX_REQUEST_BYTES
 assert MAX_REQUEST_BYTES < MAX_DECOMPRESSED_BYTES  # so no stored value decompresses past the webhook's limit
 GZIP_LEVEL = 9
 SECRET_NAME_HASH_BYTES = 8
@@ -277,12 +277,11 @@ def pack(phases: Sequence[Phase], *, name: str, revision: int = 1,
 
 
 def check_inline_size(cos: Obj) -> None:
-    """Refuse a COS larger than etcd stores (measured as the webhook measures it), naming its size and its
-    largest inline object, the one to move into a Secret first."""
-    from common.contract.validation import ETCD_MAX_REQUEST_BYTES
-
+    """Refuse a COS larger than any API server stores (measured as the webhook measures it), naming its size and
+    its largest inline object, the one to move into a Secret first. Between etcd's default 1.5 MiB and this,
+    ``cosctl pack`` warns (a cluster may have raised etcd's limit)."""
     total = len(to_json(cos))
-    if total <= ETCD_MAX_REQUEST_BYTES:
+    if total <= MAX_REQUEST_BYTES:
         return
     inline = [(len(to_json(entry["object"])), phase["name"], index, entry["object"])
               for phase in cos["spec"]["phases"] for index, entry in enumerate(phase["objects"]) if "object" in entry]
@@ -294,8 +293,8 @@ def check_inline_size(cos: Obj) -> None:
         largest = f" (its largest object is phase {phase!r} object {index} ({object_label(obj)}), {size} bytes)"
     raise RevisionTooLarge(
         f"the ClusterObjectSet {cos['metadata']['name']} is {total} bytes as JSON{largest}, over the "
-        f"{ETCD_MAX_REQUEST_BYTES} bytes (1.5 MiB) etcd accepts by default: pack without --inline to move the "
-        "objects into Secrets")
+        f"{MAX_REQUEST_BYTES} bytes (3 MiB) the API server reads in a request, so it can never be stored: pack "
+        "without --inline to move the objects into Secrets")
 
 
 def check_admissible(packed: Packed, system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE) -> None:

@@ -54,7 +54,8 @@ Obj = dict[str, Any]
 # whatever the webhook says; between SIZE_WARNING_BYTES and the limit it might not (managedFields, a client-side
 # apply's last-applied annotation and etcd's own framing all count), so that band is a warning.
 SIZE_WARNING_BYTES = 1024 * 1024
-ETCD_MAX_REQUEST_BYTES = 1536 * 1024  # 1572864: etcd's default --max-request-bytes
+ETCD_MAX_REQUEST_BYTES = 1536 * 1024  # 1572864: etcd's default --max-request-bytes (a cluster may raise it)
+
 ETCD_LIMIT_TEXT = "1.5 MiB"
 FORBIDDEN_METADATA = ("uid", "resourceVersion", "generation", "generateName", "finalizers", "ownerReferences")
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
@@ -886,8 +887,12 @@ def validate_cos(obj: Obj, old: Obj | None = None, *,
     size = serialized_size(obj)
     if size > ETCD_MAX_REQUEST_BYTES:
         size = stored_size(obj)
-    if size > ETCD_MAX_REQUEST_BYTES:
+    if size > api.API_SERVER_MAX_REQUEST_BYTES:
         errors.append(too_large(size))
+    elif size > ETCD_MAX_REQUEST_BYTES:
+        warnings.append(f"this ClusterObjectSet is {size / 1048576:.2f} MiB serialized, over the {ETCD_LIMIT_TEXT} "
+                        "etcd stores by default (unless its --max-request-bytes was raised); move large objects "
+                        "into object-data Secrets and reference them with ref (cosctl pack does this)")
     elif size > SIZE_WARNING_BYTES:
         warnings.append(f"this ClusterObjectSet is {size / 1048576:.2f} MiB serialized, close to etcd's "
                         f"{ETCD_LIMIT_TEXT} object limit; move large objects into object-data Secrets and "
@@ -906,16 +911,16 @@ def stored_size(obj: Obj) -> int:
 
 
 def too_large(size: int) -> FieldError:
-    """The denial of a COS etcd cannot hold. The webhook gives it too: between 1.5 and 3 MiB the API server
-    reads the request and calls the webhooks before etcd refuses it (``kubectl apply --dry-run=server``, which
-    never reaches etcd, would otherwise admit it), so authors get a reason and a remedy instead of
-    "etcdserver: request is too large"; over 3 MiB the API server refuses the request body before admission
-    ("Request entity too large: limit is 3145728") and only ``cosctl validate`` sees it."""
+    """The denial of a COS no API server can store: over the request body it reads. Only ``cosctl validate``
+    ever gives it (the API server refuses such a body before admission, "Request entity too large: limit is
+    3145728"). Between etcd's default limit and this one the COS is allowed with a warning, as the spec's
+    "larger than 1 MiB" row says: a cluster whose etcd takes larger requests stores it, and the webhook must not
+    refuse what the cluster can hold."""
     return FieldError(ErrorType.TOO_LONG, "spec.phases", OMIT,
                       f"this ClusterObjectSet is {size} bytes serialized ({size / 1048576:.2f} MiB), over the "
-                      f"{ETCD_MAX_REQUEST_BYTES} bytes ({ETCD_LIMIT_TEXT}) etcd accepts by default, so the API "
-                      "server cannot store it: move objects into object-data Secrets and reference them with ref "
-                      "(cosctl pack does this)")
+                      f"{api.API_SERVER_MAX_REQUEST_BYTES} bytes (3 MiB) the API server reads in a request, so it can "
+                      "never be stored: move objects into object-data Secrets and reference them with ref (cosctl "
+                      "pack does this)")
 
 
 # --------------------------------------------------------------------------------------------------------

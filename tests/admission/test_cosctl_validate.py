@@ -198,7 +198,7 @@ def test_an_inline_cos_the_api_server_cannot_store_is_an_error_not_a_warning(tmp
     assert run([str(path)], out=out, err=err) == 1
     assert out.getvalue() == (
         f'{path}:0 ClusterObjectSet/demo: The ClusterObjectSet "demo" is invalid: spec.phases: Too long: this '
-        "ClusterObjectSet is 31037194 bytes serialized (29.60 MiB), over the 1572864 bytes (1.5 MiB) etcd accepts "
-        "by default, so the API server cannot store it: move objects into object-data Secrets and reference them "
+        "ClusterObjectSet is 31037194 bytes serialized (29.60 MiB), over the 3145728 bytes (3 MiB) the API server "
+        "reads in a request, so it can never be stored: move objects into object-data Secrets and reference them "
         "with ref (cosctl pack does this)\n")
     assert err.getvalue() == ""

@@ -309,15 +309,16 @@ def test_an_object_still_over_900_kib_gzip_compressed_is_refused_by_the_cli_with
                "921600 bytes a value may hold\n")
 
 
-def test_an_inline_cos_etcd_cannot_store_is_refused_naming_its_size_and_largest_object(tmp_path):
+def test_an_inline_cos_no_api_server_can_store_is_refused_naming_its_size_and_largest_object(tmp_path):
     (tmp_path / "big.yaml").write_text(
         "".join(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}, namespace: ns}}\n"
-                f"data: {{x: {'y' * (300_000 + i)}}}\n" for i in range(6)))
+                f"data: {{x: {'y' * (300_000 + i)}}}\n" for i in range(12)))
     code, out, err = cosctl("pack", str(tmp_path), "--name", "x", "--inline")
     assert (code, out) == (1, "")
-    assert err == ("cosctl pack: the ClusterObjectSet x is 1800885 bytes as JSON (its largest object is phase "
-                   "'configuration' object 5 (ConfigMap ns/c5), 300101 bytes), over the 1572864 bytes (1.5 MiB) "
-                   "etcd accepts by default: pack without --inline to move the objects into Secrets\n")
+    assert err == ("cosctl pack: the ClusterObjectSet x is 3601586 bytes as JSON (its largest object is phase "
+                   "'configuration' object 3 (ConfigMap ns/c11), 300108 bytes), over the 3145728 bytes (3 MiB) "
+                   "the API server reads in a request, so it can never be stored: pack without --inline to move "
+                   "the objects into Secrets\n")
     code, out, err = cosctl("pack", str(tmp_path), "--name", "x")
     assert (code, err) == (0, "")
 
