@@ -30,6 +30,8 @@ from common.contract.api import FIELD_MANAGER
 from common.contract.objects import Obj, copy_json
 
 log = logging.getLogger(__name__)
+# Jitter from a generator of our own, never the process-wide one others seed (see common.cluster.kube).
+_JITTER = random.Random()
 
 ObjKey = tuple[str, str]  # (namespace or "", name)
 
@@ -210,7 +212,7 @@ class Informer:
                 self.watches += 1
                 for ev in self.kube.watch(self.key.api_version, self.key.kind, self.key.namespace,
                                           label_selector=self.key.label_selector, resource_version=self._rv,
-                                          timeout_seconds=int(self.watch_timeout * (1 + random.random())),
+                                          timeout_seconds=int(self.watch_timeout * (1 + _JITTER.random())),
                                           on_open=self._opened):
                     if self._stop.is_set():
                         break
@@ -256,7 +258,7 @@ class Informer:
 
     def _delay(self, failures: int) -> float:
         d = min(self.backoff_cap, self.backoff_base * 2.0 ** (failures - 1))
-        return d * (0.5 + random.random() / 2)
+        return d * (0.5 + _JITTER.random() / 2)
 
     def _relist(self) -> None:
         self.lists += 1

@@ -1,7 +1,8 @@
 """``cos-reconciler``: the process a cluster admin deploys (see the README's "Running the reconciler").
 
 Exit codes: 0 after a clean stop (SIGTERM/SIGINT) or, with ``--once``, when every ClusterObjectSet settled;
-1 when the leader lease was lost or ``--once`` timed out; 2 for bad flags or an unusable kubeconfig.
+1 when the leader lease was lost or ``--once`` timed out; 2 for bad flags or an unusable kubeconfig; 3 when OLM
+v1's operator-controller is running (:mod:`reconciler.olm_guard`: it reconciles the same ClusterObjectSets).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import uuid
 from typing import Any
 
 from common.contract import api
+from reconciler.olm_guard import EXIT_OTHER_CONTROLLER, SKIP_FLAG
 from reconciler.parallel import DEFAULT_CONCURRENCY
 
 log = logging.getLogger("cos-reconciler")
@@ -98,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="reconcile until every ClusterObjectSet is settled (rolled out, archived or blocked), "
                         "then exit: 0 when all settled, 1 on timeout (no leader election)")
     p.add_argument("--once-timeout", type=float, default=120.0, help="seconds for --once (default: %(default)s)")
+    p.add_argument(SKIP_FLAG, action="store_true",
+                   help="start even while OLM v1's operator-controller holds its leader Lease (by default "
+                        f"cos-reconciler then exits {EXIT_OTHER_CONTROLLER}: both would reconcile the same "
+                        "ClusterObjectSets)")
     return p
 
 
@@ -109,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     from reconciler.health import HealthServer, parse_bind
     from reconciler.leader import LeaderConfig
     from reconciler.metrics import Metrics
+    from reconciler.olm_guard import check_start
     from reconciler.process import ProcessConfig, ReconcilerProcess, run_until_settled, settled
 
     if args.workers < 1:
@@ -129,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         where = args.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         log.error("cannot load Kubernetes configuration (in-cluster, then %s): %s", where, e)
         return 2
+    refused = check_start(kube, args.system_namespace, skip=args.skip_operator_controller_check)
+    if refused is not None:
+        return refused
 
     if args.once:
         ok, items = run_until_settled(kube, system_namespace=args.system_namespace, timeout=args.once_timeout,

@@ -10,6 +10,12 @@ the COS carries only ``ref``s. The format is a compatibility promise (``shared/s
 - objects fill Secrets in phase order, a new Secret starting when the next value would take the raw total
   over 900 KiB; each Secret is named ``<COS name>-<16 hex>`` from a hash of its keys and values.
 
+What is rendered must be what a cluster accepts. An object over 3 MiB as JSON (no API server reads a request
+that large, and gzip could squeeze a 30 MiB one under 900 KiB into a value the webhook refuses to decompress
+past 10 MiB) and an inline COS larger than etcd stores are refused here, naming the object and its size; then
+every rendered document is judged by the admission webhook's own rules (:func:`check_admissible`), so no rule
+packing did not think of can slip through.
+
 Everything is a pure function of its input: the same manifests give the same Secrets and COS byte for byte,
 which is what lets GitOps diffs stay empty and lets ``publish`` treat ``AlreadyExists`` as success.
 """
@@ -28,10 +34,15 @@ from typing import Any
 
 from common.bundle.phasing import Phase
 from common.contract import api
+from common.contract.api import API_SERVER_MAX_REQUEST_BYTES, MAX_DECOMPRESSED_BYTES
 from common.contract.objects import GVK, Obj
 
 MAX_VALUE_BYTES = 900 * 1024  # 921600: the most one stored object may take
 MAX_SECRET_BYTES = 900 * 1024  # the most the raw values of one Secret may add up to
+# kube-apiserver's limit on a request body (not configurable): the reconciler sends each object as one apply
+# request, so no object larger than this as JSON can ever be applied.
+MAX_REQUEST_BYTES = API_SERVER_MAX_REQUEST_BYTES
+assert MAX_REQUEST_BYTES < MAX_DECOMPRESSED_BYTES  # so no stored value decompresses past the webhook's limit
 GZIP_LEVEL = 9
 SECRET_NAME_HASH_BYTES = 8
 MAX_LABEL_VALUE = 63
@@ -47,7 +58,21 @@ class PackingError(ValueError):
 
 
 class ObjectTooLarge(PackingError):
-    """One object does not fit in a Secret value even gzip-compressed."""
+    """One object cannot be deployed (over 3 MiB as JSON) or does not fit in a Secret value even gzip-compressed."""
+
+
+class RevisionTooLarge(PackingError):
+    """An inline ClusterObjectSet is larger than etcd stores."""
+
+
+class NotAdmissible(PackingError):
+    """A rendered document is one the admission webhook would deny (``problems``: ``Kind name: field error``,
+    one per violation)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("the admission webhook would deny the revision as rendered (nothing was written):\n"
+                         + "\n".join(f"  {p}" for p in self.problems))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +109,11 @@ def content_key(stored: bytes) -> str:
 def stored_bytes(obj: Obj, *, where: str = "") -> bytes:
     """What a Secret stores for ``obj``: its JSON, gzip-compressed when over 900 KiB.
 
-    Raises :class:`ObjectTooLarge` (naming ``where`` and both sizes) when even the compressed form is over.
+    Raises :class:`ObjectTooLarge` (naming ``where`` and the sizes) when the object could never be applied
+    (:func:`check_object_size`), or when even the compressed form is over 900 KiB.
     """
     raw = to_json(obj)
+    check_object_size(len(raw), where)
     if len(raw) <= MAX_VALUE_BYTES:
         return raw
     packed = gzip_deterministic(raw)
@@ -95,6 +122,20 @@ def stored_bytes(obj: Obj, *, where: str = "") -> bytes:
             f"{where or 'object'} is too large for a Secret: {len(raw)} bytes as JSON, {len(packed)} bytes "
             f"gzip-compressed, more than the {MAX_VALUE_BYTES} bytes a value may hold")
     return packed
+
+
+def check_object_size(size: int, where: str = "") -> None:
+    """Refuse an object of ``size`` bytes of JSON that no cluster could take. The API server reads no write
+    request body over 3 MiB ("Request entity too large: limit is 3145728"), so the reconciler could never apply
+    it; that also keeps every stored value under the 10 MiB the webhook lets one decompress to, which gzip
+    alone would not (30 MiB of repetitive YAML compresses to a few KiB)."""
+    if size <= MAX_REQUEST_BYTES:
+        return
+    secret_limit = (f" (and than the {MAX_DECOMPRESSED_BYTES} bytes an object-data Secret value may hold "
+                    "decompressed)" if size > MAX_DECOMPRESSED_BYTES else "")
+    raise ObjectTooLarge(
+        f"{where or 'object'} is too large to deploy: {size} bytes as JSON, more than the {MAX_REQUEST_BYTES} bytes "
+        f"(3 MiB) the API server accepts in a request body{secret_limit}")
 
 
 def secret_name(cos_name: str, data: dict[str, bytes]) -> str:
@@ -235,7 +276,50 @@ def pack(phases: Sequence[Phase], *, name: str, revision: int = 1,
         spec["progressionProbes"] = progression_probes
     spec["phases"] = [{"name": phase.name, "objects": objs} for phase, objs in zip(phases, entries, strict=False)]
     cos = {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": metadata, "spec": spec}
-    return Packed(cos, tuple(secrets))
+    packed = Packed(cos, tuple(secrets))
+    check_inline_size(cos)
+    check_admissible(packed, system_namespace)
+    return packed
+
+
+def check_inline_size(cos: Obj) -> None:
+    """Refuse a COS larger than any API server stores (measured as the webhook measures it), naming its size and
+    its largest inline object, the one to move into a Secret first. Between etcd's default 1.5 MiB and this,
+    ``cosctl pack`` warns (a cluster may have raised etcd's limit)."""
+    total = len(to_json(cos))
+    if total <= MAX_REQUEST_BYTES:
+        return
+    inline = [(len(to_json(entry["object"])), phase["name"], index, entry["object"])
+              for phase in cos["spec"]["phases"] for index, entry in enumerate(phase["objects"]) if "object" in entry]
+    for size, phase, index, obj in inline:
+        check_object_size(size, f"phase {phase!r} object {index} ({object_label(obj)})")
+    largest = ""
+    if inline:
+        size, phase, index, obj = max(inline, key=lambda s: s[0])
+        largest = f" (its largest object is phase {phase!r} object {index} ({object_label(obj)}), {size} bytes)"
+    raise RevisionTooLarge(
+        f"the ClusterObjectSet {cos['metadata']['name']} is {total} bytes as JSON{largest}, over the "
+        f"{MAX_REQUEST_BYTES} bytes (3 MiB) the API server reads in a request, so it can never be stored: pack "
+        "without --inline to move the objects into Secrets")
+
+
+def check_admissible(packed: Packed, system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE) -> None:
+    """Judge every rendered document as the admission webhook would judge its CREATE; raise
+    :class:`NotAdmissible` listing every denial. Packing checks what it knows it could get wrong with better
+    messages first; this is what keeps ``pack`` from ever writing what ``cosctl validate`` refuses."""
+    from common.contract.admission import Config, Request, validate
+
+    config = Config(system_namespace=system_namespace)
+    problems: list[str] = []
+    for doc in packed.documents():
+        meta = doc["metadata"]
+        kind = "Secret" if doc["kind"] == "Secret" else api.KIND
+        decision = validate(Request(kind, "CREATE", doc, name=meta["name"], namespace=meta.get("namespace", "")),
+                            config)
+        if not decision.allowed:
+            problems += [f"{doc['kind']} {meta['name']}: {error}" for error in decision.errors] or [decision.message]
+    if problems:
+        raise NotAdmissible(problems)
 
 
 # The owner kind OLM v1 stamps; tools that group revisions by owner-kind expect it.

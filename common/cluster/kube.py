@@ -47,6 +47,9 @@ from common.cluster.interface import (
 from common.contract.objects import GVK, Obj
 
 log = logging.getLogger(__name__)
+# Jitter from a generator of our own: the module-level one is shared process-wide state that callers seed for
+# reproducibility (Hypothesis does around every draw, and warns when a background retry moves it meanwhile).
+_JITTER = random.Random()
 
 CONTENT_JSON = "application/json"
 CONTENT_APPLY = "application/apply-patch+yaml"
@@ -211,7 +214,7 @@ class KubeCluster:
                 if code == 429:
                     delay = min(retry_after if retry_after is not None else self._backoff(attempt),
                                 self.retry_after_cap)
-                    delay *= 1.0 + self.retry_jitter * random.random()
+                    delay *= 1.0 + self.retry_jitter * _JITTER.random()
                     log.info("%s %s throttled (429); retrying in %.2fs", method, path, delay)
                     self._sleep(delay)
                     continue
@@ -226,7 +229,7 @@ class KubeCluster:
 
     def _backoff(self, attempt: int) -> float:
         d = min(self.backoff_cap, self.backoff_base * 2.0 ** (attempt - 1))
-        return d * (0.5 + random.random() / 2)
+        return d * (0.5 + _JITTER.random() / 2)
 
     def _observe(self, verb: str, code: int) -> None:
         if self.observer is not None:

@@ -23,6 +23,9 @@ DEFAULT_SYSTEM_NAMESPACE = "olmv1-system"
 SECRET_TYPE = "olm.operatorframework.io/object-data"
 LABEL_REVISION_NAME = "olm.operatorframework.io/revision-name"
 MAX_DECOMPRESSED_BYTES = 10 * 1024 * 1024  # 10485760
+# kube-apiserver reads no write body larger than this ("Request entity too large: limit is 3145728"; not
+# configurable): an object whose JSON is larger can never be stored or applied, whatever etcd accepts.
+API_SERVER_MAX_REQUEST_BYTES = 3 * 1024 * 1024
 
 # Identity on managed objects and on COSs.
 FIELD_MANAGER = "olm.operatorframework.io"

@@ -47,7 +47,15 @@ from common.contract.fielderrors import (
 
 Obj = dict[str, Any]
 
+# A COS is stored in etcd as one JSON value. etcd refuses a request over its --max-request-bytes, 1.5 MiB by
+# default ("etcdserver: request is too large"), and the value it would hold is at least the object's compact
+# JSON (the API server adds metadata and escapes <, > and & as six bytes each; on a too-large create it retries
+# without metadata.managedFields, so those are not counted). Over the limit the API server cannot store the COS
+# whatever the webhook says; between SIZE_WARNING_BYTES and the limit it might not (managedFields, a client-side
+# apply's last-applied annotation and etcd's own framing all count), so that band is a warning.
 SIZE_WARNING_BYTES = 1024 * 1024
+ETCD_MAX_REQUEST_BYTES = 1536 * 1024  # 1572864: etcd's default --max-request-bytes (a cluster may raise it)
+
 ETCD_LIMIT_TEXT = "1.5 MiB"
 FORBIDDEN_METADATA = ("uid", "resourceVersion", "generation", "generateName", "finalizers", "ownerReferences")
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
@@ -874,13 +882,45 @@ def validate_cos(obj: Obj, old: Obj | None = None, *,
     if not _KNOWN(obj):
         warnings += [f'unknown field "{p}"' for p in unknown_fields(obj)]
     if ratcheted:
-        return errors, warnings  # the size warning was given when the phases were admitted
+        # judged when the phases were admitted; and that they were stored proves this cluster's etcd takes them
+        return errors, warnings
     size = serialized_size(obj)
-    if size > SIZE_WARNING_BYTES:
+    if size > ETCD_MAX_REQUEST_BYTES:
+        size = stored_size(obj)
+    if size > api.API_SERVER_MAX_REQUEST_BYTES:
+        errors.append(too_large(size))
+    elif size > ETCD_MAX_REQUEST_BYTES:
+        warnings.append(f"this ClusterObjectSet is {size / 1048576:.2f} MiB serialized, over the {ETCD_LIMIT_TEXT} "
+                        "etcd stores by default (unless its --max-request-bytes was raised); move large objects "
+                        "into object-data Secrets and reference them with ref (cosctl pack does this)")
+    elif size > SIZE_WARNING_BYTES:
         warnings.append(f"this ClusterObjectSet is {size / 1048576:.2f} MiB serialized, close to etcd's "
                         f"{ETCD_LIMIT_TEXT} object limit; move large objects into object-data Secrets and "
                         "reference them with ref (cosctl pack does this)")
     return errors, warnings
+
+
+def stored_size(obj: Obj) -> int:
+    """The fewest bytes etcd could be asked to store for ``obj``: its compact JSON without
+    ``metadata.managedFields``, which the API server drops and retries without when a create or update is too
+    large (k8s.io/apiserver endpoints/handlers, ``isTooLargeError``)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return serialized_size(obj)
+
+
+def too_large(size: int) -> FieldError:
+    """The denial of a COS no API server can store: over the request body it reads. Only ``cosctl validate``
+    ever gives it (the API server refuses such a body before admission, "Request entity too large: limit is
+    3145728"). Between etcd's default limit and this one the COS is allowed with a warning, as the spec's
+    "larger than 1 MiB" row says: a cluster whose etcd takes larger requests stores it, and the webhook must not
+    refuse what the cluster can hold."""
+    return FieldError(ErrorType.TOO_LONG, "spec.phases", OMIT,
+                      f"this ClusterObjectSet is {size} bytes serialized ({size / 1048576:.2f} MiB), over the "
+                      f"{api.API_SERVER_MAX_REQUEST_BYTES} bytes (3 MiB) the API server reads in a request, so it can "
+                      "never be stored: move objects into object-data Secrets and reference them with ref (cosctl "
+                      "pack does this)")
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -5,12 +5,18 @@ refs are resolved against the Secrets rendered with it), a ClusterObjectSet on t
 reading its Secrets), or, with ``--owner``, a revision number of that owner. ``cosctl diff DIR --owner shop``
 compares the owner's latest Active revision with DIR: exactly what ``publish`` would change. Exit codes follow
 diff(1): 0 no difference, 1 different, 2 trouble (unreadable input, missing Secrets, no cluster).
+
+A source that exists on disk is read from disk. One that looks like a path (``-``, a ``/`` in it, a ``.yaml``,
+``.yml`` or ``.json`` ending, a leading ``.`` or ``~``; no ClusterObjectSet name has any of these but the
+endings) and does not exist is a mistyped path, reported as such before any cluster is asked; any other
+source names a revision, and when neither the disk nor the cluster has it the message says both.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -23,7 +29,7 @@ from common.cluster.interface import Cluster, NotFound
 from common.contract import api
 from common.contract.objects import Obj
 from common.cosctl._inputs import add_input_arguments, bundle_input, load_inputs, peek_bundle, system_namespace
-from common.cosctl._producer import UsageError, add_cluster_arguments, run
+from common.cosctl._producer import ConnectError, UsageError, add_cluster_arguments, run
 
 EXIT_SAME = 0
 EXIT_DIFFERENT = 1
@@ -65,6 +71,20 @@ example (a page size, a Secret value and a Service port changed, a NetworkPolicy
   changed  Service shop/web (phase infrastructure)
       ...
   1 added, 0 removed, 3 changed, 0 moved, 2 unchanged
+
+--stat: one line per object, its inserted and deleted lines counted as in git diff --stat:
+  $ cosctl diff v2 --owner shop --stat
+  --- shop-1
+  +++ v2
+  added    NetworkPolicy.networking.k8s.io shop/web (phase policies) | 11 +++++++++++
+  changed  ConfigMap shop/settings (phase configuration)             |  2 +-
+  changed  Secret shop/db (phase configuration)                      |  2 +-
+  changed  Service shop/web (phase infrastructure)                   |  2 +-
+  1 added, 0 removed, 3 changed, 0 moved, 2 unchanged; 14 insertions(+), 3 deletions(-)
+
+Multi-line strings (scripts, files in ConfigMaps) are shown in YAML block style (|), one line per line.
+A source that looks like a path (a / in it, a .yaml/.yml/.json ending, a leading . or ~) must exist;
+any other source that is not a file or directory is a ClusterObjectSet name on the cluster.
 exit codes: 0 no difference, 1 different, 2 trouble"""
 
 
@@ -82,6 +102,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--owner", default=None,
                         help="compare with this owner's latest Active revision; REV numbers are its revisions")
     parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="output format")
+    parser.add_argument("--stat", action="store_true",
+                        help="a summary: one line per object with its inserted/deleted line counts, and the totals "
+                             "(with -o json: every record without its diff)")
     add_input_arguments(parser)
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
@@ -91,8 +114,30 @@ def _main(args: argparse.Namespace) -> int:
     return run("diff", lambda: _diff(args), failure=EXIT_TROUBLE)
 
 
+PATH_ENDINGS = (".yaml", ".yml", ".json")
+
+
+def _expanded(source: str) -> str:
+    """``~`` expanded, for a path the shell left alone (quoted, or after ``=``)."""
+    return source if source == STDIN else str(Path(source).expanduser())
+
+
 def _is_path(source: str) -> bool:
-    return source == STDIN or Path(source).exists()
+    """An existing file or directory (or standard input)."""
+    return source == STDIN or Path(_expanded(source)).exists()
+
+
+def looks_like_path(source: str) -> bool:
+    """A source no one would mean as a ClusterObjectSet name: a mistyped path, never to be looked up."""
+    return (source == STDIN or "/" in source or os.sep in source or source.endswith(PATH_ENDINGS)
+            or source.startswith((".", "~")))
+
+
+def check_paths(sources: list[str]) -> None:
+    """Every source that looks like a path exists: said before anything else (the cluster) is tried."""
+    for source in sources:
+        if looks_like_path(source) and not _is_path(source):
+            raise UsageError(f"{source}: no such file or directory")
 
 
 def local_phases(paths: list[str], args: argparse.Namespace | None = None, *,
@@ -134,19 +179,27 @@ class _Sides:
 
     def side(self, source: str) -> tuple[str, list[Phase]]:
         if _is_path(source):
-            return source, local_phases([source], self.args)
+            return source, local_phases([_expanded(source)], self.args)
         owner = self.args.owner
         if owner and source.isdigit():
             wanted = int(source)
-            for cos in owner_revisions(self.cluster, owner):
+            for cos in owner_revisions(self._cluster_for(source, f"revision {wanted} of owner {owner}"), owner):
                 if revision_of(cos) == wanted:
                     return str(cos["metadata"]["name"]), self.remote(cos)
             raise UsageError(f"owner {owner} has no revision {wanted}")
         try:
-            cos = self.cluster.get(api.API_VERSION, api.KIND, source)
+            cos = self._cluster_for(source, f"a ClusterObjectSet {source}").get(api.API_VERSION, api.KIND, source)
         except NotFound:
             raise UsageError(f"{source}: neither a file or directory nor a ClusterObjectSet on the cluster") from None
         return source, self.remote(cos)
+
+    def _cluster_for(self, source: str, what: str) -> Cluster:
+        """The cluster, to look ``source`` up on since it is no file; without one, a message saying both."""
+        try:
+            return self.cluster
+        except ConnectError as exc:
+            raise UsageError(f"{source}: no such file or directory, nor could {what} be looked up on a cluster: "
+                             f"{exc}") from None
 
 
 def latest_active(revisions: list[Obj]) -> Obj | None:
@@ -156,17 +209,19 @@ def latest_active(revisions: list[Obj]) -> Obj | None:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    check_paths(args.sources)
     sides = _Sides(args)
     local = all(_is_path(s) for s in args.sources)
-    bundle = peek_bundle(args.sources) if local and len(args.sources) == 1 else None
+    paths = [_expanded(s) for s in args.sources]
+    bundle = peek_bundle(paths) if local and len(paths) == 1 else None
     owner = args.owner or (bundle.package_name if bundle is not None else None)
     if owner and local:
         if bundle is None:
-            b = local_phases(args.sources, args)  # input problems before the cluster
+            b = local_phases(paths, args)  # input problems before the cluster
             revisions = owner_revisions(sides.cluster, owner)
         else:  # the bundle renders with the options publish would keep from the owner's latest revision
             revisions = owner_revisions(sides.cluster, owner)
-            b = local_phases(args.sources, args, recorded=revisions[-1] if revisions else None)
+            b = local_phases(paths, args, recorded=revisions[-1] if revisions else None)
         b_name = " ".join(args.sources)
         latest = latest_active(revisions)
         a_name, a = (str(latest["metadata"]["name"]), sides.remote(latest)) if latest else (
@@ -179,7 +234,7 @@ def _diff(args: argparse.Namespace) -> int:
         raise UsageError("give two revisions to compare (A B), or manifests with --owner OWNER")
     result = diff(a, b, a_name=a_name, b_name=b_name)
     if args.output == "json":
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps(result.to_json(with_diff=not args.stat), indent=2))
     else:
-        sys.stdout.write(result.render())
+        sys.stdout.write(result.render_stat() if args.stat else result.render())
     return EXIT_DIFFERENT if result.different else EXIT_SAME

@@ -24,7 +24,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "pack", help="render manifests as a ClusterObjectSet and its Secrets (YAML)",
         description="Sort manifests into phases and render a ClusterObjectSet with its objects packed into "
-                    "content-addressed immutable Secrets (or inline with --inline). Same input, same output.")
+                    "content-addressed immutable Secrets (or inline with --inline). Same input, same output. "
+                    "Apply the output with kubectl apply --server-side (or kubectl create): a client-side apply "
+                    "copies each object into an annotation the API server limits to 256 KiB, so a Secret of up "
+                    "to 900 KiB fails there.")
     add_bundle_arguments(parser)
     add_input_arguments(parser)
     parser.add_argument("--name", default=None,

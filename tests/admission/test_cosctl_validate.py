@@ -185,3 +185,20 @@ def test_inputs_that_cannot_be_json_exit_2_without_a_traceback(tmp_path: Path) -
     skipped = ("skipped: cosctl validate checks ClusterObjectSets and Secrets of type "
                "olm.operatorframework.io/object-data")
     assert result.stdout.splitlines() == [f"{big_yaml}:0 ConfigMap/x: {skipped}", f"{binary}:0 Secret/x: {skipped}"]
+
+
+def test_an_inline_cos_the_api_server_cannot_store_is_an_error_not_a_warning(tmp_path: Path) -> None:
+    """Issue 17: a 29.6 MiB inline COS was "allowed" with a warning that it was close to the 1.5 MiB limit."""
+    cos = base_cos()
+    blob = cos["spec"]["phases"][0]["objects"][0]["object"]["data"] = {"blob": ""}
+    blob["blob"] = "x" * (31037194 - len(json.dumps(cos, separators=(",", ":"))))
+    path = tmp_path / "inline.json"
+    path.write_text(json.dumps(cos))
+    out, err = io.StringIO(), io.StringIO()
+    assert run([str(path)], out=out, err=err) == 1
+    assert out.getvalue() == (
+        f'{path}:0 ClusterObjectSet/demo: The ClusterObjectSet "demo" is invalid: spec.phases: Too long: this '
+        "ClusterObjectSet is 31037194 bytes serialized (29.60 MiB), over the 3145728 bytes (3 MiB) the API server "
+        "reads in a request, so it can never be stored: move objects into object-data Secrets and reference them "
+        "with ref (cosctl pack does this)\n")
+    assert err.getvalue() == ""

@@ -7,6 +7,7 @@ import copy
 import pytest
 
 from common.contract.samples import maximal_cos
+from common.contract.validation import serialized_size
 from tests.admission.helpers import base_cos, check, errors_of, probe, reviewed, update
 
 
@@ -191,6 +192,66 @@ def test_large_cos_is_allowed_with_warning() -> None:
                           "move large objects into object-data Secrets and reference them with ref "
                           "(cosctl pack does this)",)
     assert check(base_cos()).warnings == ()
+
+
+def _sized_cos(size: int) -> dict:
+    """A valid COS whose compact JSON is exactly ``size`` bytes (one inline ConfigMap carries the bulk)."""
+    obj = _with_objects({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "ns"},
+                         "data": {"blob": ""}})
+    obj["spec"]["phases"][0]["objects"][0]["object"]["data"]["blob"] = "x" * (size - serialized_size(obj))
+    assert serialized_size(obj) == size
+    return obj
+
+
+def too_large(size: int) -> str:
+    return (f"spec.phases: Too long: this ClusterObjectSet is {size} bytes serialized ({size / 1048576:.2f} MiB), "
+            "over the 3145728 bytes (3 MiB) the API server reads in a request, so it can never be stored: move "
+            "objects into object-data Secrets and reference them with ref (cosctl pack does this)")
+
+
+def over_etcd(mib: str) -> str:
+    return (f"this ClusterObjectSet is {mib} MiB serialized, over the 1.5 MiB etcd stores by default (unless its "
+            "--max-request-bytes was raised); move large objects into object-data Secrets and reference them with "
+            "ref (cosctl pack does this)")
+
+
+def test_a_cos_no_api_server_can_store_is_denied_pointing_at_cosctl_pack() -> None:
+    assert errors_of(_sized_cos(3145729)) == [too_large(3145729)]
+    assert check(_sized_cos(3145729)).warnings == ()  # the error says it; no warning repeats it
+    assert errors_of(_sized_cos(31037194)) == [
+        "spec.phases: Too long: this ClusterObjectSet is 31037194 bytes serialized (29.60 MiB), over the 3145728 "
+        "bytes (3 MiB) the API server reads in a request, so it can never be stored: move objects into "
+        "object-data Secrets and reference them with ref (cosctl pack does this)"]
+
+
+def test_a_cos_over_etcds_default_limit_is_allowed_with_a_warning_as_a_cluster_may_raise_it() -> None:
+    # the spec's row: larger than 1 MiB is allowed with a warning; a cluster whose etcd takes larger requests
+    # stores it, and the webhook must not refuse what the cluster can hold
+    for size, mib in ((1572865, "1.50"), (3145728, "3.00")):
+        d = check(_sized_cos(size))
+        assert d.allowed and d.warnings == (over_etcd(mib),)
+    d = check(_sized_cos(1572864))
+    assert d.allowed
+    assert d.warnings == ("this ClusterObjectSet is 1.50 MiB serialized, close to etcd's 1.5 MiB object limit; "
+                          "move large objects into object-data Secrets and reference them with ref "
+                          "(cosctl pack does this)",)
+
+
+def test_the_size_limit_leaves_managed_fields_out_as_the_api_server_drops_them_before_giving_up() -> None:
+    obj = _sized_cos(1572000)
+    obj["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
+                                         "fieldsV1": {"f:spec": {"f:x" * 500: {}}}}]
+    assert serialized_size(obj) > 1572864
+    d = check(obj)
+    assert d.allowed and d.warnings[0].startswith("this ClusterObjectSet is 1.50 MiB serialized, close to etcd's")
+    obj["spec"]["phases"][0]["objects"][0]["object"]["data"]["blob"] += "x" * 865
+    assert check(obj).warnings == (over_etcd("1.50"),)
+
+
+def test_an_update_leaving_stored_phases_alone_is_not_judged_for_size() -> None:
+    # the phases are stored already: whatever its etcd accepts, this cluster took them
+    new, old = update(_sized_cos(1600000), lambda o: o["spec"].update(lifecycleState="Archived"))
+    assert check(new, old).allowed and check(new, old).warnings == ()
 
 
 def test_unknown_fields_warned_not_silently_dropped() -> None:

@@ -11,6 +11,7 @@ import pytest
 from common.bundle.diff import diff, mask_secrets
 from common.bundle.phasing import Phase
 from common.contract import api
+from common.cosctl._producer import ConnectError
 from common.testing.memcluster import MemCluster
 from tests.producer.helpers import cosctl
 from tests.producer.test_cli import Untouchable, write_bundle
@@ -175,3 +176,119 @@ def test_two_revisions_on_the_cluster_by_name_or_number(published):
                    f"phase namespaces object 0: Secret {NS}/{secret} not found; "
                    f"phase configuration object 0: Secret {NS}/{secret} not found; "
                    f"phase deploy object 0: Secret {NS}/{secret} not found\n")
+
+
+# Issue 17: paths and revision names, multi-line strings, --stat.
+
+def _no_cluster(_args):
+    raise ConnectError("cannot load the cluster configuration: no kubeconfig here")
+
+
+@pytest.mark.parametrize("missing", ["/nonexistent", "missing/dir", "v2.yaml", "v2.yml", "v2.json", "./v2", "../v2",
+                                     ".v2", "~/no-such-cosctl-dir"])
+def test_a_missing_path_is_reported_as_missing_before_any_cluster_is_asked(tmp_path, monkeypatch, missing):
+    monkeypatch.chdir(tmp_path)
+    write_bundle(tmp_path / "v1")
+    expected = (2, "", f"cosctl diff: {missing}: no such file or directory\n")
+    assert cosctl("diff", "v1", missing, cluster=Untouchable()) == expected
+    assert cosctl("diff", missing, "v1", cluster=Untouchable()) == expected
+    assert cosctl("diff", missing, "--owner", "shop", cluster=Untouchable()) == expected
+    # a bare name is a revision name: not even a mistyped one is looked up before the path is found missing
+    assert cosctl("diff", "v9", missing, cluster=Untouchable()) == expected
+
+
+def test_a_bare_name_that_is_neither_a_file_nor_reachable_on_a_cluster_says_both(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_bundle(tmp_path / "v1")
+    assert cosctl("diff", "v1", "v9", connect=_no_cluster) == (
+        2, "", "cosctl diff: v9: no such file or directory, nor could a ClusterObjectSet v9 be looked up on a "
+               "cluster: cannot load the cluster configuration: no kubeconfig here\n")
+    assert cosctl("diff", "1", "v1", "--owner", "shop", connect=_no_cluster) == (
+        2, "", "cosctl diff: 1: no such file or directory, nor could revision 1 of owner shop be looked up on a "
+               "cluster: cannot load the cluster configuration: no kubeconfig here\n")
+    # found neither on disk nor on a reachable cluster
+    assert cosctl("diff", "v1", "v9", cluster=MemCluster()) == (
+        2, "", "cosctl diff: v9: neither a file or directory nor a ClusterObjectSet on the cluster\n")
+    # an existing directory with a bare name is read from disk, and a quoted ~ is the home directory
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cosctl("diff", "v1", "~/v1", cluster=Untouchable()) == (
+        0, "--- v1\n+++ ~/v1\n0 added, 0 removed, 0 changed, 0 moved, 3 unchanged\n", "")
+
+
+def _conf(lines: list[str]) -> dict:
+    return {**cm("conf"), "data": {"app.conf": "\n".join(lines) + "\n", "tail": "no newline\nat the end"}}
+
+
+def test_multi_line_strings_are_block_scalars_so_one_changed_line_is_one_changed_line():
+    lines = [f"line {i}: value" for i in range(50)]
+    changed = [*lines[:25], "line 25: changed", *lines[26:]]
+    result = diff([Phase("configuration", [_conf(lines)])], [Phase("configuration", [_conf(changed)])],
+                  a_name="A", b_name="B")
+    assert result.changes[0].diff == (
+        "--- A ConfigMap shop/conf\n+++ B ConfigMap shop/conf\n@@ -26,7 +26,7 @@\n"
+        "     line 22: value\n     line 23: value\n     line 24: value\n"
+        "-    line 25: value\n+    line 25: changed\n"
+        "     line 26: value\n     line 27: value\n     line 28: value\n")
+    added = diff([], [Phase("configuration", [_conf(lines[:2])])], a_name="A", b_name="B").changes[0].diff
+    assert added.splitlines()[3:] == [
+        "+apiVersion: v1", "+data:", "+  app.conf: |", "+    line 0: value", "+    line 1: value",
+        "+  tail: |-", "+    no newline", "+    at the end", "+kind: ConfigMap", "+metadata:", "+  name: conf",
+        "+  namespace: shop"]
+    # where a block scalar cannot hold the string exactly (trailing spaces), the emitter quotes it
+    spaced = diff([], [Phase("c", [{**cm("s"), "data": {"k": "a  \nb"}}])]).changes[0].diff
+    assert "+  k: \"a  \\nb\"" in spaced.splitlines()
+
+
+def _example(v2: bool) -> list[Phase]:
+    settings = {**cm("settings"), "data": {"currency": "EUR", "page-size": "50" if v2 else "20"}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+               "spec": {"ports": [{"port": 80, "targetPort": 9090 if v2 else 8080}], "selector": {"app": "web"}}}
+    policy = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+              "metadata": {"name": "web", "namespace": "shop"},
+              "spec": {"podSelector": {"matchLabels": {"app": "web"}}, "policyTypes": ["Ingress"]}}
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "bigs.example.com"}, "spec": {"versions": [f"v{i}" for i in range(120)]}}
+    return [*([Phase("policies", [policy])] if v2 else []),
+            Phase("configuration", [settings, secret(password="s3cret-2" if v2 else "s3cret-1")]),
+            *([] if v2 else [Phase("crds", [crd])]),
+            Phase("infrastructure", [service]),
+            Phase("deploy", [cm("unchanged")])]
+
+
+def test_stat_is_one_line_per_object_with_line_counts_and_the_totals():
+    result = diff(_example(False), _example(True), a_name="shop-1", b_name="v2")
+    assert result.render_stat() == (
+        "--- shop-1\n+++ v2\n"
+        "added    NetworkPolicy.networking.k8s.io shop/web (phase policies)                   |  11 ++++\n"
+        "changed  ConfigMap shop/settings (phase configuration)                               |   2 +-\n"
+        "changed  Secret shop/creds (phase configuration)                                     |   2 +-\n"
+        "changed  Service shop/web (phase infrastructure)                                     |   2 +-\n"
+        "removed  CustomResourceDefinition.apiextensions.k8s.io bigs.example.com (phase crds) | 126 "
+        + "-" * 50 + "\n"  # the longest bar is scaled to 50 characters, the others with it
+        "1 added, 1 removed, 3 changed, 0 moved, 1 unchanged; 14 insertions(+), 129 deletions(-)\n")
+    assert "s3cret" not in result.render_stat()
+    moved = diff([Phase("a", [cm("x")])], [Phase("b", [cm("x")])]).render_stat()
+    assert moved.splitlines()[2:] == ["moved    ConfigMap shop/x (phase a -> b) | 0",
+                                      "0 added, 0 removed, 0 changed, 1 moved, 0 unchanged; 0 insertions(+), "
+                                      "0 deletions(-)"]
+    assert diff([], []).render_stat() == ("--- a\n+++ b\n0 added, 0 removed, 0 changed, 0 moved, 0 unchanged; "
+                                          "0 insertions(+), 0 deletions(-)\n")
+
+
+def test_stat_on_the_command_line_and_in_json(tmp_path):
+    a, b = write_bundle(tmp_path / "a"), write_bundle(tmp_path / "b", image="web:2")
+    assert cosctl("diff", str(a), str(b), "--stat", cluster=Untouchable()) == (
+        1, f"--- {a}\n+++ {b}\nchanged  Deployment.apps shop/web (phase deploy) | 2 +-\n"
+           "0 added, 0 removed, 1 changed, 0 moved, 2 unchanged; 1 insertion(+), 1 deletion(-)\n", "")
+    code, out, _ = cosctl("diff", str(a), str(b), "--stat", "-o", "json", cluster=Untouchable())
+    assert code == 1 and json.loads(out) == {
+        "from": str(a), "to": str(b), "different": True,
+        "counts": {"added": 0, "removed": 0, "changed": 1, "moved": 0}, "unchanged": 2,
+        "insertions": 1, "deletions": 1,
+        "changes": [{"object": "Deployment.apps shop/web", "change": "changed", "fromPhase": "deploy",
+                     "toPhase": "deploy", "insertions": 1, "deletions": 1}]}
+    code, out, _ = cosctl("diff", str(a), str(b), "-o", "json", cluster=Untouchable())
+    assert json.loads(out)["changes"][0]["diff"].startswith(f"--- {a} Deployment.apps shop/web\n")
+    assert cosctl("diff", str(a), str(a), "--stat", cluster=Untouchable()) == (
+        0, f"--- {a}\n+++ {a}\n0 added, 0 removed, 0 changed, 0 moved, 3 unchanged; 0 insertions(+), "
+           "0 deletions(-)\n", "")

@@ -7,6 +7,8 @@ import gzip
 import hashlib
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,11 +17,13 @@ import yaml
 from common.bundle.packing import (
     MAX_SECRET_BYTES,
     MAX_VALUE_BYTES,
+    NotAdmissible,
     ObjectTooLarge,
     PackingError,
     content_key,
     gzip_deterministic,
     pack,
+    pack_secrets,
     stored_bytes,
     to_json,
 )
@@ -28,6 +32,7 @@ from common.contract import objectdata
 from tests.producer.helpers import cosctl
 
 GOLDEN = Path(__file__).parent / "golden"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cm(name: str, payload: str = "", namespace: str = "n") -> dict:
@@ -175,10 +180,18 @@ def test_objects_of_different_phases_share_a_secret_and_identical_values_share_a
     assert len(packed.secrets) == 1
     assert {o["ref"]["name"] for p in packed.cos["spec"]["phases"] for o in p["objects"]} == \
         {packed.secrets[0]["metadata"]["name"]}
+    # identical values share a key (spec section 2, step 4) ...
     same = [Phase("a", [cm("same")]), Phase("b", [cm("same")])]
-    packed = pack(same, name="x")
-    assert len(packed.secrets[0]["data"]) == 1
-    assert packed.cos["spec"]["phases"][0]["objects"] == packed.cos["spec"]["phases"][1]["objects"]
+    refs, secrets = pack_secrets(same, cos_name="x", namespace="ns")
+    assert len(secrets) == 1 and len(secrets[0]["data"]) == 1
+    assert refs[0] == refs[1]
+    # ... but identical objects are the same object twice, which the webhook denies: pack refuses to render it
+    with pytest.raises(NotAdmissible) as e:
+        pack(same, name="x")
+    assert e.value.problems == [
+        'ClusterObjectSet x: spec.phases[1].objects[0]: Duplicate value: '
+        f'{{"key":"{refs[0][0]["key"]}","name":"{refs[0][0]["name"]}","namespace":"olmv1-system"}}: the same '
+        "ref is already at spec.phases[0].objects[0]"]
 
 
 def test_content_key_is_always_43_characters():
@@ -247,3 +260,77 @@ def test_pack_inline_warns_when_the_cos_gets_close_to_the_etcd_limit(tmp_path):
                         "to move objects into Secrets\n")
     code, out, err = cosctl("pack", str(tmp_path), "--name", "x")
     assert (code, err) == (0, "")
+
+
+# Issue 17: pack must never render what `cosctl validate`, the webhook or the API server refuse.
+
+def test_a_30_mib_object_is_refused_naming_it_and_its_size_not_packed_into_a_bomb(tmp_path):
+    big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "shop"},
+           "data": {"blob": "x" * (30 * 1024 * 1024)}}
+    raw = to_json(big)
+    # gzip alone would squeeze it far under 900 KiB, into a value the webhook refuses to decompress (10 MiB)
+    assert len(gzip_deterministic(raw)) < MAX_VALUE_BYTES
+    (tmp_path / "big.json").write_text(json.dumps(big))
+    message = (f"cosctl pack: phase 'configuration' object 0 (ConfigMap shop/big) is too large to deploy: "
+               f"{len(raw)} bytes as JSON, more than the 3145728 bytes (3 MiB) the API server accepts in a request "
+               "body (and than the 10485760 bytes an object-data Secret value may hold decompressed)\n")
+    assert len(raw) == 31457382
+    assert cosctl("pack", str(tmp_path), "--name", "big-1") == (1, "", message)
+    assert cosctl("pack", str(tmp_path), "--name", "big-1", "--inline") == (1, "", message)
+    assert cosctl("pack", str(tmp_path), "--name", "big-1", "-o", str(tmp_path / "out")) == (1, "", message)
+    assert not (tmp_path / "out").exists()
+
+
+def test_objects_up_to_3_mib_pack_and_validate_one_byte_more_is_refused(tmp_path):
+    at = sized_cm("at", 3 * 1024 * 1024)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "at.json").write_text(json.dumps(at))
+    code, out, err = cosctl("pack", str(tmp_path / "in"), "--name", "x")
+    assert (code, err) == (0, "")
+    (tmp_path / "packed.yaml").write_text(out)
+    validated = subprocess.run([sys.executable, "-m", "common.cosctl", "validate", str(tmp_path / "packed.yaml")],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    assert validated.stdout.endswith(": allowed\n")
+    with pytest.raises(ObjectTooLarge) as e:
+        pack([Phase("configuration", [sized_cm("over", 3 * 1024 * 1024 + 1)])], name="x")
+    assert str(e.value) == ("phase 'configuration' object 0 (ConfigMap n/over) is too large to deploy: 3145729 "
+                            "bytes as JSON, more than the 3145728 bytes (3 MiB) the API server accepts in a "
+                            "request body")
+
+
+def test_an_object_still_over_900_kib_gzip_compressed_is_refused_by_the_cli_with_exit_1(tmp_path):
+    noise = base64.b64encode(random.Random(7).randbytes(1_000_000)).decode()
+    (tmp_path / "huge.json").write_text(json.dumps(cm("huge", noise)))
+    raw = to_json(cm("huge", noise))
+    assert cosctl("pack", str(tmp_path), "--name", "x") == (
+        1, "", f"cosctl pack: phase 'configuration' object 0 (ConfigMap n/huge) is too large for a Secret: "
+               f"{len(raw)} bytes as JSON, {len(gzip_deterministic(raw))} bytes gzip-compressed, more than the "
+               "921600 bytes a value may hold\n")
+
+
+def test_an_inline_cos_no_api_server_can_store_is_refused_naming_its_size_and_largest_object(tmp_path):
+    (tmp_path / "big.yaml").write_text(
+        "".join(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}, namespace: ns}}\n"
+                f"data: {{x: {'y' * (300_000 + i)}}}\n" for i in range(12)))
+    code, out, err = cosctl("pack", str(tmp_path), "--name", "x", "--inline")
+    assert (code, out) == (1, "")
+    assert err == ("cosctl pack: the ClusterObjectSet x is 3601586 bytes as JSON (its largest object is phase "
+                   "'configuration' object 3 (ConfigMap ns/c11), 300108 bytes), over the 3145728 bytes (3 MiB) "
+                   "the API server reads in a request, so it can never be stored: pack without --inline to move "
+                   "the objects into Secrets\n")
+    code, out, err = cosctl("pack", str(tmp_path), "--name", "x")
+    assert (code, err) == (0, "")
+
+
+def test_what_the_webhook_would_deny_is_never_rendered(tmp_path):
+    (tmp_path / "probes.yaml").write_text("- selector: {type: Nope}\n  assertions: []\n")
+    code, out, err = cosctl("pack", str(GOLDEN / "small"), "--name", "x", "--progression-probes",
+                            str(tmp_path / "probes.yaml"))
+    assert (code, out) == (1, "")
+    assert err == (
+        "cosctl pack: the admission webhook would deny the revision as rendered (nothing was written):\n"
+        "  ClusterObjectSet x: spec.progressionProbes[0].assertions: Invalid value: 0: "
+        "spec.progressionProbes[0].assertions in body should have at least 1 items\n"
+        '  ClusterObjectSet x: spec.progressionProbes[0].selector.type: Unsupported value: "Nope": supported '
+        'values: "GroupKind", "Label"\n')

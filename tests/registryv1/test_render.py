@@ -313,6 +313,16 @@ def test_a_csv_value_go_cannot_decode_names_the_csv_and_the_field() -> None:
     )
 
 
+def test_a_csv_list_that_is_no_list_is_named() -> None:
+    b = rbac_bundle(ALL)
+    b.csv["spec"]["install"]["spec"]["clusterPermissions"] = {"rules": []}
+    with pytest.raises(BundleInputError) as exc:
+        render(b, "ops")
+    assert str(exc.value) == (
+        'ClusterServiceVersion "ops.v1.2.3": spec.install.spec.clusterPermissions: expected an array'
+    )
+
+
 def test_a_crd_quantity_or_type_go_cannot_decode_names_the_crd() -> None:
     b = rbac_bundle(ALL)
     b.crds[0]["spec"]["versions"][0]["served"] = "yes"

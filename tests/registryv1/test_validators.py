@@ -15,7 +15,6 @@ from common.bundle.registryv1.validators import (
     check_deployment_name_is_dns1123_subdomain,
     dns1123_subdomain_errors,
     go_list,
-    go_quote,
     validate,
 )
 
@@ -146,6 +145,5 @@ def test_conversion_webhooks_need_all_namespaces_alone() -> None:
 
 
 def test_go_formatting() -> None:
-    assert go_quote('a"b\\c\n\x01\x7fé\u200b') == '"a\\"b\\\\c\\n\\x01\\x7fé\\u200b"'
     assert go_list(["a", "b"]) == "[a b]"
     assert go_list([""]) == "[]"

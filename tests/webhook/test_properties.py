@@ -1,6 +1,13 @@
 """Property: whatever a valid ClusterObjectSet (or object-data Secret) is mutated into, the webhook answers
 with a well-formed AdmissionReview or a plain 400: never a 5xx, an internal-error denial, a traceback or a
-hang; warnings stay under 256 bytes; a mutation patch applies and mutating its result again is a no-op."""
+hang; warnings stay under 256 bytes; a mutation patch applies and mutating its result again is a no-op.
+
+Strategies draw only from Hypothesis (replayable, shrinkable): no clock, no global ``random``. Hypothesis checks
+the global ``random`` state around every draw and warns ("Do not use the `random` module inside strategies")
+when it moved, whoever moved it: background threads of earlier tests retrying with jitter from the global
+generator did (the last test here keeps them from doing so again). pyproject's filterwarnings makes that
+warning an error.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +15,16 @@ import base64
 import copy
 import gzip
 import json
+import random
 from typing import Any
 
 import jsonpatch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from common.cluster.kube import KubeCluster
 from common.contract.admission import Config
+from reconciler.cache import Informer, InformerKey
 from tests.webhook.support import admission_review, valid_cos
 from webhook.app import create_app
 
@@ -117,7 +127,7 @@ def object_data_secret(values: dict[str, bytes]) -> dict[str, Any]:
 secret_values = st.one_of(
     st.binary(max_size=64),
     json_values.map(lambda v: json.dumps(v).encode()),
-    json_values.map(lambda v: gzip.compress(json.dumps(v).encode())),
+    json_values.map(lambda v: gzip.compress(json.dumps(v).encode(), mtime=0)),  # not the clock: replayable
     st.binary(max_size=64).map(lambda b: b"\x1f\x8b" + b),
     st.just(json.dumps({"apiVersion": "v1", "kind": "ConfigMap"}).encode()),
 )
@@ -131,3 +141,19 @@ def test_mutated_object_data_secrets_never_break_the_webhook(values: dict[str, b
     check("/validate/secrets", admission_review(secret))
     check_mutation_is_idempotent("secrets", secret)
     check("/validate/secrets", admission_review(secret, operation="UPDATE", old=object_data_secret(values)))
+
+
+def test_retry_jitter_of_the_cluster_client_and_informers_leaves_the_global_random_state_alone() -> None:
+    """The cause of this file's HypothesisDeprecationWarning: threads left running by earlier tests (a leader
+    election releasing its Lease, informers whose fake API server had gone) drew retry jitter from the global
+    generator during a draw here."""
+    cluster = KubeCluster(object(), backoff_base=0.2, backoff_cap=10.0)
+    informer = Informer(cluster, InformerKey("v1", "ConfigMap"), backoff_base=0.1, backoff_cap=30.0)
+    before = random.getstate()
+    delays = [cluster._backoff(attempt) for attempt in range(1, 8)]
+    waits = [informer._delay(failures) for failures in range(1, 8)]
+    assert random.getstate() == before
+    assert [0.5 * min(10.0, 0.2 * 2 ** (n - 1)) <= d <= min(10.0, 0.2 * 2 ** (n - 1))
+            for n, d in enumerate(delays, start=1)] == [True] * 7
+    assert [0.5 * min(30.0, 0.1 * 2 ** (n - 1)) <= w <= min(30.0, 0.1 * 2 ** (n - 1))
+            for n, w in enumerate(waits, start=1)] == [True] * 7

@@ -37,7 +37,10 @@ def decode_deployment_config(config: Any) -> Obj | None:
     """``deploymentConfig`` decoded into OLM's ``SubscriptionConfig`` and encoded back, ``None`` for ``null``.
 
     A ``nodeSelector`` given as ``{}`` is kept (the Go encoding would drop it, but an empty map still replaces
-    the pod's). A value Go refuses (a quantity that does not parse) is OLM v1's configuration error.
+    the pod's). A value Go refuses (a quantity that does not parse) is OLM v1's configuration error. The input may
+    be the raw configuration or what :func:`.config.parse_config` decoded (decoding again changes nothing); only
+    ``parse_config`` refuses an integer too large for its Go type, as OLM's ``json.Unmarshal`` does (here it
+    narrows as Go's converter would).
     """
     if config is None:
         return None

@@ -14,6 +14,21 @@ Each install-strategy deployment becomes a Deployment with ``revisionHistoryLimi
 merged under the pod template's own and ``olm.targetNamespaces`` (the watched namespaces joined by commas,
 ``""`` for all); permissions become Roles in each watched namespace, or ClusterRoles (with a rule to read
 namespaces) when the operator watches all of them.
+
+The output is OLM v1's, object for object, with these decisions about what Go's serialization adds:
+
+- kept, because they are OLM's output and not what the spec lets us drop: everything the typed round trip does
+  to the CSV's deployments and the CRDs (unknown fields dropped, canonical quantities, ``resources: {}``,
+  ``strategy: {}``, ``divisor: "0"``; see :mod:`.gotypes`) and a generated Service's ``status: {loadBalancer:
+  {}}``;
+- left out, as the spec allows: ``null``-valued keys of typed objects (``creationTimestamp: null``,
+  ``selector: null``), a generated Deployment's and cert-manager object's ``status: {}``, a CRD's blank
+  status, and ``metadata.namespace`` on the generated webhook configurations (cluster-scoped);
+- other manifests are passed through untouched, as OLM does (their own ``creationTimestamp: null`` or
+  ``status`` included).
+
+Where OLM's order comes from Go map iteration (several ServiceAccounts, several cert-manager Issuer/Certificate
+pairs) it changes from run to run; here it is the CSV's order (see :mod:`.generators`).
 """
 
 from __future__ import annotations

@@ -95,9 +95,9 @@ def _obj(value: Any, path: str, what: str) -> dict[str, Any]:
     return value
 
 
-def _permissions(values: list[Any], path: str, what: str) -> list[Permission]:
+def _permissions(values: Any, path: str, what: str) -> list[Permission]:
     out = []
-    for i, value in enumerate(values):
+    for i, value in enumerate(_list(values, path, what)):
         go = _decode("olm.StrategyDeploymentPermissions", value, f"{path}[{i}]", what, nulls=True)
         rules = None if go["rules"] is None else [_decode("rbac.PolicyRule", rule, "", what) for rule in go["rules"]]
         out.append(Permission(go["serviceAccountName"], rules, go))
@@ -164,10 +164,9 @@ def decode(bundle: RegistryV1) -> TypedBundle:
         csv_annotations=metadata.get("annotations") or {},
         install_modes=modes,
         deployments=deployments,
-        permissions=_permissions(_list(install.get("permissions"), "", what), "spec.install.spec.permissions", what),
-        cluster_permissions=_permissions(
-            _list(install.get("clusterPermissions"), "", what), "spec.install.spec.clusterPermissions", what
-        ),
+        permissions=_permissions(install.get("permissions"), "spec.install.spec.permissions", what),
+        cluster_permissions=_permissions(install.get("clusterPermissions"), "spec.install.spec.clusterPermissions",
+                                         what),
         webhooks=webhooks,
         owned_crd_names=owned_names,
         owned_apiservices=len(_list(api_defs.get("owned"), "spec.apiservicedefinitions.owned", what)),

@@ -3,7 +3,7 @@
 OLM v1 runs every validator of its ``BundleValidator`` list before it renders anything and refuses the bundle
 with all their errors joined by newlines (Go's ``errors.Join``). Each validator orders its own errors as OLM v1
 does (sorted by name where OLM sorts), so the joined message is deterministic. ``%v`` of a Go slice prints
-``[a b]`` and ``%q`` a Go-quoted string; :func:`go_quote` and :func:`go_list` mirror both.
+``[a b]`` (:func:`go_list`) and ``%q`` a Go-quoted string (:func:`.config.go_quote`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
+from .config import go_quote
 from .typed import ALL_NAMESPACES, CONVERSION_WEBHOOK, TypedBundle
 
 # operator-registry's IsSupported: the kinds a registry+v1 bundle may carry, and whether each is namespaced (as
@@ -58,28 +59,6 @@ _FORBIDDEN_ADMISSION_RESOURCES: Final = frozenset({
     "validatingwebhookconfiguration",
     "validatingwebhookconfigurations",
 })
-
-
-_GO_ESCAPES: Final = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-                      "\v": "\\v", '"': '\\"', "\\": "\\\\"}
-
-
-def go_quote(text: str) -> str:
-    """Go's ``%q`` of a string (``strconv.Quote``): double quotes, printable characters as they are, the rest
-    escaped the Go way (``\\n``, ``\\x01``, ``\\u200b``)."""
-    out = []
-    for char in text:
-        if char in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[char])
-        elif char.isprintable():
-            out.append(char)
-        elif ord(char) < 0x80:
-            out.append(f"\\x{ord(char):02x}")
-        elif ord(char) <= 0xFFFF:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    return '"' + "".join(out) + '"'
 
 
 def go_list(items: list[str]) -> str:
