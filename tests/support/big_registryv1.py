@@ -30,7 +30,8 @@ def crd(i: int) -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.big.example.com", "annotations": {"controller-gen.kubebuilder.io/version": "v0.16.1"}},
+        "metadata": {"name": f"{plural}.big.example.com",
+                     "annotations": {"controller-gen.kubebuilder.io/version": "v0.16.1"}},
         "spec": {
             "group": "big.example.com",
             "names": {"kind": f"Widget{i}", "listKind": f"Widget{i}List", "plural": plural, "singular": f"widget{i}"},
@@ -51,7 +52,8 @@ def _deployment(i: int) -> dict[str, Any]:
             "replicas": 1,
             "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
             "template": {
-                "metadata": {"labels": {"app.kubernetes.io/name": name}, "annotations": {"kubectl.kubernetes.io/default-container": "manager"}},
+                "metadata": {"labels": {"app.kubernetes.io/name": name},
+                             "annotations": {"kubectl.kubernetes.io/default-container": "manager"}},
                 "spec": {
                     "serviceAccountName": f"big-sa-{i}",
                     "securityContext": {"runAsNonRoot": True},
@@ -61,7 +63,8 @@ def _deployment(i: int) -> dict[str, Any]:
                         "env": [{"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {
                             "fieldPath": "metadata.annotations['olm.targetNamespaces']"}}}],
                         "ports": [{"containerPort": 9443, "name": "webhook", "protocol": "TCP"}],
-                        "resources": {"limits": {"cpu": "0.5", "memory": "0.5Gi"}, "requests": {"cpu": "10m", "memory": "64Mi"}},
+                        "resources": {"limits": {"cpu": "0.5", "memory": "0.5Gi"},
+                                      "requests": {"cpu": "10m", "memory": "64Mi"}},
                         "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8081}, "initialDelaySeconds": 15},
                         "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8081}, "initialDelaySeconds": 5},
                         "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
