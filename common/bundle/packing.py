@@ -28,7 +28,7 @@ import json
 import re
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -233,8 +233,11 @@ def pack(phases: Sequence[Phase], *, name: str, revision: int = 1,
          system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, owner: str | None = None,
          owner_kind: str | None = None, inline: bool = False,
          collision_protection: str = api.COLLISION_PREVENT, progress_deadline_minutes: int | None = None,
-         bundle_version: str | None = None, progression_probes: list[Obj] | None = None) -> Packed:
-    """Render revision ``revision`` of the phases as a COS named ``name`` plus its object-data Secrets."""
+         bundle_version: str | None = None, progression_probes: list[Obj] | None = None,
+         annotations: Mapping[str, str] | None = None) -> Packed:
+    """Render revision ``revision`` of the phases as a COS named ``name`` plus its object-data Secrets.
+    ``annotations`` go on the COS (a registry+v1 bundle's package, bundle name and options); ``bundle_version``
+    is the bundle-version annotation, and wins over one in ``annotations``."""
     check_names(name, owner, with_secrets=not inline)
     if revision < 1:
         raise PackingError(f"invalid revision {revision}: must be at least 1")
@@ -257,8 +260,11 @@ def pack(phases: Sequence[Phase], *, name: str, revision: int = 1,
     if owner:
         metadata["labels"] = {api.LABEL_OWNER_KIND: owner_kind or DEFAULT_OWNER_KIND,
                               api.LABEL_OWNER_NAME: owner}
+    cos_annotations = dict(annotations or {})
     if bundle_version:
-        metadata["annotations"] = {api.ANNOTATION_BUNDLE_VERSION: bundle_version}
+        cos_annotations[api.ANNOTATION_BUNDLE_VERSION] = bundle_version
+    if cos_annotations:
+        metadata["annotations"] = dict(sorted(cos_annotations.items()))
     spec: Obj = {
         "revision": revision,
         "lifecycleState": api.LIFECYCLE_ACTIVE,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,9 @@ RETAIN_ARCHIVED = 5
 _SECRET = ("v1", "Secret")
 _COS = (api.API_VERSION, api.KIND)
 _MUTABLE_SPEC = ("progressDeadlineMinutes", "progressionProbes")
-_MUTABLE_ANNOTATIONS = (api.ANNOTATION_BUNDLE_VERSION,)
+# What a revision says about where its content came from: updated in place when the content itself is unchanged.
+_MUTABLE_ANNOTATIONS = (api.ANNOTATION_BUNDLE_VERSION, api.ANNOTATION_PACKAGE_NAME, api.ANNOTATION_BUNDLE_NAME,
+                        api.ANNOTATION_BUNDLE_OPTIONS)
 
 
 class PublishError(Exception):
@@ -266,17 +268,20 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
             system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE,
             collision_protection: str = api.COLLISION_PREVENT, progress_deadline_minutes: int | None = None,
             bundle_version: str | None = None, progression_probes: list[Obj] | None = None,
-            dry_run: bool = False) -> Result:
+            annotations: Mapping[str, str] | None = None, dry_run: bool = False,
+            revisions: Sequence[Obj] | None = None) -> Result:
     """Make the owner's latest Active revision carry ``phases``: in place when only mutable fields differ,
-    otherwise as revision N+1 named ``<owner>-<N+1>``. Recovery runs first, retention before creating."""
+    otherwise as revision N+1 named ``<owner>-<N+1>``. Recovery runs first, retention before creating.
+    ``revisions`` is the owner's list when the caller already read it (to complete a bundle's options)."""
 
     def render(name: str, revision: int) -> Packed:
         return pack(phases, name=name, revision=revision, system_namespace=system_namespace, owner=owner,
                     owner_kind=owner_kind or DEFAULT_OWNER_KIND, collision_protection=collision_protection,
                     progress_deadline_minutes=progress_deadline_minutes, bundle_version=bundle_version,
-                    progression_probes=progression_probes)
+                    progression_probes=progression_probes, annotations=annotations)
 
-    return publish_rendered(cluster, render, owner=owner, system_namespace=system_namespace, dry_run=dry_run)
+    return publish_rendered(cluster, render, owner=owner, system_namespace=system_namespace, dry_run=dry_run,
+                            revisions=revisions)
 
 
 def publish_rendered(cluster: Cluster, render: Callable[[str, int], Packed], *, owner: str,

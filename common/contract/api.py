@@ -35,6 +35,12 @@ LABEL_OWNER_NAME = "olm.operatorframework.io/owner-name"
 LABEL_OWNER_KIND = "olm.operatorframework.io/owner-kind"
 ANNOTATION_REVISION = "olm.operatorframework.io/revision"
 ANNOTATION_BUNDLE_VERSION = "olm.operatorframework.io/bundle-version"
+# A revision made from a registry+v1 bundle: OLM v1's names for the package and the bundle (the CSV name) ...
+ANNOTATION_PACKAGE_NAME = "olm.operatorframework.io/package-name"
+ANNOTATION_BUNDLE_NAME = "olm.operatorframework.io/bundle-name"
+# ... and ours: the options it was rendered with (JSON: namespace, config, certProvider, createNamespace), so the
+# next bundle version of the owner renders the same way (shared/spec/bundles.md §4).
+ANNOTATION_BUNDLE_OPTIONS = "olm.operatorframework.io/bundle-options"
 FINALIZER_TEARDOWN = "olm.operatorframework.io/teardown"
 
 # spec enums.

@@ -15,7 +15,7 @@ import os
 import sys
 
 # Module names under common.cosctl, in the order `cosctl --help` lists them.
-COMMANDS = ("validate", "pack", "diff", "publish", "rollback", "status", "history", "gc")
+COMMANDS = ("validate", "render", "pack", "diff", "publish", "rollback", "status", "history", "gc")
 
 
 # kubectl's global flags that name the cluster or namespace: accepted before the subcommand as well (kubectl
@@ -48,7 +48,7 @@ def hoist_global_flags(argv: list[str]) -> list[str]:
 def build_parser(prog: str = "cosctl") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Validate, pack, diff, publish, roll back and inspect ClusterObjectSets. Also installed as "
+        description="Validate, render, pack, diff, publish, roll back and inspect ClusterObjectSets. Also installed as "
                     "the kubectl plugin kubectl-cos: `kubectl cos status shop-3 --context prod`.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -18,6 +18,7 @@ from common.bundle.manifests import Manifest, ManifestError, load
 from common.bundle.packing import PackingError
 from common.bundle.phasing import Phase, PhasingError, sort_into_phases
 from common.bundle.publish import PublishError
+from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RenderError
 from common.cluster.interface import ApiError, Cluster
 from common.contract import api
 from common.contract.objects import Obj
@@ -33,8 +34,8 @@ Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
     """Inputs and the COS fields a producer chooses."""
     parser.add_argument("paths", nargs="+", metavar="DIR|FILE",
-                        help="manifest files (YAML multi-document or JSON), directories (recursive), - for stdin")
-    add_namespace_argument(parser)
+                        help="manifest files (YAML multi-document or JSON), directories (recursive), - for stdin; "
+                             "or one registry+v1 bundle (a directory, or an OCI image layout directory or tar)")
     parser.add_argument("--owner-kind", default=None,
                         help="value of the owner-kind label when --owner is given (default ClusterExtension)")
     parser.add_argument("--collision-protection", default=api.COLLISION_PREVENT,
@@ -151,6 +152,11 @@ def run(command: str, body: Callable[[], int], *, failure: int = EXIT_FAILED) ->
     except ContentUnavailable as exc:
         print(f"cosctl {command}: {exc}", file=sys.stderr)
     except (PhasingError, PackingError, PublishError, ConnectError, UsageError) as exc:
+        print(f"cosctl {command}: {exc}", file=sys.stderr)
+    except BundleInputError as exc:  # not a usable bundle: like a usage error (spec bundles.md §4)
+        print(f"cosctl {command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ConfigurationError, RenderError) as exc:  # OLM v1's refusal, in its words
         print(f"cosctl {command}: {exc}", file=sys.stderr)
     except ApiError as exc:
         print(f"cosctl {command}: the cluster refused: {exc.reason}: {exc.message}", file=sys.stderr)

@@ -28,7 +28,8 @@ from common.bundle.publish import owner_revisions, revision_of
 from common.cluster.interface import Cluster, NotFound
 from common.contract import api
 from common.contract.objects import Obj
-from common.cosctl._producer import ConnectError, UsageError, add_cluster_arguments, add_namespace_argument, run
+from common.cosctl._inputs import add_input_arguments, bundle_input, load_inputs, peek_bundle, system_namespace
+from common.cosctl._producer import ConnectError, UsageError, add_cluster_arguments, run
 
 EXIT_SAME = 0
 EXIT_DIFFERENT = 1
@@ -104,7 +105,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--stat", action="store_true",
                         help="a summary: one line per object with its inserted/deleted line counts, and the totals "
                              "(with -o json: every record without its diff)")
-    add_namespace_argument(parser)
+    add_input_arguments(parser)
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
 
@@ -139,9 +140,13 @@ def check_paths(sources: list[str]) -> None:
             raise UsageError(f"{source}: no such file or directory")
 
 
-def local_phases(paths: list[str]) -> list[Phase]:
-    """Phases from files: ``cosctl pack`` output (one ClusterObjectSet, its Secrets beside it) or plain
-    manifests, sorted and cleaned as ``publish`` does."""
+def local_phases(paths: list[str], args: argparse.Namespace | None = None, *,
+                 recorded: Obj | None = None) -> list[Phase]:
+    """Phases from files: a registry+v1 bundle rendered with the options of ``args`` (completed from the
+    ``recorded`` revision, as publish completes them), ``cosctl pack`` output (one ClusterObjectSet, its Secrets
+    beside it) or plain manifests, sorted and cleaned as ``publish`` does."""
+    if args is not None and len(paths) == 1 and bundle_input(paths) is not None:
+        return load_inputs(args, command="diff", paths=paths, recorded=recorded).phases
     documents = [m.obj for m in load(paths)]
     revisions = [d for d in documents if is_cos(d)]
     if not revisions:
@@ -167,11 +172,14 @@ class _Sides:
         return self._cluster
 
     def remote(self, cos: Obj) -> list[Phase]:
-        return resolve_phases(cos, cluster_reader(self.cluster), system_namespace=self.args.system_namespace)
+        # -n is a bundle's install namespace when a side is a bundle, else the Secrets' namespace (as ever)
+        bundles = any(_is_path(s) and bundle_input([s]) is not None for s in self.args.sources)
+        return resolve_phases(cos, cluster_reader(self.cluster),
+                              system_namespace=system_namespace(self.args, bundle=bundles))
 
     def side(self, source: str) -> tuple[str, list[Phase]]:
         if _is_path(source):
-            return source, local_phases([_expanded(source)])
+            return source, local_phases([_expanded(source)], self.args)
         owner = self.args.owner
         if owner and source.isdigit():
             wanted = int(source)
@@ -203,11 +211,21 @@ def latest_active(revisions: list[Obj]) -> Obj | None:
 def _diff(args: argparse.Namespace) -> int:
     check_paths(args.sources)
     sides = _Sides(args)
-    if args.owner and all(_is_path(s) for s in args.sources):
-        b_name, b = " ".join(args.sources), local_phases([_expanded(s) for s in args.sources])  # before the cluster
-        latest = latest_active(owner_revisions(sides.cluster, args.owner))
+    local = all(_is_path(s) for s in args.sources)
+    paths = [_expanded(s) for s in args.sources]
+    bundle = peek_bundle(paths) if local and len(paths) == 1 else None
+    owner = args.owner or (bundle.package_name if bundle is not None else None)
+    if owner and local:
+        if bundle is None:
+            b = local_phases(paths, args)  # input problems before the cluster
+            revisions = owner_revisions(sides.cluster, owner)
+        else:  # the bundle renders with the options publish would keep from the owner's latest revision
+            revisions = owner_revisions(sides.cluster, owner)
+            b = local_phases(paths, args, recorded=revisions[-1] if revisions else None)
+        b_name = " ".join(args.sources)
+        latest = latest_active(revisions)
         a_name, a = (str(latest["metadata"]["name"]), sides.remote(latest)) if latest else (
-            f"(owner {args.owner} has no Active revision)", [])
+            f"(owner {owner} has no Active revision)", [])
     elif args.owner and len(args.sources) == 1:
         raise UsageError(f"{args.sources[0]}: no such file or directory")
     elif len(args.sources) == 2:

@@ -11,10 +11,9 @@ import json
 import sys
 
 from common.bundle.publish import owner_revisions, revision_of
-from common.contract import api
 from common.contract.objects import Obj
 from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, run
-from common.cosctl.status import condition
+from common.cosctl.status import bundle_of, condition
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,7 +40,8 @@ def entry(cos: Obj) -> Obj:
         "lifecycleState": (cos.get("spec") or {}).get("lifecycleState", ""),
         "state": progressing.get("reason") or "Pending",
         "succeeded": succeeded.get("status") == "True",
-        "bundleVersion": ((cos["metadata"].get("annotations") or {}).get(api.ANNOTATION_BUNDLE_VERSION) or ""),
+        "package": bundle_of(cos)[0],
+        "bundleVersion": bundle_of(cos)[1],
         "created": cos["metadata"].get("creationTimestamp", ""),
         "changed": changed,
     }
@@ -60,10 +60,10 @@ def _history(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(rows, indent=2))
         return EXIT_OK
-    header = ("REVISION", "NAME", "LIFECYCLE", "STATE", "ROLLED OUT", "VERSION", "CREATED", "CHANGED")
+    header = ("REVISION", "NAME", "LIFECYCLE", "STATE", "ROLLED OUT", "PACKAGE", "VERSION", "CREATED", "CHANGED")
     table = [header] + [(str(r["revision"]), r["name"], r["lifecycleState"], r["state"],
-                         "yes" if r["succeeded"] else "no", r["bundleVersion"] or "-", r["created"] or "-",
-                         r["changed"] or "-") for r in rows]
+                         "yes" if r["succeeded"] else "no", r["package"] or "-", r["bundleVersion"] or "-",
+                         r["created"] or "-", r["changed"] or "-") for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from common.bundle.packing import PackingError, pack, to_json
 from common.contract.objects import Obj
-from common.cosctl._producer import EXIT_OK, add_bundle_arguments, load_phases, load_probes, run, to_yaml
+from common.cosctl._inputs import add_input_arguments, bundle_input, load_inputs, system_namespace
+from common.cosctl._producer import EXIT_OK, add_bundle_arguments, load_probes, run, to_yaml
 
 INLINE_WARNING_BYTES = 1024 * 1024  # the webhook warns from here too
 
@@ -28,10 +29,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "copies each object into an annotation the API server limits to 256 KiB, so a Secret of up "
                     "to 900 KiB fails there.")
     add_bundle_arguments(parser)
+    add_input_arguments(parser)
     parser.add_argument("--name", default=None,
-                        help="ClusterObjectSet name (default <owner>-<revision> when --owner is given)")
+                        help="ClusterObjectSet name (default <owner>-<revision> when there is an owner)")
     parser.add_argument("--revision", type=int, default=1, metavar="N", help="spec.revision (default 1)")
-    parser.add_argument("--owner", default=None, help="owner name: sets the owner-name/owner-kind labels")
+    parser.add_argument("--owner", default=None, help="owner name: sets the owner-name/owner-kind labels "
+                        "(default for a registry+v1 bundle: its package name)")
     parser.add_argument("--inline", action="store_true", help="keep objects inline instead of in Secrets")
     parser.add_argument("-o", "--output-dir", default=None, metavar="DIR",
                         help="write one YAML file per object into DIR instead of stdout")
@@ -43,15 +46,17 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _pack(args: argparse.Namespace) -> int:
-    name = args.name or (f"{args.owner}-{args.revision}" if args.owner else None)
-    if not name:
+    if not args.name and not args.owner and bundle_input(args.paths) is None:
         raise PackingError("--name is required when no --owner is given")
-    phases = load_phases(args.paths, command="pack")
-    packed = pack(phases, name=name, revision=args.revision, system_namespace=args.system_namespace,
-                  owner=args.owner, owner_kind=args.owner_kind, inline=args.inline,
+    inputs = load_inputs(args, command="pack")
+    owner = args.owner or inputs.default_owner
+    name = args.name or f"{owner}-{args.revision}"
+    packed = pack(inputs.phases, name=name, revision=args.revision,
+                  system_namespace=system_namespace(args, bundle=inputs.bundle is not None),
+                  owner=owner, owner_kind=args.owner_kind, inline=args.inline,
                   collision_protection=args.collision_protection,
                   progress_deadline_minutes=args.progress_deadline_minutes, bundle_version=args.bundle_version,
-                     progression_probes=load_probes(args.progression_probes))
+                  progression_probes=load_probes(args.progression_probes), annotations=inputs.annotations)
     documents = packed.documents()
     size = len(to_json(packed.cos))
     if size > INLINE_WARNING_BYTES:

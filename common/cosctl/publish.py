@@ -3,14 +3,25 @@
 Recovery runs first (finishing or undoing an earlier interrupted publish), then the bundle is compared with the
 owner's latest revision by content: unchanged content updates only mutable fields, changed content creates
 revision N+1 (after retention trims archived revisions to the newest five). ``--dry-run`` prints the plan.
+
+A registry+v1 bundle is rendered first (:mod:`._inputs`); its owner defaults to its package name, and options
+not given are kept from the owner's latest revision, so ``cosctl publish NEXT-BUNDLE`` upgrades in place.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from common.bundle.publish import publish
-from common.cosctl._producer import EXIT_OK, add_bundle_arguments, add_cluster_arguments, load_phases, load_probes, run
+from common.bundle.publish import owner_revisions, publish
+from common.cosctl._inputs import add_input_arguments, load_inputs, peek_bundle, system_namespace
+from common.cosctl._producer import (
+    EXIT_OK,
+    UsageError,
+    add_bundle_arguments,
+    add_cluster_arguments,
+    load_probes,
+    run,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,9 +29,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "publish", help="create the next revision on the cluster (or update it in place when unchanged)",
         description="Publish manifests as revision N+1 of the owner's ClusterObjectSet (named <owner>-<N+1>), "
                     "crash-safely: Secrets, then the ClusterObjectSet, then ownerReferences. Unchanged content "
-                    "creates nothing. Runs recovery and retention (newest 5 archived revisions are kept).")
+                    "creates nothing. Runs recovery and retention (newest 5 archived revisions are kept). A "
+                    "registry+v1 bundle is rendered as OLM v1 renders it; its owner defaults to its package name "
+                    "and options not given are kept from the owner's latest revision.")
     add_bundle_arguments(parser)
-    parser.add_argument("--owner", required=True, help="owner name: revisions are named <owner>-<N>")
+    add_input_arguments(parser)
+    parser.add_argument("--owner", default=None,
+                        help="owner name: revisions are named <owner>-<N> (required for plain manifests; default "
+                             "for a registry+v1 bundle: its package name)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
@@ -31,15 +47,30 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    # every manifest problem is reported before the cluster is contacted
-    phases = load_phases(args.paths, command="publish")
-    cluster = args.connect(args)
-    result = publish(cluster, phases, owner=args.owner, owner_kind=args.owner_kind,
-                     system_namespace=args.system_namespace, collision_protection=args.collision_protection,
+    bundle = peek_bundle(args.paths)  # a bundle that does not load is reported before the cluster is contacted
+    owner = args.owner or (bundle.package_name if bundle is not None else None)
+    if not owner:
+        raise UsageError("--owner is required for plain manifests (a registry+v1 bundle defaults to its package)")
+    if bundle is None:
+        inputs = load_inputs(args, command="publish")  # every manifest problem before the cluster is contacted
+        cluster = args.connect(args)
+        revisions = None
+    else:
+        cluster = args.connect(args)
+        revisions = owner_revisions(cluster, owner)
+        inputs = load_inputs(args, command="publish", bundle=bundle,
+                             recorded=revisions[-1] if revisions else None)
+    result = publish(cluster, inputs.phases, owner=owner, owner_kind=args.owner_kind,
+                     system_namespace=system_namespace(args, bundle=bundle is not None),
+                     collision_protection=args.collision_protection,
                      progress_deadline_minutes=args.progress_deadline_minutes,
-                     bundle_version=args.bundle_version,
-                     progression_probes=load_probes(args.progression_probes), dry_run=args.dry_run)
+                     bundle_version=args.bundle_version, annotations=inputs.annotations,
+                     progression_probes=load_probes(args.progression_probes), dry_run=args.dry_run,
+                     revisions=revisions)
     prefix = "would " if args.dry_run else ""
+    if inputs.bundle is not None and inputs.options is not None:
+        kept = f" (options kept from {inputs.kept_from})" if inputs.kept_from else ""
+        print(f"bundle {inputs.bundle.csv_name} rendered for namespace {inputs.options.namespace}{kept}")
     for action in result.actions:
         print(f"{prefix}{action}")
     print(result.summary())

@@ -85,6 +85,8 @@ class RevisionState:
     conditions: list[Obj]
     phases: list[PhaseState]
     notes: list[str] = field(default_factory=list)
+    package: str = ""  # a revision made from a registry+v1 bundle: OLM v1's package-name annotation
+    version: str = ""  # the bundle-version annotation
 
     def to_json(self) -> Obj:
         out = asdict(self)
@@ -177,13 +179,29 @@ def inspect(cluster: Cluster, cos: Obj, *, system_namespace: str = api.DEFAULT_S
             states.append(ObjectState(label, state, result.ok, [] if result.ok else list(result.messages)))
         phases.append(PhaseState(str(phase.get("name")), states))
     labels = meta.get("labels") or {}
+    package, version = bundle_of(cos)
     return RevisionState(
         name=str(meta.get("name")), revision=revision_of(cos),
         lifecycle=str((cos.get("spec") or {}).get("lifecycleState") or ""),
         owner=str(labels.get(api.LABEL_OWNER_NAME) or ""),
         conditions=[condition(cos, t) for t in CONDITION_TYPES if condition(cos, t)],
         phases=phases,
-        notes=[f"progressionProbes not evaluated (built-in probes only): {probe_error}"] if probe_error else [])
+        notes=[f"progressionProbes not evaluated (built-in probes only): {probe_error}"] if probe_error else [],
+        package=package, version=version)
+
+
+def bundle_of(cos: Obj) -> tuple[str, str]:
+    """The package and bundle version a revision says it carries (``""`` where it does not say)."""
+    annotations = (cos.get("metadata") or {}).get("annotations") or {}
+    return (str(annotations.get(api.ANNOTATION_PACKAGE_NAME) or ""),
+            str(annotations.get(api.ANNOTATION_BUNDLE_VERSION) or ""))
+
+
+def bundle_text(package: str, version: str) -> str:
+    """``package argo 0.6.0``, ``version 0.6.0`` or ``""``: how a revision's content is named in one phrase."""
+    if package:
+        return f"package {package} {version}".rstrip()
+    return f"version {version}" if version else ""
 
 
 def _newer_revisions(cluster: Cluster, cos: Obj) -> set[str]:
@@ -217,8 +235,9 @@ def _resolve(cluster: Cluster, entry: Obj, secrets: dict[tuple[str, str], Any],
 # ------------------------------------------------------------------------------------------------ display
 
 def render(state: RevisionState) -> str:
+    what = bundle_text(state.package, state.version)
     lines = [f"ClusterObjectSet {state.name}: revision {state.revision}, {state.lifecycle}"
-             + (f", owner {state.owner}" if state.owner else "")]
+             + (f", owner {state.owner}" if state.owner else "") + (f", {what}" if what else "")]
     for c in state.conditions:
         lines.append(f"  {c.get('type', ''):<12} {c.get('status', ''):<8} {c.get('reason', ''):<25} "
                      f"{c.get('message', '')}".rstrip())
@@ -314,14 +333,17 @@ def _show_owner(cluster: Cluster, owner: str, revisions: list[Obj], args: argpar
         print(json.dumps({"owner": owner,
                           "revisions": [{"name": c["metadata"]["name"], "revision": revision_of(c),
                                          "lifecycleState": (c.get("spec") or {}).get("lifecycleState"),
-                                         "outcome": outcome(c)} for c in revisions],
+                                         "outcome": outcome(c), "package": bundle_of(c)[0],
+                                         "bundleVersion": bundle_of(c)[1]} for c in revisions],
                           "active": [s.to_json() for s in states]}, indent=2))
         return EXIT_OK
     print(f"owner {owner}: {len(revisions)} revision(s)")
     for c in revisions:
         progressing = condition(c, "Progressing")
         lifecycle = (c.get("spec") or {}).get("lifecycleState", "")
-        print(f"  {revision_of(c):>4}  {c['metadata']['name']:<30} {lifecycle:<9} {progressing.get('reason', '-')}")
+        what = bundle_text(*bundle_of(c))
+        print(f"  {revision_of(c):>4}  {c['metadata']['name']:<30} {lifecycle:<9} {progressing.get('reason', '-')}"
+              + (f"  {what}" if what else ""))
     for state in states:
         print()
         print(render(state))

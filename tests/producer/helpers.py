@@ -8,7 +8,7 @@ import importlib
 import io
 from typing import Any
 
-SUBCOMMANDS = ("pack", "diff", "publish", "rollback", "status", "history", "gc")
+SUBCOMMANDS = ("render", "pack", "diff", "publish", "rollback", "status", "history", "gc")
 
 
 def cosctl(*argv: str, cluster: Any = None, **defaults: Any) -> tuple[int, str, str]:

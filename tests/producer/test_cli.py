@@ -255,17 +255,17 @@ def test_history_and_owner_status(tmp_path):
     created = [c["metadata"]["creationTimestamp"] for c in mc.objects(*COS)]
     w = len(created[0])
     assert out.splitlines() == [
-        "REVISION  NAME    LIFECYCLE  STATE     ROLLED OUT  VERSION  " + "CREATED".ljust(w) + "  CHANGED",
-        f"1         shop-1  Archived   Archived  no          -        {created[0]}  2026-01-02T03:04:05Z",
-        f"2         shop-2  Active     Pending   no          2.0.0    {created[1]}  -",
+        "REVISION  NAME    LIFECYCLE  STATE     ROLLED OUT  PACKAGE  VERSION  " + "CREATED".ljust(w) + "  CHANGED",
+        f"1         shop-1  Archived   Archived  no          -        -        {created[0]}  2026-01-02T03:04:05Z",
+        f"2         shop-2  Active     Pending   no          -        2.0.0    {created[1]}  -",
     ]
     rows = json.loads(cosctl("history", "--owner", "shop", "--output", "json", cluster=mc)[1])
     assert [(r["revision"], r["lifecycleState"]) for r in rows] == [(1, "Archived"), (2, "Active")]
     code, out, err = cosctl("status", "--owner", "shop", cluster=mc)
     assert out.splitlines()[:3] == ["owner shop: 2 revision(s)",
                                     "     1  shop-1                         Archived  Archived",
-                                    "     2  shop-2                         Active    -"]
-    assert "ClusterObjectSet shop-2: revision 2, Active, owner shop" in out
+                                    "     2  shop-2                         Active    -  version 2.0.0"]
+    assert "ClusterObjectSet shop-2: revision 2, Active, owner shop, version 2.0.0" in out
     assert cosctl("history", "--owner", "nobody", cluster=mc) == (
         1, "", "cosctl history: owner nobody has no revisions\n")
 

@@ -321,7 +321,7 @@ def test_kubectl_finds_and_runs_the_plugin(server, kubeconfig, tmp_path):
         done = subprocess.run(["kubectl", "cos", *argv], env=env, capture_output=True, text=True)
         assert (done.returncode, done.stderr) == (0, ""), argv
         assert done.stdout.splitlines()[0] in (
-            "REVISION  NAME    LIFECYCLE  STATE    ROLLED OUT  VERSION  CREATED               CHANGED",
+            "REVISION  NAME    LIFECYCLE  STATE    ROLLED OUT  PACKAGE  VERSION  CREATED               CHANGED",
             "--- shop-1"), argv
     done = subprocess.run(["kubectl", "cos", "--help"], env=env, capture_output=True, text=True)
     assert done.stdout.startswith("usage: kubectl cos ")

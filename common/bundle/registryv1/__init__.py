@@ -8,9 +8,13 @@ renderer produces for the same install namespace, configuration and certificate 
 - :mod:`.config`: the configuration schema derived from the CSV's install modes, and strict validation with
   OLM v1's messages;
 - :mod:`.render` and the modules it uses: objects for objects, OLM v1's generators, validators, certificate
-  providers and ``deploymentConfig`` merge.
+  providers and ``deploymentConfig`` merge, over the Go typed round trip OLM's output goes through
+  (:mod:`.typed`, :mod:`.gotypes`);
+- :mod:`.install`: the whole path a ClusterExtension takes (refusals, configuration, rendering), and what a
+  revision made from a bundle records (OLM v1's annotations, the options it was rendered with).
 
 Spec: ``shared/spec/bundles.md``. Pure functions over plain ``dict`` objects: no cluster access. May import
-:mod:`common.contract` and :mod:`common.bundle.manifests` (to read YAML as Kubernetes reads it); never
-:mod:`common.cluster`, :mod:`common.cosctl` or a test double.
+:mod:`common.contract`, :mod:`common.bundle.manifests` (to read YAML as Kubernetes reads it) and
+:mod:`common.bundle.phasing` (objects cleaned as a revision holds them); never :mod:`common.cluster`,
+:mod:`common.cosctl` or a test double.
 """

@@ -1,0 +1,145 @@
+"""A registry+v1 bundle as a revision: OLM v1's whole path from bundle to objects, and what the COS records.
+
+:func:`render_bundle` is what a ClusterExtension does with a bundle (spec §3, §4): OLM v1's pre-render refusals
+(:func:`.render.check_supported`), the configuration validated against the bundle's schema
+(:func:`.config.parse_config`), then the renderer (:func:`.render.render`), each step with OLM v1's message.
+
+:class:`InstallOptions` is everything besides the bundle that decides the objects (the install namespace, the
+configuration, the certificate provider) plus ``--create-namespace``. The producer records it on the revision
+(:data:`~common.contract.api.ANNOTATION_BUNDLE_OPTIONS`, one JSON value), so that publishing the next bundle
+version of an owner can render it with the same options without the admin repeating them: the revision is the
+one place that says how it was made. The configuration is kept there in clear, as OLM v1 keeps it in a
+ClusterExtension's ``spec.config``: values that must stay secret belong in Secrets the Deployment references.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from common.bundle.phasing import clean
+from common.contract import api
+from common.contract.objects import Obj, ObjectRef
+
+from .config import parse_config
+from .model import BundleInputError, RegistryV1, RenderError
+from .render import NO_PROVIDER, check_supported, render
+
+# Spellings `--cert-provider` accepts; "none" means no provider (OLM v1 then refuses bundles with webhooks).
+CERT_PROVIDERS = (NO_PROVIDER, "cert-manager", "openshift-serviceca")
+
+
+@dataclass(frozen=True, slots=True)
+class InstallOptions:
+    """How a bundle is installed: what OLM v1's ClusterExtension says besides the bundle, plus ours."""
+
+    namespace: str
+    config: Obj | None = None
+    cert_provider: str = NO_PROVIDER
+    create_namespace: bool = False
+
+    def to_annotation(self) -> str:
+        """Compact JSON with sorted keys: the same options always give the same bytes (publish compares)."""
+        value: dict[str, Any] = {"namespace": self.namespace}
+        if self.config:
+            value["config"] = self.config
+        if self.cert_provider != NO_PROVIDER:
+            value["certProvider"] = self.cert_provider
+        if self.create_namespace:
+            value["createNamespace"] = True
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_annotation(cls, text: str, *, where: str) -> InstallOptions:
+        """The options recorded by :meth:`to_annotation`; ``where`` names the revision in the error."""
+        problem = f"{where}: annotation {api.ANNOTATION_BUNDLE_OPTIONS} is not what cosctl records"
+        try:
+            value = json.loads(text)
+        except ValueError:
+            raise BundleInputError(f"{problem} (not JSON)") from None
+        if not isinstance(value, dict) or not isinstance(value.get("namespace"), str) or not value["namespace"]:
+            raise BundleInputError(f"{problem} (no namespace)")
+        config = value.get("config")
+        provider = value.get("certProvider", NO_PROVIDER)
+        create = value.get("createNamespace", False)
+        if (config is not None and not isinstance(config, dict)) or provider not in CERT_PROVIDERS \
+                or not isinstance(create, bool):
+            raise BundleInputError(f"{problem} (config, certProvider or createNamespace malformed)")
+        return cls(value["namespace"], config or None, provider, create)
+
+
+def render_bundle(bundle: RegistryV1, options: InstallOptions) -> list[Obj]:
+    """The objects OLM v1 applies for ``bundle`` installed with ``options``, in its order; with
+    ``create_namespace``, the install Namespace first. Raises what each step raises, with OLM v1's messages:
+    :class:`~.model.RenderError` (unsupported bundle, validators, target namespaces) and
+    :class:`~.model.ConfigurationError` (the configuration)."""
+    check_supported(bundle, options.cert_provider)
+    config = parse_config(bundle, options.config, options.namespace)
+    objects = render(bundle, options.namespace, watch_namespace=config.watch_namespace,
+                     deployment_config=config.deployment_config, cert_provider=options.cert_provider)
+    if options.create_namespace:
+        objects.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": options.namespace}})
+    return objects
+
+
+def unique_objects(objects: list[Obj]) -> tuple[list[Obj], list[str]]:
+    """``objects`` with each object once, and a note for each one merged away; for a revision, which holds an
+    object once (the API refuses the same object twice in a ClusterObjectSet).
+
+    OLM v1 renders some real bundles with an object twice: a bundle that ships its own ServiceAccount manifest
+    also gets the one OLM v1 generates from the CSV's permissions, which says nothing but its name
+    (reportportal-operator 0.0.7, opentelemetry-operator 0.27.0 and cert-manager 1.4.0 are three of them).
+    Applying both leaves the object with everything either says; when one says nothing the other does not
+    (compared as a revision cleans objects), that is the other one, which is kept at the first one's place.
+    Two that contradict each other would leave the result to the order of writes: refused, naming the object.
+    """
+    index: dict[ObjectRef, int] = {}
+    kept: list[Obj] = []
+    notes: list[str] = []
+    for obj in objects:
+        ref = ObjectRef.of(obj)
+        if ref not in index:
+            index[ref] = len(kept)
+            kept.append(obj)
+            continue
+        earlier, later = clean(kept[index[ref]]), clean(obj)
+        if _within(later, earlier):
+            outcome = "the same both times" if later == earlier else "the first says all the second does"
+        elif _within(earlier, later):
+            kept[index[ref]] = obj
+            outcome = "the second says all the first does and more"
+        else:
+            raise RenderError(f"the rendered bundle holds {ref} twice, with different content; a revision holds "
+                              "each object once, so one of the two must go")
+        notes.append(f"{ref} is rendered twice, {outcome}: the revision holds it once")
+    return kept, notes
+
+
+def _within(small: object, large: object) -> bool:
+    """Whether every field ``small`` sets is set to the same in ``large`` (lists compare whole)."""
+    if isinstance(small, dict) and isinstance(large, dict):
+        return all(k in large and _within(v, large[k]) for k, v in small.items())
+    return small == large
+
+
+def revision_annotations(bundle: RegistryV1, options: InstallOptions) -> dict[str, str]:
+    """The annotations a revision of ``bundle`` carries: OLM v1's package, bundle name and version, and the
+    options it was rendered with."""
+    annotations = {
+        api.ANNOTATION_PACKAGE_NAME: bundle.package_name,
+        api.ANNOTATION_BUNDLE_NAME: bundle.csv_name,
+        api.ANNOTATION_BUNDLE_OPTIONS: options.to_annotation(),
+    }
+    if bundle.version:
+        annotations[api.ANNOTATION_BUNDLE_VERSION] = bundle.version
+    return annotations
+
+
+def recorded_options(cos: Obj) -> InstallOptions | None:
+    """The options a revision was rendered with, or ``None`` when it was not made from a bundle by cosctl."""
+    annotations = (cos.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(api.ANNOTATION_BUNDLE_OPTIONS)
+    if not isinstance(text, str):
+        return None
+    return InstallOptions.from_annotation(text, where=f"ClusterObjectSet {cos['metadata'].get('name')}")

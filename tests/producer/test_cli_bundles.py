@@ -1,0 +1,306 @@
+"""cosctl with registry+v1 bundles (shared/spec/bundles.md §4): render, pack, publish with upgrades that keep the
+configuration, diff, status and history, against the in-memory API server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from common.contract import api
+from common.testing.memcluster import MemCluster
+from tests.producer.helpers import cosctl
+from tests.registryv1.bundles import annotations_yaml, crd, csv, write_bundle
+
+COS = (api.API_VERSION, api.KIND)
+OPTIONS = api.ANNOTATION_BUNDLE_OPTIONS
+
+
+def operator_csv(version: str, *, modes: tuple[str, ...] = ("AllNamespaces", "OwnNamespace"),
+                 image: str = "quay.io/demo/operator") -> dict[str, Any]:
+    """A CSV with one Deployment, namespaced and cluster permissions for one service account, one owned CRD."""
+    doc = csv(f"demo-operator.v{version}", supported=modes, version=version,
+              annotations={"capabilities": "Basic Install"})
+    doc["spec"]["customresourcedefinitions"] = {"owned": [{"name": "widgets.example.com", "version": "v1",
+                                                           "kind": "Widget"}]}
+    doc["spec"]["install"]["spec"] = {
+        "deployments": [{
+            "name": "demo-controller",
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "demo"}},
+                "template": {
+                    "metadata": {"labels": {"app": "demo"}},
+                    "spec": {"serviceAccountName": "demo-sa",
+                             "containers": [{"name": "manager", "image": f"{image}:{version}",
+                                             "resources": {"requests": {"memory": "0.5Gi", "cpu": "0.05"}}}]},
+                },
+            },
+        }],
+        "permissions": [{"serviceAccountName": "demo-sa",
+                         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}],
+        "clusterPermissions": [{"serviceAccountName": "demo-sa",
+                                "rules": [{"apiGroups": ["example.com"], "resources": ["widgets"],
+                                           "verbs": ["*"]}]}],
+    }
+    return doc
+
+
+def demo_bundle(root: Path, version: str = "1.0.0", **kwargs: Any) -> Path:
+    return write_bundle(root, manifests={"widgets.crd.yaml": crd(),
+                                         "demo.clusterserviceversion.yaml": operator_csv(version, **kwargs)},
+                        annotations=annotations_yaml(package="demo"))
+
+
+def documents(text: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def ids(docs: list[dict[str, Any]]) -> list[str]:
+    return [f"{d['kind']}/{d['metadata'].get('namespace', '')}/{d['metadata']['name']}" for d in docs]
+
+
+# ------------------------------------------------------------------------------------------------- render
+
+def test_render_prints_olm_v1s_objects_in_its_order(tmp_path):
+    code, out, err = cosctl("render", str(demo_bundle(tmp_path / "b")), "-n", "demo-system")
+    assert (code, err) == (0, "")
+    docs = documents(out)
+    # The same objects, in the same order, as OLM v1's own renderer gives for this bundle (checked with OLM v1's
+    # code built from source): AllNamespaces, so the namespaced permissions become a ClusterRole too, after the
+    # cluster permissions, each named <csv name>-<service account> cut to fit, plus a hash of its rules.
+    assert ids(docs) == [
+        "ServiceAccount/demo-system/demo-sa",
+        "ClusterRole//demo-operator.v1.0-1jf1biaoqa91fui5g78mzt1a0ao03fg3nw9ia4eulqqv",
+        "ClusterRoleBinding//demo-operator.v1.0-1jf1biaoqa91fui5g78mzt1a0ao03fg3nw9ia4eulqqv",
+        "ClusterRole//demo-operator.v1.0-2ejoltr44veuz8yzmhshuf8hbhqu3jodxw2j6jsy52mf",
+        "ClusterRoleBinding//demo-operator.v1.0-2ejoltr44veuz8yzmhshuf8hbhqu3jodxw2j6jsy52mf",
+        "CustomResourceDefinition//widgets.example.com",
+        "Deployment/demo-system/demo-controller",
+    ]
+    assert docs[3]["rules"][-1] == {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}
+    deployment = docs[-1]
+    template = deployment["spec"]["template"]
+    assert deployment["spec"]["revisionHistoryLimit"] == 1
+    assert template["metadata"]["annotations"] == {"capabilities": "Basic Install", "olm.targetNamespaces": ""}
+    assert template["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "50m", "memory": "512Mi"}}
+
+
+def test_render_own_namespace_puts_roles_in_the_watched_namespace(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("watchNamespace: demo-system\n")
+    code, out, err = cosctl("render", str(demo_bundle(tmp_path / "b")), "-n", "demo-system", "--config", str(config))
+    assert (code, err) == (0, "")
+    docs = documents(out)
+    roles = [d for d in docs if d["kind"] in ("Role", "RoleBinding")]
+    assert [(d["kind"], d["metadata"]["namespace"]) for d in roles] == [("Role", "demo-system"),
+                                                                         ("RoleBinding", "demo-system")]
+    deployment = docs[-1]
+    assert deployment["spec"]["template"]["metadata"]["annotations"]["olm.targetNamespaces"] == "demo-system"
+
+
+def test_render_config_schema_follows_the_install_modes(tmp_path):
+    code, out, err = cosctl("render", str(demo_bundle(tmp_path / "b", modes=("AllNamespaces",))), "--config-schema")
+    assert (code, err) == (0, "")
+    schema = json.loads(out)
+    assert set(schema["properties"]) == {"deploymentConfig"}
+    assert schema["additionalProperties"] is False
+    code, out, _ = cosctl("render", str(demo_bundle(tmp_path / "c", modes=("OwnNamespace",))), "--config-schema")
+    schema = json.loads(out)
+    assert schema["required"] == ["watchNamespace"]
+    assert schema["properties"]["watchNamespace"]["format"] == "ownNamespaceInstallMode"
+
+
+def test_render_refusals_are_olm_v1s_words_with_exit_1(tmp_path):
+    bundle = str(demo_bundle(tmp_path / "b", modes=("OwnNamespace",)))
+    code, out, err = cosctl("render", bundle, "-n", "demo-system")
+    assert (code, out) == (1, "")
+    assert err == ("cosctl render: invalid ClusterExtension configuration: invalid configuration: required field "
+                   '"watchNamespace" is missing\n')
+    config = tmp_path / "config.yaml"
+    config.write_text("watchNamespace: elsewhere\nlogLevel: debug\n")
+    code, _, err = cosctl("render", bundle, "-n", "demo-system", "--config", str(config))
+    assert code == 1
+    assert err.startswith("cosctl render: invalid ClusterExtension configuration: invalid configuration: "
+                          "multiple errors found:\n  - ")
+    assert sorted(err.splitlines()[1:]) == sorted([
+        '  - unknown field "logLevel"',
+        "  - invalid format for field \"watchNamespace\": 'elsewhere' is not valid ownNamespaceInstallMode: "
+        'invalid value "elsewhere": must be "demo-system" (the namespace where the operator is installed) because '
+        "this operator only supports OwnNamespace install mode"])
+
+
+def test_render_unusable_input_exits_2(tmp_path):
+    (tmp_path / "plain").mkdir()
+    code, out, err = cosctl("render", str(tmp_path / "plain"), "-n", "x")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"cosctl render: {tmp_path / 'plain'}: ")
+    code, out, err = cosctl("render", str(demo_bundle(tmp_path / "b")))
+    assert (code, out, err) == (
+        2, "", "cosctl render: -n/--namespace NS is required: the namespace to install the bundle in\n")
+
+
+# --------------------------------------------------------------------------------------------------- pack
+
+def test_pack_of_a_bundle_carries_olm_v1s_annotations_and_the_options(tmp_path):
+    code, out, err = cosctl("pack", str(demo_bundle(tmp_path / "b")), "-n", "demo-system", "--inline")
+    assert (code, err) == (0, "")
+    cos = documents(out)[-1]
+    assert cos["metadata"]["name"] == "demo-1"  # the owner defaults to the package
+    assert cos["metadata"]["labels"][api.LABEL_OWNER_NAME] == "demo"
+    assert cos["metadata"]["annotations"] == {
+        api.ANNOTATION_BUNDLE_NAME: "demo-operator.v1.0.0",
+        OPTIONS: '{"namespace":"demo-system"}',
+        api.ANNOTATION_BUNDLE_VERSION: "1.0.0",
+        api.ANNOTATION_PACKAGE_NAME: "demo",
+    }
+    assert [p["name"] for p in cos["spec"]["phases"]] == ["identity", "crds", "roles", "bindings", "deploy"]
+
+
+def test_pack_create_namespace_adds_the_install_namespace_first(tmp_path):
+    code, out, _ = cosctl("pack", str(demo_bundle(tmp_path / "b")), "-n", "demo-system", "--inline",
+                          "--create-namespace")
+    assert code == 0
+    cos = documents(out)[-1]
+    assert cos["spec"]["phases"][0] == {"name": "namespaces", "objects": [
+        {"object": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo-system"}}}]}
+    assert json.loads(cos["metadata"]["annotations"][OPTIONS]) == {"namespace": "demo-system",
+                                                                   "createNamespace": True}
+
+
+def test_pack_secrets_go_to_the_system_namespace_not_the_install_namespace(tmp_path):
+    code, out, _ = cosctl("pack", str(demo_bundle(tmp_path / "b")), "-n", "demo-system")
+    assert code == 0
+    secrets = [d for d in documents(out) if d["kind"] == "Secret"]
+    assert secrets and {s["metadata"]["namespace"] for s in secrets} == {api.DEFAULT_SYSTEM_NAMESPACE}
+
+
+def test_plain_manifests_keep_n_as_the_secrets_namespace(tmp_path):
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: x}\n")
+    code, out, _ = cosctl("pack", str(tmp_path / "cm.yaml"), "--owner", "shop", "-n", "secrets-here")
+    assert code == 0
+    assert [d["metadata"]["namespace"] for d in documents(out) if d["kind"] == "Secret"] == ["secrets-here"]
+
+
+def test_bundle_options_on_plain_manifests_and_mixed_inputs_are_refused(tmp_path):
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: x}\n")
+    code, out, err = cosctl("pack", str(tmp_path / "cm.yaml"), "--owner", "shop", "--cert-provider", "cert-manager")
+    assert (code, out) == (1, "")
+    assert err == ("cosctl pack: --cert-provider: only for a registry+v1 bundle input (a directory with "
+                   "metadata/annotations.yaml, or an OCI image layout of a bundle image)\n")
+    bundle = str(demo_bundle(tmp_path / "b"))
+    code, out, err = cosctl("pack", bundle, str(tmp_path / "cm.yaml"), "-n", "demo-system")
+    assert (code, out) == (1, "")
+    assert err == (f"cosctl pack: {bundle}: a registry+v1 bundle must be the only input (got 2 inputs); publish "
+                   "other manifests as a revision of their own\n")
+
+
+def test_pack_of_a_bundle_without_namespace_says_so(tmp_path):
+    code, out, err = cosctl("pack", str(demo_bundle(tmp_path / "b")))
+    assert (code, out, err) == (
+        1, "", "cosctl pack: a registry+v1 bundle needs -n/--namespace NS: the namespace to install it in\n")
+
+
+# ------------------------------------------------------------------------------------------------ publish
+
+def test_publish_then_upgrade_keeps_namespace_and_configuration(tmp_path):
+    mc = MemCluster()
+    config = tmp_path / "config.yaml"
+    config.write_text("watchNamespace: demo-system\ndeploymentConfig:\n  env: [{name: LOG, value: debug}]\n")
+    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--config",
+                            str(config), cluster=mc)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1] == "ClusterObjectSet demo-1 (revision 1) created"
+    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v2", "1.1.0")), cluster=mc)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1] == "ClusterObjectSet demo-2 (revision 2) created"
+    first, second = (c["metadata"]["annotations"] for c in mc.objects(*COS))
+    assert second[OPTIONS] == first[OPTIONS] == (
+        '{"config":{"deploymentConfig":{"env":[{"name":"LOG","value":"debug"}]},"watchNamespace":"demo-system"},'
+        '"namespace":"demo-system"}')
+    assert (second[api.ANNOTATION_BUNDLE_NAME], second[api.ANNOTATION_BUNDLE_VERSION]) == (
+        "demo-operator.v1.1.0", "1.1.0")
+    code, out, _ = cosctl("history", "--owner", "demo", cluster=mc)
+    assert [line.split()[5:7] for line in out.splitlines()[1:]] == [["demo", "1.0.0"], ["demo", "1.1.0"]]
+    code, out, _ = cosctl("status", "demo-2", cluster=mc)
+    assert out.splitlines()[0] == "ClusterObjectSet demo-2: revision 2, Active, owner demo, package demo 1.1.0"
+
+
+def test_upgrade_refused_by_the_new_schema_publishes_nothing(tmp_path):
+    mc = MemCluster()
+    config = tmp_path / "config.yaml"
+    config.write_text("watchNamespace: demo-system\n")
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--config", str(config),
+                  cluster=mc)[0] == 0
+    writes = mc.writes
+    v2 = demo_bundle(tmp_path / "v2", "2.0.0", modes=("AllNamespaces",))
+    code, out, err = cosctl("publish", str(v2), cluster=mc)
+    assert (code, out) == (1, "")
+    assert err == (
+        "cosctl publish: the configuration kept from ClusterObjectSet demo-1 does not fit demo-operator.v2.0.0: "
+        'invalid ClusterExtension configuration: invalid configuration: unknown field "watchNamespace"\n'
+        "nothing was done: give --config FILE with a configuration this bundle accepts "
+        f"(cosctl render {v2} --config-schema prints its schema)\n")
+    assert mc.writes == writes and len(mc.objects(*COS)) == 1
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    code, out, err = cosctl("publish", str(v2), "--config", str(empty), cluster=mc)
+    assert (code, err) == (0, "")
+    assert json.loads(mc.objects(*COS)[-1]["metadata"]["annotations"][OPTIONS]) == {"namespace": "demo-system"}
+
+
+def test_publish_of_an_unchanged_bundle_creates_nothing(tmp_path):
+    mc = MemCluster()
+    bundle = str(demo_bundle(tmp_path / "v1"))
+    assert cosctl("publish", bundle, "-n", "demo-system", cluster=mc)[0] == 0
+    code, out, _ = cosctl("publish", bundle, cluster=mc)
+    assert (code, out) == (0, "bundle demo-operator.v1.0.0 rendered for namespace demo-system (options kept from "
+                              "demo-1)\nunchanged: ClusterObjectSet demo-1 (revision 1) already has this content\n")
+
+
+# --------------------------------------------------------------------------------------------------- diff
+
+def test_diff_of_the_next_bundle_shows_what_publish_would_change(tmp_path):
+    mc = MemCluster()
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", cluster=mc)[0] == 0
+    code, out, err = cosctl("diff", str(demo_bundle(tmp_path / "v2", "1.1.0")), cluster=mc)
+    assert (code, err) == (1, "")
+    assert out.splitlines()[0:2] == ["--- demo-1", f"+++ {tmp_path / 'v2'}"]
+    assert "changed  Deployment.apps demo-system/demo-controller (phase deploy)" in out
+    # the RBAC objects' names carry the CSV name (OLM v1's): a new version replaces them
+    assert out.splitlines()[-1] == "4 added, 4 removed, 1 changed, 0 moved, 2 unchanged"
+
+
+def test_an_object_rendered_twice_is_packed_once_when_one_says_all_and_refused_when_they_contradict(tmp_path):
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "demo-sa"}}
+    bundle = write_bundle(tmp_path / "same", manifests={"widgets.crd.yaml": crd(), "sa.yaml": sa,
+                                                        "demo.clusterserviceversion.yaml": operator_csv("1.0.0")},
+                          annotations=annotations_yaml(package="demo"))
+    code, out, _ = cosctl("render", str(bundle), "-n", "demo-system")
+    assert ids(documents(out)).count("ServiceAccount/demo-system/demo-sa") == 2  # as OLM v1 renders it
+    code, out, err = cosctl("pack", str(bundle), "-n", "demo-system", "--inline")
+    assert (code, err) == (0, "cosctl pack: warning: ServiceAccount demo-system/demo-sa is rendered twice, the same "
+                              "both times: the revision holds it once\n")
+    assert [o["object"]["kind"] for o in documents(out)[-1]["spec"]["phases"][0]["objects"]] == ["ServiceAccount"]
+    sa["imagePullSecrets"] = [{"name": "registry"}]  # says more than the generated one: it is kept
+    bundle = write_bundle(tmp_path / "more", manifests={"widgets.crd.yaml": crd(), "sa.yaml": sa,
+                                                        "demo.clusterserviceversion.yaml": operator_csv("1.0.0")},
+                          annotations=annotations_yaml(package="demo"))
+    code, out, err = cosctl("pack", str(bundle), "-n", "demo-system", "--inline")
+    assert (code, err) == (0, "cosctl pack: warning: ServiceAccount demo-system/demo-sa is rendered twice, the second "
+                              "says all the first does and more: the revision holds it once\n")
+    assert documents(out)[-1]["spec"]["phases"][0]["objects"] == [{"object": {
+        "apiVersion": "v1", "imagePullSecrets": [{"name": "registry"}], "kind": "ServiceAccount",
+        "metadata": {"name": "demo-sa", "namespace": "demo-system"}}}]
+    one = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"mode": "a"}}
+    two = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"mode": "b"}}
+    bundle = write_bundle(tmp_path / "differ", manifests={"a.yaml": one, "b.yaml": two,
+                                                          "demo.clusterserviceversion.yaml": operator_csv("1.0.0"),
+                                                          "widgets.crd.yaml": crd()},
+                          annotations=annotations_yaml(package="demo"))
+    code, out, err = cosctl("pack", str(bundle), "-n", "demo-system", "--inline")
+    assert (code, out) == (1, "")
+    assert err == ("cosctl pack: the rendered bundle holds ConfigMap demo-system/settings twice, with different "
+                   "content; a revision holds each object once, so one of the two must go\n")
