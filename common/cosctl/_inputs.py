@@ -29,7 +29,7 @@ from common.bundle.registryv1.install import (
     recorded_options,
     render_bundle,
     revision_annotations,
-    unique_objects,
+    revision_objects,
 )
 from common.bundle.registryv1.model import ConfigurationError, RegistryV1
 from common.bundle.registryv1.render import NO_PROVIDER
@@ -139,7 +139,7 @@ def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | No
                 f"{bundle.csv_name}: {exc}\nnothing was done: give --config FILE with a configuration this bundle "
                 f"accepts (cosctl render {path} --config-schema prints its schema)") from None
         raise
-    objects, notes = unique_objects(objects)
+    objects, notes = revision_objects(objects)
     for note in notes:
         print(f"cosctl {command}: warning: {note}", file=sys.stderr)
     annotations = revision_annotations(bundle, options)

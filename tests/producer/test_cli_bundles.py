@@ -304,3 +304,17 @@ def test_an_object_rendered_twice_is_packed_once_when_one_says_all_and_refused_w
     assert (code, out) == (1, "")
     assert err == ("cosctl pack: the rendered bundle holds ConfigMap demo-system/settings twice, with different "
                    "content; a revision holds each object once, so one of the two must go\n")
+
+
+def test_a_manifest_no_api_server_accepts_is_refused_by_pack_naming_it(tmp_path):
+    service = {"kind": "Service", "metadata": {"name": "webhook"}, "spec": {"ports": [{"port": 443}]}}
+    bundle = write_bundle(tmp_path / "b", manifests={"svc.yaml": service, "widgets.crd.yaml": crd(),
+                                                     "demo.clusterserviceversion.yaml": operator_csv("1.0.0")},
+                          annotations=annotations_yaml(package="demo"))
+    code, out, _ = cosctl("render", str(bundle), "-n", "demo-system")
+    assert code == 0 and {"kind": "Service", "metadata": {"name": "webhook", "namespace": "demo-system"},
+                          "spec": {"ports": [{"port": 443}]}} in documents(out)  # OLM v1 renders it as it is
+    code, out, err = cosctl("pack", str(bundle), "-n", "demo-system")
+    assert (code, out) == (1, "")
+    assert err == ("cosctl pack: the bundle's Service webhook has no apiVersion: no API server accepts it (OLM v1 "
+                   "renders it as the bundle ships it, and the install fails on it)\n")

@@ -83,6 +83,23 @@ def render_bundle(bundle: RegistryV1, options: InstallOptions) -> list[Obj]:
     return objects
 
 
+def revision_objects(objects: list[Obj]) -> tuple[list[Obj], list[str]]:
+    """The rendered ``objects`` as a revision can hold them (:func:`unique_objects`), and the notes to print;
+    refuses an object no API server accepts, which OLM v1 renders as the bundle ships it (its install then fails
+    on it): a manifest without ``apiVersion``, ``kind`` or ``metadata.name``."""
+    for obj in objects:
+        raw = obj.get("metadata")
+        meta: Obj = raw if isinstance(raw, dict) else {}
+        missing = [field for field, value in (("apiVersion", obj.get("apiVersion")), ("kind", obj.get("kind")),
+                                              ("metadata.name", meta.get("name")))
+                   if not isinstance(value, str) or not value]
+        if missing:
+            what = f"{obj.get('kind') or 'an object'} {meta.get('name') or ''}".rstrip()
+            raise RenderError(f"the bundle's {what} has no {' or '.join(missing)}: no API server accepts it (OLM v1 "
+                              "renders it as the bundle ships it, and the install fails on it)")
+    return unique_objects(objects)
+
+
 def unique_objects(objects: list[Obj]) -> tuple[list[Obj], list[str]]:
     """``objects`` with each object once, and a note for each one merged away; for a revision, which holds an
     object once (the API refuses the same object twice in a ClusterObjectSet).
