@@ -1,0 +1,568 @@
+"""End-to-end: real OperatorHub registry+v1 bundles installed, upgraded and rolled back on a real API server
+through ``cosctl`` and the real reconciler process (issue 15; shared/spec/bundles.md §4).
+
+Opt-in twice over: ``pytest -m e2e`` with ``COS_E2E_KUBECONFIG`` (tests/e2e/conftest.py), and
+``COS_E2E_BUNDLES`` naming a directory of bundles laid out as ``PACKAGE/VERSION/{manifests,metadata}``. Third-party
+bundles are never committed; without the variable, or without the bundles a case needs, the case is skipped with
+the reason.
+
+Three upgrade pairs of different shapes, each published, rolled out, upgraded with ``cosctl publish NEXT`` (no
+``-n``, no ``--config``: the options recorded on revision 1 are kept) and rolled back:
+
+- ``koku-metrics-operator`` 0.9.0 -> 0.9.1: OwnNamespace (``watchNamespace`` required, the install namespace)
+  with a ``deploymentConfig``; the generated Roles, RoleBindings, ClusterRole and ClusterRoleBinding carry the CSV
+  name, so an upgrade replaces some of them. Also the refusal: a copy of 0.9.1 that supports SingleNamespace only
+  rejects the kept ``watchNamespace``, and nothing is published.
+- ``flux`` 0.16.0 -> 0.16.1: SingleNamespace (watches another namespace), six Deployments and twelve CRDs, the
+  bundle's own RBAC, ServiceAccounts and Services, with a ``deploymentConfig`` every Deployment must carry.
+- ``sap-btp-operator`` 0.1.5 -> 0.1.6: validating and mutating webhooks with ``--cert-provider cert-manager``
+  (an Issuer and a Certificate), AllNamespaces; the next version is published from an OCI image layout (tar).
+
+The cluster has no nodes and no cert-manager: :class:`StandIns` plays the kubelet (Pods of the test's
+namespaces become Running and Ready, so the real deployment controller marks the Deployments Available; the Pods
+are never bound to a node, so a scaled-down ReplicaSet's Pods go at once, as a kubelet would finish them) and
+cert-manager (Issuers and Certificates get ``Ready=True``), and the test installs minimal stand-in CRDs for
+cert-manager's kinds when the cluster has none. Revisions are named after the packages (the default owner), so
+two runs cannot share a cluster at the same time, as the bundles' CRDs and webhook configurations could not
+either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from common.bundle.contents import cluster_reader, resolve_phases
+from common.cluster.interface import ApiError
+from common.cluster.kube import KubeCluster
+from common.contract import api
+from common.contract.objects import GVK
+from tests.e2e.conftest import (
+    COS_API,
+    KIND,
+    OWNER_LABEL,
+    controller_of,
+    crd_established,
+    get_cos,
+    gone,
+    wait_brief,
+    wait_for,
+    wait_succeeded,
+)
+from tests.registryv1.bundles import bundle_image_layout, tar_of
+
+pytestmark = pytest.mark.e2e
+
+CORPUS_VARIABLE = "COS_E2E_BUNDLES"
+BIN = Path(sys.executable).parent
+RUN = uuid.uuid4().hex[:6]
+OPTIONS = api.ANNOTATION_BUNDLE_OPTIONS
+CRD_API = "apiextensions.k8s.io/v1"
+CERT_MANAGER = "cert-manager.io/v1"
+Ref = tuple[str, str, str, str | None]  # apiVersion, kind, name, namespace
+
+
+# ------------------------------------------------------------------------------------------------- the cases
+
+@dataclass(frozen=True)
+class Case:
+    """One upgrade pair and how it is installed. ``{ns}`` and ``{watch}`` in ``config`` are the install and the
+    watched namespace of this run."""
+
+    package: str
+    first: str                           # versions, directories under $COS_E2E_BUNDLES/<package>/
+    second: str
+    namespace: str                       # install namespace, suffixed with the run
+    config: str | None = None
+    watch: str | None = None             # a watched namespace other than the install namespace (the test makes it)
+    cert_provider: str | None = None
+    second_as_oci: bool = False          # publish the next version from an OCI image layout (tar)
+    refusal: bool = False                # also: a next version supporting SingleNamespace only refuses the config
+    diff_summary: str = ""               # the last line of `cosctl diff NEXT` against revision 1
+    moved: tuple[tuple[str, str, str], ...] = ()  # (kind, name in the first version, name in the next)
+    check_deployment: Callable[[dict[str, Any]], None] | None = None
+
+    @property
+    def dirs(self) -> tuple[str, str]:
+        return f"{self.package}/{self.first}", f"{self.package}/{self.second}"
+
+    @property
+    def csv_names(self) -> tuple[str, str]:
+        prefix = {"koku-metrics-operator": "koku-metrics-operator.v", "flux": "flux.v",
+                  "sap-btp-operator": "sap-btp-operator.v"}[self.package]
+        return prefix + self.first, prefix + self.second
+
+
+KOKU_CONFIG = """\
+watchNamespace: {ns}
+deploymentConfig:
+  env:
+  - {{name: GOMAXPROCS, value: "2"}}
+  resources:
+    requests: {{cpu: 100m, memory: 64Mi}}
+    limits: {{cpu: 500m, memory: 0.5Gi}}
+  nodeSelector: {{kubernetes.io/os: linux}}
+  annotations: {{example.com/owner: platform-team}}
+"""
+
+FLUX_CONFIG = """\
+watchNamespace: {watch}
+deploymentConfig:
+  env:
+  - {{name: HTTPS_PROXY, value: "http://proxy.example.com:3128"}}
+  - {{name: NO_PROXY, value: ".cluster.local,.svc"}}
+  tolerations:
+  - {{key: dedicated, operator: Equal, value: gitops, effect: NoSchedule}}
+"""
+
+
+def _containers(deployment: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(deployment["spec"]["template"]["spec"]["containers"])
+
+
+def _env(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env") or []}
+
+
+def _koku_deployment(deployment: dict[str, Any]) -> None:
+    """deploymentConfig reaches every container (OLM v0's Subscription config rules), quantities canonical."""
+    template = deployment["spec"]["template"]
+    assert template["metadata"]["annotations"]["example.com/owner"] == "platform-team"
+    assert template["spec"]["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    for container in _containers(deployment):
+        assert _env(container) == {"GOMAXPROCS": "2"}, container["name"]
+        assert container["resources"] == {"requests": {"cpu": "100m", "memory": "64Mi"},
+                                          "limits": {"cpu": "500m", "memory": "512Mi"}}, container["name"]
+
+
+def _flux_deployment(deployment: dict[str, Any]) -> None:
+    """The proxy variables added after the bundle's own, the toleration on the pod."""
+    template = deployment["spec"]["template"]
+    assert template["spec"]["tolerations"] == [
+        {"key": "dedicated", "operator": "Equal", "value": "gitops", "effect": "NoSchedule"}]
+    for container in _containers(deployment):
+        env = _env(container)
+        assert (env["HTTPS_PROXY"], env["NO_PROXY"]) == ("http://proxy.example.com:3128", ".cluster.local,.svc")
+
+
+KOKU = Case(
+    package="koku-metrics-operator", first="0.9.0", second="0.9.1", namespace="koku", config=KOKU_CONFIG, refusal=True,
+    diff_summary="4 added, 4 removed, 1 changed, 0 moved, 6 unchanged",
+    moved=(("Role", "koku-metrics-opera-1r8d4demh6u26ge69p0k8wlitu8j6m0tb6syvjkcjtug",
+            "koku-metrics-opera-2k3ug4m09auuf9o1mdcpjl0vp1nscnrx6uwvxbvfaz2b"),
+           ("RoleBinding", "koku-metrics-opera-1r8d4demh6u26ge69p0k8wlitu8j6m0tb6syvjkcjtug",
+            "koku-metrics-opera-2k3ug4m09auuf9o1mdcpjl0vp1nscnrx6uwvxbvfaz2b"),
+           ("ClusterRole", "koku-metrics-operat-byhse8mdgtvm37x0b0fq3pu6qx7g4scis33xls07cf1",
+            "koku-metrics-operat-7z4u618vzjmv9mcgta8hat86wf5739mhpeddn3ydfie"),
+           ("ClusterRoleBinding", "koku-metrics-operat-byhse8mdgtvm37x0b0fq3pu6qx7g4scis33xls07cf1",
+            "koku-metrics-operat-7z4u618vzjmv9mcgta8hat86wf5739mhpeddn3ydfie")),
+    check_deployment=_koku_deployment)
+
+FLUX = Case(
+    package="flux", first="0.16.0", second="0.16.1", namespace="flux-system", watch="flux-apps",
+    config=FLUX_CONFIG, diff_summary="2 added, 2 removed, 25 changed, 0 moved, 6 unchanged",
+    moved=(("ClusterRole", "flux.v0.16.0-defau-2m7vkzry09ksbf4rnu5vhwccueic9lg27dmqdu0wazuq",
+            "flux.v0.16.1-defau-2m7vkzry09ksbf4rnu5vhwccueic9lg27dmqdu0wazuq"),
+           ("ClusterRoleBinding", "flux.v0.16.0-defau-2m7vkzry09ksbf4rnu5vhwccueic9lg27dmqdu0wazuq",
+            "flux.v0.16.1-defau-2m7vkzry09ksbf4rnu5vhwccueic9lg27dmqdu0wazuq")),
+    check_deployment=_flux_deployment)
+
+SAP = Case(
+    package="sap-btp-operator", first="0.1.5", second="0.1.6", namespace="sap-btp", cert_provider="cert-manager",
+    second_as_oci=True, diff_summary="0 added, 0 removed, 3 changed, 0 moved, 11 unchanged")
+
+CASES = {"koku-own-namespace": KOKU, "flux-single-namespace": FLUX, "sap-webhooks-cert-manager": SAP}
+
+
+# ----------------------------------------------------------------------------------------- the cluster's help
+
+class StandIns(threading.Thread):
+    """What a real cluster's other parts do for these bundles, done by hand: the kubelet (every Pod of the
+    watched namespaces is reported Running and Ready) and cert-manager (every Issuer and Certificate there is
+    Ready for its current generation). A daemon thread with its own client, polling twice a second."""
+
+    def __init__(self, kubeconfig: str) -> None:
+        super().__init__(name="e2e-stand-ins", daemon=True)
+        self.kube = KubeCluster.from_kubeconfig(kubeconfig, max_retries=1, request_timeout=10)
+        self.namespaces: set[str] = set()
+        self.cert_manager = False
+        self.halt = threading.Event()
+        self.problems: list[str] = []   # the last few errors, for a failure's report
+
+    def run(self) -> None:
+        while not self.halt.wait(0.5):
+            for ns in sorted(self.namespaces):
+                try:
+                    self._kubelet(ns)
+                    if self.cert_manager:
+                        self._cert_manager(ns)
+                except (ApiError, OSError) as exc:   # an object deleted under us, a slow API server: next round
+                    self.problems = [*self.problems[-4:], f"{ns}: {type(exc).__name__}: {exc}"]
+
+    def _kubelet(self, ns: str) -> None:
+        for pod in self.kube.list("v1", "Pod", ns):
+            status = pod.get("status") or {}
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+            if pod["metadata"].get("deletionTimestamp") or ready:
+                continue
+            self.kube.request("patch", "PATCH", f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}/status",
+                              content_type="application/merge-patch+json",
+                              body={"status": {"phase": "Running",
+                                               "conditions": [{"type": "Ready", "status": "True"}]}})
+
+    def _cert_manager(self, ns: str) -> None:
+        for kind, plural in (("Issuer", "issuers"), ("Certificate", "certificates")):
+            for obj in self.kube.list(CERT_MANAGER, kind, ns):
+                generation = obj["metadata"].get("generation", 1)
+                conditions = (obj.get("status") or {}).get("conditions") or []
+                if any(c.get("type") == "Ready" and c.get("status") == "True"
+                       and c.get("observedGeneration") == generation for c in conditions):
+                    continue
+                self.kube.request(
+                    "patch", "PATCH",
+                    f"/apis/{CERT_MANAGER}/namespaces/{ns}/{plural}/{obj['metadata']['name']}/status",
+                    content_type="application/merge-patch+json",
+                    body={"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "StandIn",
+                                                     "message": "made ready by the e2e test",
+                                                     "observedGeneration": generation}]}})
+
+
+def _stand_in_crd(kind: str, plural: str) -> dict[str, Any]:
+    """A cert-manager kind as far as the API server needs it: any spec, a status subresource."""
+    return {"apiVersion": CRD_API, "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.cert-manager.io"},
+            "spec": {"group": "cert-manager.io", "scope": "Namespaced",
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                                   "schema": {"openAPIV3Schema": {"type": "object",
+                                                                  "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+@dataclass
+class Ctx:
+    """The module's state: the cluster, where bundles are, the stand-ins, and what to clean up."""
+
+    env: dict[str, Any]
+    corpus: Path
+    tmp: Path
+    stand_ins: StandIns
+    namespaces: list[str] = field(default_factory=list)   # made by the test (watched namespaces)
+    # package -> (revision 3's annotations, revision 1's): what a rollback recorded, and what it restored
+    rolled_back: dict[str, tuple[dict[str, str], dict[str, str]]] = field(default_factory=dict)
+
+    @property
+    def kube(self) -> KubeCluster:
+        return self.env["kube"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def corpus() -> Path:
+    """The bundle corpus named by $COS_E2E_BUNDLES, checked before anything touches a cluster."""
+    value = os.environ.get(CORPUS_VARIABLE)
+    if not value:
+        pytest.skip(f"set {CORPUS_VARIABLE} to a directory of registry+v1 bundles (PACKAGE/VERSION/) to run the "
+                    "OperatorHub bundle e2e tests; third-party bundles are not part of the repository")
+    path = Path(value)
+    if not path.is_dir():
+        pytest.skip(f"{CORPUS_VARIABLE}={value}: not a directory")
+    if not (BIN / "cosctl").exists():
+        pytest.skip("needs cosctl installed next to this Python (pip install -e .)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def ctx(corpus: Path, env: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ctx]:
+    kube: KubeCluster = env["kube"]
+    for case in CASES.values():
+        left = kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={case.package}")
+        if left:
+            pytest.fail(f"ClusterObjectSets of owner {case.package} are already on this cluster "
+                        f"({', '.join(c['metadata']['name'] for c in left)}): an earlier run's? Use a fresh cluster")
+    made_crds = []
+    for kind, plural in (("Issuer", "issuers"), ("Certificate", "certificates")):
+        name = f"{plural}.cert-manager.io"
+        if gone(kube, CRD_API, "CustomResourceDefinition", name):
+            kube.create(_stand_in_crd(kind, plural))
+            made_crds.append(name)
+    for name in made_crds:
+        wait_for(lambda n=name: crd_established(kube, n), 60, f"the stand-in CRD {name} to be established")
+    stand_ins = StandIns(env["kubeconfig"])
+    stand_ins.cert_manager = True
+    stand_ins.start()
+    state = Ctx(env, corpus, tmp_path_factory.mktemp("bundles"), stand_ins)
+    try:
+        yield state
+    finally:
+        try:
+            for case in CASES.values():
+                selector = f"{OWNER_LABEL}={case.package}"
+                for cos in kube.list(COS_API, KIND, label_selector=selector):
+                    with contextlib.suppress(ApiError):
+                        kube.delete(COS_API, KIND, cos["metadata"]["name"])
+            wait_for(lambda: not any(kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={c.package}")
+                                     for c in CASES.values()), 300, "the bundles' revisions to be torn down")
+        finally:
+            stand_ins.halt.set()
+            stand_ins.join(10)
+            for ns in state.namespaces:
+                with contextlib.suppress(ApiError):
+                    kube.delete("v1", "Namespace", ns)
+            for name in made_crds:
+                with contextlib.suppress(ApiError):
+                    kube.delete(CRD_API, "CustomResourceDefinition", name)
+
+
+# ------------------------------------------------------------------------------------------------- commands
+
+def cosctl(ctx: Ctx, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``cosctl`` as an admin runs it, against the session's cluster; the object-data Secrets go where the
+    session's reconciler reads them (``--system-namespace``: for a bundle, ``-n`` is the install namespace)."""
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    command = [str(BIN / "cosctl"), *argv, "--kubeconfig", ctx.env["kubeconfig"],
+               "--system-namespace", ctx.env["system_ns"]]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=360)
+
+
+def watch(ctx: Ctx, name: str) -> subprocess.CompletedProcess[str]:
+    return cosctl(ctx, "status", name, "--watch", "--timeout", "300")
+
+
+def ok(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """The output lines of a command that must have succeeded (the failure shows what it said)."""
+    assert (done.returncode, done.stderr) == (0, ""), f"{done.args}: exit {done.returncode}\n{done.stdout}" \
+                                                      f"{done.stderr}"
+    return done.stdout.splitlines()
+
+
+def rolled_out(ctx: Ctx, name: str, version: str) -> None:
+    """``cosctl status --watch`` follows the rollout to its end while the stand-ins make things ready."""
+    done = watch(ctx, name)
+    assert done.returncode == 0, f"{done.stdout}{done.stderr}\nstand-ins: {ctx.stand_ins.problems}"
+    assert done.stdout.splitlines()[-1] == f"{name}: rollout succeeded: Revision {version} has rolled out."
+    wait_succeeded(ctx.env, name, version)
+
+
+def archived_and_torn_down(ctx: Ctx, name: str) -> None:
+    wait_brief(ctx.env, name, ("False", "Archived", "revision is archived"), timeout=180)
+    wait_for(lambda: api.FINALIZER_TEARDOWN not in (get_cos(ctx.env, name)["metadata"].get("finalizers") or []),
+             180, f"{name} to finish its teardown")
+
+
+def content(ctx: Ctx, name: str) -> dict[Ref, dict[str, Any]]:
+    """Every object a revision holds, read back from the cluster (its object-data Secrets)."""
+    phases = resolve_phases(get_cos(ctx.env, name), cluster_reader(ctx.kube), system_namespace=ctx.env["system_ns"])
+    out: dict[Ref, dict[str, Any]] = {}
+    for phase in phases:
+        for obj in phase.objects:
+            meta = obj["metadata"]
+            out[(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))] = obj
+    return out
+
+
+def live(ctx: Ctx, ref: Ref) -> dict[str, Any]:
+    return ctx.kube.get(*ref)
+
+
+def all_controlled_by(ctx: Ctx, refs: list[Ref], name: str) -> None:
+    """Each object is live and its controller is the revision ``name``."""
+    wrong = {f"{kind} {ns or ''}/{n}": controller_of(live(ctx, (av, kind, n, ns))) for av, kind, n, ns in refs}
+    assert {k: v for k, v in wrong.items() if v != [name]} == {}
+
+
+def deployments(objects: dict[Ref, dict[str, Any]]) -> list[Ref]:
+    return [ref for ref in objects if GVK.of(objects[ref]).group == "apps" and ref[1] == "Deployment"]
+
+
+def copy_bundle(ctx: Ctx, case: Case, version: str) -> Path:
+    """A copy of a corpus bundle under the test's tmp directory (the corpus is read-only to the test)."""
+    target = ctx.tmp / f"{case.package}-{version}"
+    if not target.exists():
+        shutil.copytree(ctx.corpus / case.package / version, target)
+    return target
+
+
+def single_namespace_only(ctx: Ctx, case: Case) -> Path:
+    """The next version, changed as a maintainer might: OwnNamespace no longer supported (SingleNamespace only)."""
+    bundle = ctx.tmp / f"{case.package}-{case.second}-single-only"
+    shutil.copytree(ctx.corpus / case.package / case.second, bundle)
+    (csv,) = (bundle / "manifests").glob("*.clusterserviceversion.yaml")
+    text = csv.read_text()
+    own = "  - supported: true\n    type: OwnNamespace\n"
+    assert text.count(own) == 1, "the CSV's installModes are not laid out as this test expects"
+    csv.write_text(text.replace(own, "  - supported: false\n    type: OwnNamespace\n"))
+    return bundle
+
+
+# ------------------------------------------------------------------------------------------------ the tests
+
+@pytest.mark.parametrize("case_id", list(CASES))
+def test_install_upgrade_keep_configuration_and_roll_back(ctx: Ctx, case_id: str) -> None:
+    case = CASES[case_id]
+    missing = [d for d in case.dirs if not (ctx.corpus / d / "metadata" / "annotations.yaml").is_file()]
+    if missing:
+        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundle {', '.join(missing)}")
+    pkg, (csv1, csv2) = case.package, case.csv_names
+    ns = f"{case.namespace}-{RUN}"
+    watched = f"{case.watch}-{RUN}" if case.watch else ns
+    ctx.stand_ins.namespaces.add(ns)
+    if case.watch:
+        ctx.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": watched}})
+        ctx.namespaces.append(watched)
+    first = copy_bundle(ctx, case, case.first)
+    second = copy_bundle(ctx, case, case.second)
+    if case.second_as_oci:   # what `skopeo copy docker://... oci-archive:F` or `podman save --format oci-archive` give
+        second = tar_of(bundle_image_layout(ctx.tmp / f"{pkg}-{case.second}-oci", second),
+                        ctx.tmp / f"{pkg}-{case.second}.oci.tar")
+    options: list[str] = []
+    expected_options: dict[str, Any] = {"namespace": ns, "createNamespace": True}
+    if case.config is not None:
+        config = ctx.tmp / f"{pkg}-config.yaml"
+        config.write_text(case.config.format(ns=ns, watch=watched))
+        options += ["--config", str(config)]
+        expected_options["config"] = yaml.safe_load(config.read_text())
+    if case.cert_provider:
+        options += ["--cert-provider", case.cert_provider]
+        expected_options["certProvider"] = case.cert_provider
+
+    # 1. install: the owner is the package; the options are recorded on the revision
+    out = ok(cosctl(ctx, "publish", str(first), "-n", ns, "--create-namespace", *options))
+    assert (out[0], out[-1]) == (f"bundle {csv1} rendered for namespace {ns}",
+                                 f"ClusterObjectSet {pkg}-1 (revision 1) created")
+    rolled_out(ctx, f"{pkg}-1", case.first)
+    one = get_cos(ctx.env, f"{pkg}-1")
+    assert one["metadata"]["labels"][OWNER_LABEL] == pkg
+    annotations = one["metadata"]["annotations"]
+    assert {k: v for k, v in annotations.items() if k != OPTIONS} == {
+        api.ANNOTATION_PACKAGE_NAME: pkg, api.ANNOTATION_BUNDLE_NAME: csv1, api.ANNOTATION_BUNDLE_VERSION: case.first}
+    assert json.loads(annotations[OPTIONS]) == expected_options
+    v1 = content(ctx, f"{pkg}-1")
+    assert ("v1", "Namespace", ns, None) in v1
+    all_controlled_by(ctx, list(v1), f"{pkg}-1")
+    if case.check_deployment:
+        for ref in deployments(v1):
+            case.check_deployment(live(ctx, ref))
+    for ref in deployments(v1):
+        target = live(ctx, ref)["spec"]["template"]["metadata"]["annotations"]["olm.targetNamespaces"]
+        assert target == ("" if case.config is None else watched)
+
+    # 2. what the upgrade would change, with the kept options
+    done = cosctl(ctx, "diff", str(second))
+    assert (done.returncode, done.stderr) == (1, ""), done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:2] == [f"--- {pkg}-1", f"+++ {second}"]
+    assert lines[-1] == case.diff_summary
+    for kind, old, new in case.moved:
+        assert any(line.startswith(f"added    {kind}.rbac.authorization.k8s.io ") and new in line for line in lines)
+        assert any(line.startswith(f"removed  {kind}.rbac.authorization.k8s.io ") and old in line for line in lines)
+
+    # 3. a next version whose schema refuses the kept configuration publishes nothing
+    if case.refusal:
+        refusing = single_namespace_only(ctx, case)
+        secrets = len(ctx.kube.list("v1", "Secret", ctx.env["system_ns"]))
+        done = cosctl(ctx, "publish", str(refusing))
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr == (
+            f"cosctl publish: the configuration kept from ClusterObjectSet {pkg}-1 does not fit {csv2}: invalid "
+            "ClusterExtension configuration: invalid configuration: invalid format for field \"watchNamespace\": "
+            f"'{ns}' is not valid singleNamespaceInstallMode: invalid value \"{ns}\": must be different from "
+            f"\"{ns}\" (the install namespace) because this operator uses SingleNamespace install mode to watch a "
+            "different namespace\nnothing was done: give --config FILE with a configuration this bundle accepts "
+            f"(cosctl render {refusing} --config-schema prints its schema)\n")
+        assert [c["metadata"]["name"] for c in ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={pkg}")] \
+            == [f"{pkg}-1"]
+        assert len(ctx.kube.list("v1", "Secret", ctx.env["system_ns"])) == secrets
+
+    # 4. the upgrade: no -n, no --config, no --cert-provider: everything kept from revision 1
+    out = ok(cosctl(ctx, "publish", str(second)))
+    assert (out[0], out[-1]) == (f"bundle {csv2} rendered for namespace {ns} (options kept from {pkg}-1)",
+                                 f"ClusterObjectSet {pkg}-2 (revision 2) created")
+    two = get_cos(ctx.env, f"{pkg}-2")
+    assert two["metadata"]["annotations"] == {
+        api.ANNOTATION_PACKAGE_NAME: pkg, api.ANNOTATION_BUNDLE_NAME: csv2, api.ANNOTATION_BUNDLE_VERSION: case.second,
+        OPTIONS: annotations[OPTIONS]}
+    rolled_out(ctx, f"{pkg}-2", case.second)
+    archived_and_torn_down(ctx, f"{pkg}-1")
+    v2 = content(ctx, f"{pkg}-2")
+    all_controlled_by(ctx, list(v2), f"{pkg}-2")       # the shared objects were handed over, the new ones made
+    only_v1 = sorted(set(v1) - set(v2), key=str)
+    assert [ref[1:3] for ref in only_v1] == sorted([(kind, old) for kind, old, _ in case.moved], key=str)
+    assert [ref for ref in only_v1 if not gone(ctx.kube, *ref)] == []   # what moved is gone with revision 1
+    assert sorted((ref[1], ref[2]) for ref in set(v2) - set(v1)) == sorted((kind, new) for kind, _, new in case.moved)
+    for ref in deployments(v2):
+        deployment = live(ctx, ref)
+        assert _images(deployment) == _images(v2[ref])
+        if case.check_deployment:
+            case.check_deployment(deployment)
+
+    # 5. what status and history say
+    out = ok(cosctl(ctx, "history", "--owner", pkg))
+    assert [line.split()[:7] for line in out[1:]] == [
+        ["1", f"{pkg}-1", "Archived", "Archived", "yes", pkg, case.first],
+        ["2", f"{pkg}-2", "Active", "Succeeded", "yes", pkg, case.second]]
+    out = ok(cosctl(ctx, "status", "--owner", pkg))
+    assert out[0] == f"owner {pkg}: 2 revision(s)"
+    assert out[1].split() == ["1", f"{pkg}-1", "Archived", "Archived", "package", pkg, case.first]
+    assert out[2].split() == ["2", f"{pkg}-2", "Active", "Succeeded", "package", pkg, case.second]
+    assert f"ClusterObjectSet {pkg}-2: revision 2, Active, owner {pkg}, package {pkg} {case.second}" in out
+
+    # 6. back to revision 1's content, as revision 3
+    out = ok(cosctl(ctx, "rollback", "--owner", pkg))
+    assert (out[0], out[-2]) == (f"rolling back owner {pkg} to revision 1 ({pkg}-1)",
+                                 f"ClusterObjectSet {pkg}-3 (revision 3) created")
+    rolled_out(ctx, f"{pkg}-3", case.first)
+    archived_and_torn_down(ctx, f"{pkg}-2")
+    assert content(ctx, f"{pkg}-3") == v1
+    all_controlled_by(ctx, list(v1), f"{pkg}-3")
+    assert [ref for ref in set(v2) - set(v1) if not gone(ctx.kube, *ref)] == []
+    for ref in deployments(v1):
+        assert _images(live(ctx, ref)) == _images(v1[ref])
+        if case.check_deployment:
+            case.check_deployment(live(ctx, ref))
+    ctx.rolled_back[pkg] = (dict(get_cos(ctx.env, f"{pkg}-3")["metadata"].get("annotations") or {}),
+                            dict(annotations))
+
+
+def _images(deployment: dict[str, Any]) -> list[str]:
+    return [c["image"] for c in _containers(deployment)]
+
+
+@pytest.mark.xfail(strict=True, reason="cosctl rollback copies only the bundle-version annotation to the new "
+                   "revision: package-name, bundle-name and bundle-options are lost, so status/history show no "
+                   "package and the next `cosctl publish NEXT` keeps no options (reported to the lead)")
+def test_a_rollback_records_the_bundle_and_options_it_restores(ctx: Ctx) -> None:
+    """Revision 3 (revision 1's content) says what revision 1 said: package, bundle, version and options."""
+    if not ctx.rolled_back:
+        pytest.skip("no bundle was rolled back in this run")
+    assert {pkg: got for pkg, (got, _) in ctx.rolled_back.items()} == {
+        pkg: restored for pkg, (_, restored) in ctx.rolled_back.items()}
+
+
+def test_what_olm_v1_refuses_is_never_published(ctx: Ctx) -> None:
+    """What OLM v1 refuses is refused before anything is written: a bundle with webhooks and no certificate
+    provider, and a bundle with API service definitions (when the corpus has one)."""
+    sap = ctx.corpus / "sap-btp-operator" / "0.1.5"
+    if not (sap / "metadata").is_dir():
+        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundle sap-btp-operator/0.1.5")
+    owner = f"refused-{RUN}"
+    done = cosctl(ctx, "publish", str(sap), "-n", f"sap-refused-{RUN}", "--owner", owner)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1, "", "cosctl publish: unsupported bundle: webhookDefinitions are not supported\n")
+    enmasse = ctx.corpus / "enmasse" / "0.30.2"
+    if (enmasse / "metadata").is_dir():
+        done = cosctl(ctx, "publish", str(enmasse), "-n", f"enmasse-{RUN}", "--owner", owner)
+        assert (done.returncode, done.stdout, done.stderr) == (
+            1, "", "cosctl publish: unsupported bundle: apiServiceDefintions are not supported\n")
+    assert ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}") == []
