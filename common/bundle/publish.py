@@ -37,9 +37,10 @@ RETAIN_ARCHIVED = 5
 _SECRET = ("v1", "Secret")
 _COS = (api.API_VERSION, api.KIND)
 _MUTABLE_SPEC = ("progressDeadlineMinutes", "progressionProbes")
-# What a revision says about where its content came from: updated in place when the content itself is unchanged.
-_MUTABLE_ANNOTATIONS = (api.ANNOTATION_BUNDLE_VERSION, api.ANNOTATION_PACKAGE_NAME, api.ANNOTATION_BUNDLE_NAME,
-                        api.ANNOTATION_BUNDLE_OPTIONS)
+# What a revision says about where its content came from: updated in place when the content itself is unchanged,
+# and carried to the new revision by a rollback, which restores that content.
+PROVENANCE_ANNOTATIONS = (api.ANNOTATION_BUNDLE_VERSION, api.ANNOTATION_PACKAGE_NAME, api.ANNOTATION_BUNDLE_NAME,
+                          api.ANNOTATION_BUNDLE_OPTIONS)
 
 
 class PublishError(Exception):
@@ -127,7 +128,7 @@ def _mutable_patch(live: Obj, desired: Obj) -> Obj:
             patch.setdefault("spec", {})[key] = want_spec.get(key)
     live_ann = (live.get("metadata") or {}).get("annotations") or {}
     want_ann = (desired.get("metadata") or {}).get("annotations") or {}
-    for key in _MUTABLE_ANNOTATIONS:
+    for key in PROVENANCE_ANNOTATIONS:
         if live_ann.get(key) != want_ann.get(key):
             patch.setdefault("metadata", {}).setdefault("annotations", {})[key] = want_ann.get(key)
     return patch

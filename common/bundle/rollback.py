@@ -16,7 +16,14 @@ from collections.abc import Sequence
 
 from common.bundle.contents import ContentUnavailable, cluster_reader, resolve_phases
 from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, pack
-from common.bundle.publish import PublishError, Result, owner_revisions, publish_rendered, revision_of
+from common.bundle.publish import (
+    PROVENANCE_ANNOTATIONS,
+    PublishError,
+    Result,
+    owner_revisions,
+    publish_rendered,
+    revision_of,
+)
 from common.cluster.interface import Cluster
 from common.contract import api
 from common.contract.objects import Obj
@@ -77,8 +84,9 @@ def rollback(cluster: Cluster, *, owner: str, to_revision: int | None = None,
                       owner_kind=labels.get(api.LABEL_OWNER_KIND) or DEFAULT_OWNER_KIND,
                       collision_protection=spec.get("collisionProtection") or api.COLLISION_PREVENT,
                       progress_deadline_minutes=spec.get("progressDeadlineMinutes"),
-                      bundle_version=annotations.get(api.ANNOTATION_BUNDLE_VERSION),
-                      progression_probes=spec.get("progressionProbes"))
+                      progression_probes=spec.get("progressionProbes"),
+                      annotations={k: v for k in PROVENANCE_ANNOTATIONS
+                                   if isinstance(v := annotations.get(k), str)})
         _copy_entry_fields(spec, packed.cos["spec"])
         return packed
 

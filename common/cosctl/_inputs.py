@@ -36,7 +36,7 @@ from common.bundle.registryv1.render import NO_PROVIDER
 from common.bundle.registryv1.source import is_bundle, load_bundle
 from common.contract import api
 from common.contract.objects import Obj
-from common.cosctl._producer import UsageError, load_phases
+from common.cosctl._producer import MissingArgument, UsageError, load_phases
 
 
 @dataclass(slots=True)
@@ -72,8 +72,9 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     bundle.add_argument("--cert-provider", default=None, choices=CERT_PROVIDERS,
                         help=f"certificates for the bundle's webhooks (default {NO_PROVIDER}: a bundle with webhooks "
                              "is refused, as OLM v1 refuses it)")
-    bundle.add_argument("--create-namespace", action="store_true", default=None,
-                        help="add the install namespace to the revision as a Namespace object")
+    bundle.add_argument("--create-namespace", action=argparse.BooleanOptionalAction, default=None,
+                        help="add the install namespace to the revision as a Namespace object (on publish, kept from "
+                             "the owner's latest revision unless --no-create-namespace)")
 
 
 def bundle_input(paths: list[str]) -> str | None:
@@ -100,7 +101,7 @@ def install_options(args: argparse.Namespace, recorded: InstallOptions | None = 
     """The options from the command line, each one missing taken from ``recorded`` (the owner's latest revision)."""
     namespace = args.namespace or (recorded.namespace if recorded else None)
     if not namespace:
-        raise UsageError("a registry+v1 bundle needs -n/--namespace NS: the namespace to install it in")
+        raise MissingArgument("a registry+v1 bundle needs -n/--namespace NS: the namespace to install it in")
     config = load_config_file(args.config) if args.config is not None else (recorded.config if recorded else None)
     provider = args.cert_provider or (recorded.cert_provider if recorded else NO_PROVIDER)
     create = args.create_namespace if args.create_namespace is not None else bool(

@@ -125,6 +125,10 @@ class UsageError(Exception):
     """Arguments that parse but do not make sense together (argparse cannot say so itself)."""
 
 
+class MissingArgument(Exception):
+    """An argument the input makes required is missing (a bundle's ``-n``): exit 2, as argparse's own."""
+
+
 def connect(args: argparse.Namespace) -> Cluster:
     """The cluster named by ``--kubeconfig``/``KUBECONFIG``, through the project's client adapter."""
     from kubernetes.config import ConfigException  # imported late: pack needs no Kubernetes client
@@ -153,7 +157,7 @@ def run(command: str, body: Callable[[], int], *, failure: int = EXIT_FAILED) ->
         print(f"cosctl {command}: {exc}", file=sys.stderr)
     except (PhasingError, PackingError, PublishError, ConnectError, UsageError) as exc:
         print(f"cosctl {command}: {exc}", file=sys.stderr)
-    except BundleInputError as exc:  # not a usable bundle: like a usage error (spec bundles.md §4)
+    except (BundleInputError, MissingArgument) as exc:  # not a usable bundle, or no way to use it (bundles.md §4)
         print(f"cosctl {command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (ConfigurationError, RenderError) as exc:  # OLM v1's refusal, in its words

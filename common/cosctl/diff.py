@@ -146,7 +146,12 @@ def local_phases(paths: list[str], args: argparse.Namespace | None = None, *,
     ``recorded`` revision, as publish completes them), ``cosctl pack`` output (one ClusterObjectSet, its Secrets
     beside it) or plain manifests, sorted and cleaned as ``publish`` does."""
     if args is not None and len(paths) == 1 and bundle_input(paths) is not None:
-        return load_inputs(args, command="diff", paths=paths, recorded=recorded).phases
+        inputs = load_inputs(args, command="diff", paths=paths, recorded=recorded)
+        if inputs.bundle is not None and inputs.options is not None:  # stdout stays a diff: say it on stderr
+            kept = f" (options kept from {inputs.kept_from})" if inputs.kept_from else ""
+            print(f"cosctl diff: bundle {inputs.bundle.csv_name} rendered for namespace {inputs.options.namespace}"
+                  f"{kept}", file=sys.stderr)
+        return inputs.phases
     documents = [m.obj for m in load(paths)]
     revisions = [d for d in documents if is_cos(d)]
     if not revisions:

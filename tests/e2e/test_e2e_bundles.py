@@ -539,9 +539,6 @@ def _images(deployment: dict[str, Any]) -> list[str]:
     return [c["image"] for c in _containers(deployment)]
 
 
-@pytest.mark.xfail(strict=True, reason="cosctl rollback copies only the bundle-version annotation to the new "
-                   "revision: package-name, bundle-name and bundle-options are lost, so status/history show no "
-                   "package and the next `cosctl publish NEXT` keeps no options (reported to the lead)")
 def test_a_rollback_records_the_bundle_and_options_it_restores(ctx: Ctx) -> None:
     """Revision 3 (revision 1's content) says what revision 1 said: package, bundle, version and options."""
     if not ctx.rolled_back:

@@ -200,7 +200,7 @@ def test_bundle_options_on_plain_manifests_and_mixed_inputs_are_refused(tmp_path
 def test_pack_of_a_bundle_without_namespace_says_so(tmp_path):
     code, out, err = cosctl("pack", str(demo_bundle(tmp_path / "b")))
     assert (code, out, err) == (
-        1, "", "cosctl pack: a registry+v1 bundle needs -n/--namespace NS: the namespace to install it in\n")
+        2, "", "cosctl pack: a registry+v1 bundle needs -n/--namespace NS: the namespace to install it in\n")
 
 
 # ------------------------------------------------------------------------------------------------ publish
@@ -266,7 +266,8 @@ def test_diff_of_the_next_bundle_shows_what_publish_would_change(tmp_path):
     mc = MemCluster()
     assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", cluster=mc)[0] == 0
     code, out, err = cosctl("diff", str(demo_bundle(tmp_path / "v2", "1.1.0")), cluster=mc)
-    assert (code, err) == (1, "")
+    assert (code, err) == (1, "cosctl diff: bundle demo-operator.v1.1.0 rendered for namespace demo-system (options "
+                              "kept from demo-1)\n")
     assert out.splitlines()[0:2] == ["--- demo-1", f"+++ {tmp_path / 'v2'}"]
     assert "changed  Deployment.apps demo-system/demo-controller (phase deploy)" in out
     # the RBAC objects' names carry the CSV name (OLM v1's): a new version replaces them
@@ -318,3 +319,24 @@ def test_a_manifest_no_api_server_accepts_is_refused_by_pack_naming_it(tmp_path)
     assert (code, out) == (1, "")
     assert err == ("cosctl pack: the bundle's Service webhook has no apiVersion: no API server accepts it (OLM v1 "
                    "renders it as the bundle ships it, and the install fails on it)\n")
+
+
+def test_a_rollback_records_the_package_bundle_and_options_it_restores(tmp_path):
+    mc = MemCluster()
+    config = tmp_path / "config.yaml"
+    config.write_text("watchNamespace: demo-system\n")
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--config", str(config),
+                  cluster=mc)[0] == 0
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v2", "1.1.0")), cluster=mc)[0] == 0
+    for cos in mc.objects(*COS):  # both rolled out, so revision 1 is a rollback target
+        mc.edit(*COS, cos["metadata"]["name"], None, lambda o: o.setdefault("status", {}).update(conditions=[
+            {"type": "Succeeded", "status": "True", "reason": "Succeeded", "message": "",
+             "lastTransitionTime": "2026-01-01T00:00:00Z"}]))
+    code, _, err = cosctl("rollback", "--owner", "demo", cluster=mc)
+    assert (code, err) == (0, "")
+    first, _, third = (c["metadata"]["annotations"] for c in mc.objects(*COS))
+    assert third == first
+    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v2", "1.1.0")), cluster=mc)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == ("bundle demo-operator.v1.1.0 rendered for namespace demo-system (options kept "
+                                   "from demo-3)")
