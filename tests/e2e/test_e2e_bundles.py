@@ -460,7 +460,9 @@ def test_install_upgrade_keep_configuration_and_roll_back(ctx: Ctx, case_id: str
 
     # 2. what the upgrade would change, with the kept options
     done = cosctl(ctx, "diff", str(second))
-    assert (done.returncode, done.stderr) == (1, ""), done.stdout + done.stderr
+    assert (done.returncode, done.stderr) == (
+        1, f"cosctl diff: bundle {csv2} rendered for namespace {ns} (options kept from {pkg}-1)\n"), \
+        done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[:2] == [f"--- {pkg}-1", f"+++ {second}"]
     assert lines[-1] == case.diff_summary
