@@ -33,6 +33,10 @@ LABEL_OWNER_KIND = "olm.operatorframework.io/owner-kind"
 ANNOTATION_REVISION = "olm.operatorframework.io/revision"
 ANNOTATION_BUNDLE_VERSION = "olm.operatorframework.io/bundle-version"
 FINALIZER_TEARDOWN = "olm.operatorframework.io/teardown"
+# The ServiceAccount whose rights a revision's objects are written with (OLM v1 sets both from the
+# ClusterExtension's spec.serviceAccount and spec.namespace).
+ANNOTATION_SERVICE_ACCOUNT_NAME = "olm.operatorframework.io/service-account-name"
+ANNOTATION_SERVICE_ACCOUNT_NAMESPACE = "olm.operatorframework.io/service-account-namespace"
 
 # spec enums.
 LIFECYCLE_ACTIVE = "Active"
