@@ -21,6 +21,7 @@ from common.bundle.publish import PublishError
 from common.cluster.interface import ApiError, Cluster
 from common.contract import api
 from common.contract.objects import Obj
+from common.contract.serviceaccount import ServiceAccountRef
 
 # Exit codes shared by the producer subcommands.
 EXIT_OK = 0
@@ -45,6 +46,22 @@ def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
                         help="YAML or JSON file holding the spec.progressionProbes list")
     parser.add_argument("--bundle-version", default=None,
                         help=f"annotation {api.ANNOTATION_BUNDLE_VERSION} (shown in rollout messages)")
+
+
+def service_account_argument(text: str) -> ServiceAccountRef:
+    """``--service-account NAMESPACE/NAME`` (argparse reports a bad value as a usage error, exit 2)."""
+    try:
+        return ServiceAccountRef.parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAMESPACE/NAME") from None
+
+
+def add_service_account_argument(parser: argparse.ArgumentParser) -> None:
+    """``--service-account``: whose rights the revision is applied with (publish, rollback)."""
+    parser.add_argument("--service-account", type=service_account_argument, default=None, metavar="NS/NAME",
+                        help=f"the ServiceAccount the reconciler applies the revision with (annotations "
+                             f"{api.ANNOTATION_SERVICE_ACCOUNT_NAME} and {api.ANNOTATION_SERVICE_ACCOUNT_NAMESPACE}); "
+                             "default: the latest revision's")
 
 
 def add_namespace_argument(parser: argparse.ArgumentParser) -> None:

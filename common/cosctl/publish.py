@@ -10,7 +10,15 @@ from __future__ import annotations
 import argparse
 
 from common.bundle.publish import publish
-from common.cosctl._producer import EXIT_OK, add_bundle_arguments, add_cluster_arguments, load_phases, load_probes, run
+from common.cosctl._producer import (
+    EXIT_OK,
+    add_bundle_arguments,
+    add_cluster_arguments,
+    add_service_account_argument,
+    load_phases,
+    load_probes,
+    run,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,6 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "creates nothing. Runs recovery and retention (newest 5 archived revisions are kept).")
     add_bundle_arguments(parser)
     parser.add_argument("--owner", required=True, help="owner name: revisions are named <owner>-<N>")
+    add_service_account_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
@@ -38,7 +47,8 @@ def _publish(args: argparse.Namespace) -> int:
                      system_namespace=args.system_namespace, collision_protection=args.collision_protection,
                      progress_deadline_minutes=args.progress_deadline_minutes,
                      bundle_version=args.bundle_version,
-                     progression_probes=load_probes(args.progression_probes), dry_run=args.dry_run)
+                     progression_probes=load_probes(args.progression_probes),
+                     service_account=args.service_account, dry_run=args.dry_run)
     prefix = "would " if args.dry_run else ""
     for action in result.actions:
         print(f"{prefix}{action}")

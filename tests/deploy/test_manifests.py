@@ -461,7 +461,8 @@ def test_the_validating_cos_webhook_gets_updates_that_change_the_service_account
     """A metadata-only UPDATE naming another ServiceAccount (``kubectl annotate``) must reach the webhook: its
     ``--authorize-service-accounts`` check would be bypassed otherwise."""
     matches = _cos_condition(rendered, "ValidatingWebhookConfiguration")
-    name, namespace = "olm.operatorframework.io/service-account-name", "olm.operatorframework.io/service-account-namespace"
+    name = "olm.operatorframework.io/service-account-name"
+    namespace = "olm.operatorframework.io/service-account-namespace"
 
     def cos(annotations: dict[str, str] | None) -> Obj:
         meta: Obj = {"name": "x", "generation": 3}

@@ -47,7 +47,8 @@ def rbac(server: FakeApiServer) -> Rbac:
     rbac = Rbac()
     server.authorize = rbac
     for name in ("installer", "other"):
-        server.put_object({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "shop"}})
+        server.put_object({"apiVersion": "v1", "kind": "ServiceAccount",
+                           "metadata": {"name": name, "namespace": "shop"}})
     rbac.grants |= {(INSTALLER, "configmaps", "a"), (OTHER, "configmaps", "a")}
     return rbac
 
@@ -92,7 +93,8 @@ def settle_quietly(proc: ReconcilerProcess) -> None:
 
 def test_objects_are_written_as_the_service_account_and_everything_else_as_the_process(
         server: FakeApiServer, kube: KubeCluster, rbac: Rbac, procs: list[ReconcilerProcess]) -> None:
-    server.put_object(named(cos("c1", 1, phase("one", cm("x", ns="a")), phase("two", cm("y", ns="a"), cm("z", ns="a")))))
+    server.put_object(named(cos("c1", 1, phase("one", cm("x", ns="a")),
+                                phase("two", cm("y", ns="a"), cm("z", ns="a")))))
     procs.append(proc := start(kube))
     wait_for(lambda: settled(get_cos(server, "c1")))
     settle_quietly(proc)
@@ -110,7 +112,7 @@ def test_objects_are_written_as_the_service_account_and_everything_else_as_the_p
     count = proc.reconcile_count
     for _ in range(3):
         proc.queue.add("c1")
-        wait_for(lambda: proc.queue.idle())
+        wait_for(proc.queue.idle)
     wait_for(lambda: proc.reconcile_count > count)
     settle_quietly(proc)
     assert server.requests == []
@@ -167,7 +169,8 @@ def test_a_missing_service_account_is_waited_for(server: FakeApiServer, kube: Ku
     wait_for(lambda: (inf := proc.caches.get(key)) is not None and inf.synced.is_set())
     wait_for(lambda: proc.queue.backoff.failures("c1") >= 1)
     rbac.grants.add(("system:serviceaccount:shop:later", "configmaps", "a"))
-    server.put_object({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "later", "namespace": "shop"}})
+    server.put_object({"apiVersion": "v1", "kind": "ServiceAccount",
+                       "metadata": {"name": "later", "namespace": "shop"}})
     wait_for(lambda: settled(get_cos(server, "c1")))
     assert who(server, lambda r: "/configmaps" in r.path and r.method != "GET") == [
         ("create", "configmaps", "system:serviceaccount:shop:later")]

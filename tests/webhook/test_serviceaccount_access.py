@@ -94,7 +94,8 @@ def test_other_violations_are_reported_with_it_and_offline_nothing_is_asked() ->
     bad["spec"]["phases"][1]["objects"].append(copy.deepcopy(bad["spec"]["phases"][0]["objects"][0]))
     decision = validate(Request(api.KIND, "CREATE", bad, user=BOB), access=Answers())
     fields = [c["field"] for c in decision.status["details"]["causes"]] if decision.status else []
-    assert fields == ["spec.phases[1].objects[2]", "metadata.annotations[olm.operatorframework.io/service-account-name]"]
+    assert fields == ["spec.phases[1].objects[2]",
+                      "metadata.annotations[olm.operatorframework.io/service-account-name]"]
     assert validate(Request(api.KIND, "CREATE", named(valid_cos()), user=BOB)).allowed   # no access: not checked
 
 
