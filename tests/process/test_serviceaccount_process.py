@@ -24,12 +24,18 @@ from reconciler.cache import InformerKey
 from reconciler.process import RBAC_KEYS, ProcessConfig, ReconcilerProcess, settled
 from reconciler.queue import ItemBackoff
 from tests.engine.helpers import cm, cos, phase
-from tests.process.test_process import condition, get_cos, wait_for
+from tests.process import test_process
+from tests.process.test_process import condition, get_cos
 from tests.support.fake_apiserver import FakeApiServer
 
 INSTALLER = "system:serviceaccount:shop:installer"
 OTHER = "system:serviceaccount:shop:other"
 ADMIN = "admin"   # the process's own identity on the fake
+
+
+def wait_for(cond: Callable[[], Any], timeout: float = 30.0) -> None:
+    """test_process's wait, with room for a loaded machine (a readiness wait, not a timed assertion)."""
+    test_process.wait_for(cond, timeout)
 
 
 class Rbac:
