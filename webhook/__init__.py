@@ -7,5 +7,6 @@ ask whether a requester may use the ServiceAccount a COS names (:mod:`.access`).
 every decision is :mod:`common.contract.admission`'s, the code ``cosctl validate`` runs offline.
 
 May import: :mod:`common.contract`, :mod:`common.cluster` (``certs`` writes Secrets and webhook
-configurations; ``access`` creates SubjectAccessReviews). Never ``reconciler`` (an import-linter contract) and never a test double.
+configurations; ``access`` creates SubjectAccessReviews). Never ``reconciler`` (an import-linter contract) and
+never a test double.
 """
