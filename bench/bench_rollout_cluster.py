@@ -14,6 +14,12 @@ reconciler is active on the cluster. Each round, in a namespace of its own run:
 The figures are medians over ``--rounds``; the ratios compare the reconciler with both floors. Then, with the
 last COS rolled out, ``--steady-seconds`` of steady state (the COS re-enqueued every 5 s, as a resync would):
 the requests sent, by verb, must be zero. Prints one JSON document.
+
+``--identity``: whose rights the reconciler writes the objects with. ``process`` (the default): its own, as a
+COS naming no ServiceAccount is written. ``service-account``: the COS names a ServiceAccount allowed to create,
+patch and delete ConfigMaps in the bench's namespace, so every write carries its token (one TokenRequest per
+reconciler process). ``both``: each round times both, one after the other (in alternating order), so the machine's
+noise hits them alike; the result adds each ``service_account`` median's ratio to the ``process`` one.
 """
 
 from __future__ import annotations
@@ -139,10 +145,34 @@ def configmap(ns: str, name: str, i: int, labels: dict[str, str] | None = None) 
             "data": {"index": str(i), "payload": "x" * 64}}
 
 
-def cos_manifest(name: str, ns: str, objects: int, phases: int) -> dict:
+BENCH_SERVICE_ACCOUNT = "cos-bench-installer"
+
+
+def make_service_account(kube: KubeCluster, ns: str) -> None:
+    """A ServiceAccount that may write exactly what the bench's COSs hold: ConfigMaps in ``ns``."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    meta = {"name": BENCH_SERVICE_ACCOUNT, "namespace": ns}
+    objs = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {"apiVersion": rbac, "kind": "Role", "metadata": meta,
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "patch", "delete"]}]},
+        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": meta,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": BENCH_SERVICE_ACCOUNT},
+         "subjects": [{"kind": "ServiceAccount", "name": BENCH_SERVICE_ACCOUNT, "namespace": ns}]},
+    ]
+    for obj in objs:
+        with contextlib.suppress(AlreadyExists):
+            kube.create(obj)
+
+
+def cos_manifest(name: str, ns: str, objects: int, phases: int, *, service_account: bool = False) -> dict:
     per = -(-objects // phases)
+    meta: dict[str, Any] = {"name": name}
+    if service_account:
+        meta["annotations"] = {api.ANNOTATION_SERVICE_ACCOUNT_NAME: BENCH_SERVICE_ACCOUNT,
+                               api.ANNOTATION_SERVICE_ACCOUNT_NAMESPACE: ns}
     return {
-        "apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": name},
+        "apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": meta,
         "spec": {"revision": 1, "lifecycleState": "Active", "collisionProtection": "Prevent", "phases": [
             {"name": f"phase-{p:02d}", "objects": [
                 {"object": configmap(ns, f"{name}-{p:02d}-{o:03d}", p * per + o)}
@@ -185,7 +215,7 @@ def succeeded(cos: dict | None) -> bool:
 
 
 def rollout(kubeconfig: str, admin: KubeCluster, ns: str, objects: int, phases: int, concurrency: int,
-            *, keep: bool = False, cpu: list[float] | None = None,
+            *, keep: bool = False, cpu: list[float] | None = None, service_account: bool = False,
             ) -> tuple[float, dict[str, int], ReconcilerProcess | None, Counted]:
     """The reconciler in-process: seconds from the COS create to Succeeded=True observed, requests by verb."""
     counted = Counted()
@@ -199,7 +229,7 @@ def rollout(kubeconfig: str, admin: KubeCluster, ns: str, objects: int, phases: 
     counted.take()
     cpu0 = cpu_seconds()
     start = time.monotonic()
-    admin.create(cos_manifest(name, ns, objects, phases))
+    admin.create(cos_manifest(name, ns, objects, phases, service_account=service_account))
     # Polled every 50 ms, not faster: a cache read deep-copies the 1,000-object COS, and polling it every
     # few milliseconds would steal the CPU being measured (the figure's resolution is 50 ms).
     wait(lambda: succeeded(cos_inf.get(None, name)), 600, "the rollout", 0.05)
@@ -250,28 +280,38 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, nargs="+", default=[8, 1],
                    help="reconciler --rollout-concurrency values to time (default: 8 1)")
     p.add_argument("--steady-seconds", type=float, default=60.0)
+    p.add_argument("--identity", choices=("process", "service-account", "both"), default="process",
+                   help="write the objects with the reconciler's own rights, a ServiceAccount's token, or time "
+                        "both each round (default: %(default)s)")
     args = p.parse_args()
+    modes = {"process": [False], "service-account": [True], "both": [False, True]}[args.identity]
     path = kubeconfig_or_skip(args.kubeconfig)
 
     admin = KubeCluster.from_kubeconfig(path)
     prepare_client(admin, requests=args.floor_connections)
     ensure_crd(admin)
     ns = make_namespace(admin, "cos-bench")
+    if True in modes:
+        make_service_account(admin, ns)
     floors: dict[str, list[float]] = {"1": [], str(args.floor_connections): []}
     floor_cpu: dict[str, list[float]] = {"1": [], str(args.floor_connections): []}
-    runs: dict[int, list[float]] = {c: [] for c in args.concurrency}
-    run_cpu: dict[int, list[float]] = {c: [] for c in args.concurrency}
-    requests: dict[int, dict[str, int]] = {}
+    keys = [(c, sa) for c in args.concurrency for sa in modes]
+    runs: dict[tuple[int, bool], list[float]] = {k: [] for k in keys}
+    run_cpu: dict[tuple[int, bool], list[float]] = {k: [] for k in keys}
+    requests: dict[tuple[int, bool], dict[str, int]] = {}
     result: dict[str, Any] = {}
     try:
-        for _ in range(args.rounds):
+        for n in range(args.rounds):
             floors["1"].append(floor(admin, ns, args.objects, 1, floor_cpu["1"]))
             fc = str(args.floor_connections)
             floors[fc].append(floor(admin, ns, args.objects, args.floor_connections, floor_cpu[fc]))
-            for c in args.concurrency:
-                took, counts, _, _ = rollout(path, admin, ns, args.objects, args.phases, c, cpu=run_cpu[c])
-                runs[c].append(took)
-                requests[c] = counts
+            # with both identities, every other round times them in the other order: what the previous run
+            # leaves the server busy with (the collection delete of its 1,000 objects) hits both alike
+            for c, sa in (keys if n % 2 == 0 else [(c, sa) for c in args.concurrency for sa in reversed(modes)]):
+                took, counts, _, _ = rollout(path, admin, ns, args.objects, args.phases, c, cpu=run_cpu[(c, sa)],
+                                             service_account=sa)
+                runs[(c, sa)].append(took)
+                requests[(c, sa)] = counts
         f1 = statistics.median(floors["1"])
         fn = statistics.median(floors[str(args.floor_connections)])
         result = {
@@ -283,18 +323,22 @@ def main() -> int:
                                                      for k, v in floor_cpu.items()}},
             "rollout": {},
         }
-        for c, samples in runs.items():
+        for (c, sa), samples in runs.items():
             med = statistics.median(samples)
-            result["rollout"][f"concurrency_{c}"] = {
+            entry = {
                 "seconds": round(med, 3), "samples": [round(x, 3) for x in samples],
                 "ratio_to_1_connection_floor": round(med / f1, 2),
                 f"ratio_to_{args.floor_connections}_connection_floor": round(med / fn, 2),
-                "requests": requests[c],
-                "client_cpu_seconds": round(statistics.median(run_cpu[c]), 3),
+                "requests": requests[(c, sa)],
+                "client_cpu_seconds": round(statistics.median(run_cpu[(c, sa)]), 3),
             }
+            if sa and (c, False) in runs:
+                entry["ratio_to_process_identity"] = round(med / statistics.median(runs[(c, False)]), 3)
+            result["rollout"][f"concurrency_{c}" + ("_service_account" if sa else "")] = entry
         if args.steady_seconds > 0:
             c = args.concurrency[0]
-            _, _, proc, counted = rollout(path, admin, ns, args.objects, args.phases, c, keep=True)
+            _, _, proc, counted = rollout(path, admin, ns, args.objects, args.phases, c, keep=True,
+                                          service_account=modes[-1])
             assert proc is not None
             cos_inf = proc.caches.get(COS_KEY)
             assert cos_inf is not None

@@ -3,7 +3,11 @@ defaults, int-or-string, quantities, nulls), then 60 s during which the COS is t
 touch makes the reconciler walk every object), counting the reconciler-relevant writes and dry runs with the
 API server's own ``apiserver_request_total``. Prints JSON; expected: zero writes, zero dry runs.
 
-    python -m bench.bench_steady_cluster --kubeconfig PATH [--seconds 60]
+    python -m bench.bench_steady_cluster --kubeconfig PATH [--seconds 60] [--service-account]
+
+``--service-account``: the COS names a ServiceAccount (every right in the bench's namespace, nothing else), so
+its objects are written with that ServiceAccount's token; the steady state must then also ask for no token
+(``token_requests``, counted by the reconciler, must be 0).
 
 Without a kubeconfig (flag or ``COS_E2E_KUBECONFIG``) it prints a JSON ``skipped`` reason and exits 0. The
 ClusterObjectSet CRD must be installed; no other COS reconciler may run against the cluster meanwhile.
@@ -38,6 +42,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kubeconfig", default=os.environ.get("COS_E2E_KUBECONFIG"))
     ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--service-account", action="store_true",
+                    help="the COS names a ServiceAccount allowed everything in the bench's namespace")
     args = ap.parse_args()
     if not args.kubeconfig:
         print(json.dumps({"skipped": "no cluster: pass --kubeconfig or set COS_E2E_KUBECONFIG"}))
@@ -52,12 +58,23 @@ def main() -> int:
     ns, sys_ns, name = f"cos-bench-{run}", f"cos-bench-sys-{run}", f"shapes-{run}"
     for n in (ns, sys_ns):
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}})
+    meta: dict[str, object] = {"name": name}
+    if args.service_account:
+        rbac, sa = "rbac.authorization.k8s.io/v1", "cos-bench-installer"
+        kube.create({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": ns}})
+        kube.create({"apiVersion": rbac, "kind": "Role", "metadata": {"name": sa, "namespace": ns},
+                     "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]})
+        kube.create({"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": sa, "namespace": ns},
+                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": sa},
+                     "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]})
+        meta["annotations"] = {"olm.operatorframework.io/service-account-name": sa,
+                               "olm.operatorframework.io/service-account-namespace": ns}
     proc = ReconcilerProcess(kube, ProcessConfig(workers=4, system_namespace=sys_ns))
     proc.start()
-    result: dict[str, object] = {"objects": len(mixed_shapes.objects(ns))}
+    result: dict[str, object] = {"objects": len(mixed_shapes.objects(ns)), "service_account": args.service_account}
     try:
         start = time.monotonic()
-        kube.create({"apiVersion": COS_API, "kind": KIND, "metadata": {"name": name},
+        kube.create({"apiVersion": COS_API, "kind": KIND, "metadata": meta,
                      "spec": {"revision": 1, "lifecycleState": "Active", "collisionProtection": "Prevent",
                               "phases": mixed_shapes.phases(ns)}})
         while not settled(kube.get(COS_API, KIND, name)):
@@ -68,6 +85,7 @@ def main() -> int:
         time.sleep(15)
         before = mixed_shapes.apiserver_writes(_metrics(kube), mixed_shapes.RESOURCES)
         reconciles = proc.reconcile_count
+        tokens = sum(proc.tokens.issued.values())
         end = time.monotonic() + args.seconds
         tick = 0
         while time.monotonic() < end:
@@ -77,6 +95,8 @@ def main() -> int:
         after = mixed_shapes.apiserver_writes(_metrics(kube), mixed_shapes.RESOURCES)
         delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after if after[k] != before.get(k, 0.0)}
         result.update(seconds=args.seconds, reconciles=proc.reconcile_count - reconciles,
+                      token_requests=sum(proc.tokens.issued.values()) - tokens,
+                      token_requests_during_rollout=tokens,
                       writes=sum(v for k, v in delta.items() if not k.endswith("dry-run")),
                       dry_runs=sum(v for k, v in delta.items() if k.endswith("dry-run")), by_request=delta,
                       counted_by="apiserver_request_total (whole cluster, main resources of the COS's kinds)")

@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rollout-concurrency", type=int, default=DEFAULT_CONCURRENCY,
                    help="object writes in flight at once, shared by all workers: the objects of a phase are "
                         "written concurrently up to this many; 1 writes them one by one (default: %(default)s)")
+    p.add_argument("--require-service-account", action="store_true",
+                   help="refuse ClusterObjectSets that name no ServiceAccount (annotations "
+                        f"{api.ANNOTATION_SERVICE_ACCOUNT_NAME} and {api.ANNOTATION_SERVICE_ACCOUNT_NAMESPACE}), as "
+                        "OLM v1 does; without it they are written with this process's own rights. COSs naming one "
+                        "are always written with a token of that ServiceAccount")
     p.add_argument("--leader-elect", action="store_true", help="elect a leader through a coordination.k8s.io "
                                                                "Lease; only the leader reconciles")
     p.add_argument("--leader-election-name", default="cos-reconciler", help="Lease name (default: %(default)s)")
@@ -142,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.once:
         ok, items = run_until_settled(kube, system_namespace=args.system_namespace, timeout=args.once_timeout,
-                                      workers=args.workers, rollout_concurrency=args.rollout_concurrency)
+                                      workers=args.workers, rollout_concurrency=args.rollout_concurrency,
+                                      require_service_account=args.require_service_account)
         for cos in items:
             conds = {c.get("type"): c for c in (cos.get("status") or {}).get("conditions") or []}
             prog = conds.get("Progressing") or {}
@@ -163,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     proc = ReconcilerProcess(kube, ProcessConfig(system_namespace=args.system_namespace, workers=args.workers,
                                                  leader_elect=args.leader_elect, leader=leader,
                                                  shutdown_grace=args.shutdown_grace, identity=identity,
-                                                 rollout_concurrency=args.rollout_concurrency),
+                                                 rollout_concurrency=args.rollout_concurrency,
+                                                 require_service_account=args.require_service_account),
                              metrics=metrics, watch_timeout=args.watch_timeout)
     health = None
     try:

@@ -5,17 +5,28 @@ sections 2-5: resolve and check the content, walk the phases (create / apply / a
 archive older siblings on success, or tear down an Archived or deleted COS in reverse phase order. It never
 sleeps or loops waiting: it returns a :class:`Result` saying when to come back. Writes happen only when
 something must change, so reconciling a complete, unchanged COS sends no write at all.
+
+Whose rights the writes use: the objects of a COS naming a ServiceAccount (its annotations
+``olm.operatorframework.io/service-account-name`` and ``-namespace``, see :mod:`common.contract.serviceaccount`)
+are created, applied, adopted, released and deleted through ``EngineConfig.writer``, which writes with that
+ServiceAccount's token; its reads, and the writes the reconciler makes on its own account (the COS's status,
+finalizer and the archiving of older revisions), stay the process's. A COS naming none is written with the
+process's identity unless ``require_service_account`` is set; then it is refused with OLM v1's message and
+nothing is rolled out. The same rule holds for teardown: an Archived or deleted revision removes its objects
+with its own ServiceAccount, and a revision adopting objects from an older one does so with its own.
 """
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from common.bundle import refs
-from common.cluster.interface import ApiError, Cluster, NotFound
-from common.contract import probes
+from common.cluster.interface import ApiError, Cluster, Forbidden, NotFound
+from common.cluster.tokens import ServiceAccountTokenError
+from common.contract import probes, serviceaccount
 from common.contract.api import (
     ANNOTATION_BUNDLE_VERSION,
     API_VERSION,
@@ -25,7 +36,9 @@ from common.contract.api import (
     LABEL_OWNER_NAME,
     LIFECYCLE_ARCHIVED,
 )
+from common.contract.fielderrors import go_quote
 from common.contract.objects import Obj, copy_json
+from common.contract.serviceaccount import ServiceAccountMissing, ServiceAccountRef
 from reconciler import collisions, conditions, digest, drift
 from reconciler.conditions import Situation
 from reconciler.parallel import SEQUENTIAL, Fanout
@@ -38,11 +51,19 @@ TEARDOWN_REQUEUE = 5.0
 ORPHAN_FINALIZER = "orphan"
 
 
+# writer(cluster, account) -> the Cluster whose writes carry ``account``'s token (reads stay ``cluster``'s)
+Writer = Callable[[Cluster, ServiceAccountRef], Cluster]
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     system_namespace: str = DEFAULT_SYSTEM_NAMESPACE
     # how the objects of one phase are walked: one by one (the default) or a process-wide bounded pool
     fanout: Fanout = SEQUENTIAL
+    # refuse a COS naming no ServiceAccount (OLM v1's behaviour) instead of writing it as the process
+    require_service_account: bool = False
+    # how to write as a ServiceAccount; None: a COS naming one is refused (never written with our own rights)
+    writer: Writer | None = None
 
 
 @dataclass
@@ -67,6 +88,10 @@ class Result:
     state: str | None = None
     owner: str = ""
     rollout_seconds: float | None = None
+
+
+class IdentityUnavailable(ServiceAccountMissing):
+    """The COS names a ServiceAccount but this engine was given no way to write as one."""
 
 
 class ReconcileError(Exception):
@@ -141,6 +166,7 @@ class _Run:
         self.conds: list[Obj] = copy_json(self.old_status.get("conditions") or [])
         self.observed: list[Obj] | None = None      # observedPhases to record (first successful resolve)
         self.status: Obj = self.old_status           # the status as last written (or as read)
+        self.account: ServiceAccountRef | None = None  # whose rights the objects are written with (None: ours)
         self.result = Result(referenced_secrets=referenced_secrets(self.spec, config.system_namespace),
                              watched_kinds=inline_kinds(self.spec))
 
@@ -166,6 +192,29 @@ class _Run:
         self.set(Situation("retrying", message=message, deadline_minutes=self.deadline_passed()))
         self.result.error = ReconcileError(message, cause)
         return self.write_status()
+
+    def object_failed(self, exc: ObjectError) -> Result:
+        """Retrying for a failed API call on an object. No token: the token's own message (it concerns the
+        revision, not the object). A 403 names the ServiceAccount: the API server's words do when its
+        authorizer refused; when admission did, the identity is added."""
+        cause = exc.cause
+        if isinstance(cause, ServiceAccountTokenError):
+            return self.fail(str(cause), cause)
+        message = str(exc)
+        if isinstance(cause, Forbidden) and self.account is not None and self.account.username not in message:
+            message += f" (writing as ServiceAccount {self.account})"
+        return self.fail(message, cause)
+
+    def objects_cluster(self) -> Cluster:
+        """The cluster this revision's objects are written through: the process's own, or a view writing with
+        the token of the ServiceAccount the COS names (raises :class:`ServiceAccountMissing`)."""
+        self.account = serviceaccount.service_account(self.cos, required=self.config.require_service_account)
+        if self.account is None:
+            return self.cluster
+        if self.config.writer is None:
+            raise IdentityUnavailable(f"revision {go_quote(self.name)} names ServiceAccount {self.account}, but "
+                                      "this reconciler cannot write as a ServiceAccount")
+        return self.config.writer(self.cluster, self.account)
 
     def set(self, situation: Situation) -> None:
         conditions.apply(self.conds, situation, generation=self.generation, now=self.now)
@@ -268,6 +317,11 @@ class _Run:
             progression = probes.parse_probes(self.spec.get("progressionProbes"))
         except probes.ProbeSpecError as exc:
             return self.fail(str(exc), exc)
+        # whose rights the objects are written with (OLM v1 refuses a revision without one here)
+        try:
+            objects = self.objects_cluster()
+        except ServiceAccountMissing as exc:
+            return self.fail(str(exc), exc)
         # 4. finalizer, siblings
         try:
             finalizers = list(self.cos["metadata"].get("finalizers") or [])
@@ -284,12 +338,12 @@ class _Run:
         for index, phase in enumerate(resolution.phases):
             try:
                 outcomes = self.config.fanout.map(
-                    lambda o: reconcile_object(self.cluster, o.manifest, owner,
+                    lambda o: reconcile_object(objects, o.manifest, owner,
                                                collisions.effective_protection(self.spec, o.phase, o.entry),
                                                progression, self.memory),
                     phase.objects)
             except ObjectError as exc:
-                return self.fail(str(exc), exc.cause)
+                return self.object_failed(exc)
             colliding = [o for o in outcomes if o.action == collisions.COLLISION]
             if colliding:
                 return self.collided(index, colliding)
@@ -381,10 +435,12 @@ class _Run:
             return self.write_status()
         try:
             progress = self.tear_down()
+        except ServiceAccountMissing as exc:
+            return self.fail(str(exc), exc)
         except refs.RefError as exc:
             return self.fail(str(exc), exc)
         except ObjectError as exc:
-            return self.fail(str(exc), exc.cause)
+            return self.object_failed(exc)
         if not progress.done:
             self.waiting(progress)
             return self.write_status()
@@ -407,8 +463,10 @@ class _Run:
         A transient error reading a Secret raises its ``RefError`` (retry: skipping would lose the ordered
         teardown of what it holds). A Secret or key that is gone cannot say which objects it held: the rest
         is torn down, and a TeardownSkipped warning says that the garbage collector removes what this
-        revision still owns once it is gone. ``ObjectError`` from the teardown itself propagates.
+        revision still owns once it is gone. ``ObjectError`` from the teardown itself propagates, and so does
+        ``ServiceAccountMissing``: a revision is torn down with its own identity, as it was rolled out.
         """
+        objects = self.objects_cluster()
         resolution = self.resolve(lenient=True)
         transient = [e for e in resolution.errors if isinstance(e, refs.SecretUnreadable) and not e.missing]
         if transient:
@@ -416,7 +474,7 @@ class _Run:
         for exc in resolution.errors:
             self.event("Warning", "TeardownSkipped", f"{exc}; the garbage collector removes what this "
                        "revision still owns once it is gone")
-        return teardown(self.cluster, [[o.manifest for o in p.objects] for p in resolution.phases],
+        return teardown(objects, [[o.manifest for o in p.objects] for p in resolution.phases],
                         cos_name=self.name, cos_uid=self.uid, sent=self.sent)
 
     def waiting(self, progress: TeardownProgress) -> None:
@@ -442,11 +500,15 @@ class _Run:
         if ORPHAN_FINALIZER not in finalizers:
             try:
                 progress = self.tear_down()
+            except ServiceAccountMissing as exc:
+                return self.fail(str(exc), exc)   # said on the COS: nobody else can tell why it hangs
             except refs.RefError as exc:
                 self.result.error = ReconcileError(str(exc), exc)
                 return self.result
             except ObjectError as exc:
-                self.result.error = ReconcileError(str(exc), exc.cause)
+                cause = exc.cause
+                message = str(cause) if isinstance(cause, ServiceAccountTokenError) else str(exc)
+                self.result.error = ReconcileError(message, cause)
                 return self.result
             if not progress.done:
                 self.waiting(progress)
@@ -470,4 +532,4 @@ def _revision(cos: Obj) -> int:
         return 0
 
 
-__all__ = ["EngineConfig", "Event", "ReconcileError", "Result", "reconcile"]
+__all__ = ["EngineConfig", "Event", "IdentityUnavailable", "ReconcileError", "Result", "Writer", "reconcile"]

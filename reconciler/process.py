@@ -11,6 +11,15 @@ watch events into queue items:
 - a CustomResourceDefinition event refreshes discovery of its group, so a CR in a later phase is applied
   as soon as its CRD is served.
 
+A COS that names a ServiceAccount has its objects written with that ServiceAccount's token (one
+``KubeCluster.with_bearer`` view per ServiceAccount, tokens from :class:`~common.cluster.tokens.ServiceAccountTokens`,
+renewed before they expire); reads still come from the caches. A reconcile that failed for want of something
+outside the COS is retried at once when that thing appears, not at its next backoff: a namespace (watched while
+some COS waits for one), a ServiceAccount its token could not be issued for (its namespace's ServiceAccounts
+are watched meanwhile), and a 403 (RBAC: Roles, ClusterRoles and their bindings are watched while some COS was
+refused, and any change to them retries every such COS, since a grant may come through a group, a binding or a
+role). Only changes after a watch's first list count, so starting a watch retries nothing.
+
 Managed kinds are cached through the label selector ``app.kubernetes.io/managed-by=olm.operatorframework.io``,
 so the process holds only what it manages, not every ConfigMap in the cluster. A read that misses such a
 filtered cache answers NotFound; the engine then creates, and an ``AlreadyExists`` marks the object as
@@ -19,6 +28,7 @@ filtered cache answers NotFound; the engine then creates, and an ``AlreadyExists
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -27,10 +37,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from common.cluster.interface import AlreadyExists, ApiError, Cluster, NotFound
+from common.cluster.interface import AlreadyExists, ApiError, Cluster, Forbidden, NotFound
 from common.cluster.kube import KubeCluster
+from common.cluster.tokens import DEFAULT_EXPIRATION_SECONDS, ServiceAccountTokenError, ServiceAccountTokens
 from common.contract import api, labels
 from common.contract.objects import GVK, Obj
+from common.contract.serviceaccount import ServiceAccountRef
 from reconciler.cache import Caches, Informer, InformerKey
 from reconciler.leader import LeaderConfig, LeaderElector
 from reconciler.metrics import Metrics
@@ -43,6 +55,10 @@ MANAGED_SELECTOR = f"{api.LABEL_MANAGED_BY}={api.MANAGED_BY_VALUE}"
 COS_KEY = InformerKey(api.API_VERSION, api.KIND)
 # Every namespace, watched only while some COS waits for one to appear (see ``missing_namespace``).
 NAMESPACES_KEY = InformerKey("v1", "Namespace")
+# RBAC objects, every one, watched only while some COS was refused with a 403 (see ``forbidden``).
+RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
+RBAC_KEYS = frozenset(InformerKey(RBAC_API_VERSION, kind)
+                      for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"))
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 EVENT_DEDUP_SECONDS = 300.0
 
@@ -65,11 +81,13 @@ class ReconcileOutcome:
 ReconcileFn = Callable[[Cluster, str], Any]
 
 
-def engine_reconcile(system_namespace: str, fanout: Fanout | None = None) -> ReconcileFn:
-    """The real engine, bound to its configuration."""
+def engine_reconcile(system_namespace: str, fanout: Fanout | None = None, *, require_service_account: bool = False,
+                     writer: Any = None) -> ReconcileFn:
+    """The real engine, bound to its configuration (``writer``: ``reconciler.engine.Writer``)."""
     from reconciler import drift, engine
 
-    config = engine.EngineConfig(system_namespace=system_namespace, fanout=fanout or SEQUENTIAL)
+    config = engine.EngineConfig(system_namespace=system_namespace, fanout=fanout or SEQUENTIAL,
+                                 require_service_account=require_service_account, writer=writer)
     memory = drift.AppliedMemory()   # what our writes returned: steady state judged without a request
 
     def run(cluster: Cluster, name: str) -> Any:
@@ -80,15 +98,26 @@ def engine_reconcile(system_namespace: str, fanout: Fanout | None = None) -> Rec
 
 class CachedCluster:
     """``Cluster`` for the engine: reads from the caches when one covers them, writes to the API server
-    (and straight into the cache, so the next reconcile does not act on what it just changed)."""
+    (and straight into the cache, so the next reconcile does not act on what it just changed).
+
+    Reads go through ``kube`` (the process's identity), writes through ``writer``: the same, or, for the view
+    :meth:`writing_as` makes, a ``KubeCluster`` writing with a ServiceAccount's token. Views share the caches
+    and the memory of objects found outside them."""
 
     def __init__(self, kube: KubeCluster, caches: Caches,
                  lazy: Callable[[str, str], Informer | None] | None = None) -> None:
         self.kube = kube
+        self.writer = kube
         self.caches = caches
         self.lazy = lazy  # starts (and waits for) the managed-objects cache of a kind on its first read
         self._outside: set[tuple[str, str, str, str]] = set()  # (apiVersion, kind, ns, name) not in caches
         self._lock = threading.Lock()
+
+    def writing_as(self, writer: KubeCluster) -> CachedCluster:
+        """This cluster with its writes sent through ``writer`` (same caches, same reads)."""
+        view = copy.copy(self)   # shallow: the caches, the set of objects outside them and its lock are shared
+        view.writer = writer
+        return view
 
     def _informers(self, api_version: str, kind: str) -> list[Informer]:
         return [i for i in self.caches.informers()
@@ -159,7 +188,7 @@ class CachedCluster:
 
     def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str | None = None) -> Obj:
         try:
-            out = self.kube.create(obj, dry_run=dry_run, field_manager=field_manager)
+            out = self.writer.create(obj, dry_run=dry_run, field_manager=field_manager)
         except AlreadyExists:
             meta = obj.get("metadata") or {}
             with self._lock:
@@ -169,19 +198,19 @@ class CachedCluster:
         return out if dry_run else self._written(out)
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = True, dry_run: bool = False) -> Obj:
-        out = self.kube.apply(obj, field_manager=field_manager, force=force, dry_run=dry_run)
+        out = self.writer.apply(obj, field_manager=field_manager, force=force, dry_run=dry_run)
         return out if dry_run else self._written(out)
 
     def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
                     resource_version: str | None = None) -> Obj:
-        return self._written(self.kube.merge_patch(api_version, kind, name, namespace, patch,
-                                                   resource_version=resource_version))
+        return self._written(self.writer.merge_patch(api_version, kind, name, namespace, patch,
+                                                     resource_version=resource_version))
 
     def update(self, obj: Obj) -> Obj:
-        return self._written(self.kube.update(obj))
+        return self._written(self.writer.update(obj))
 
     def update_status(self, obj: Obj) -> Obj:
-        return self._written(self.kube.update_status(obj))
+        return self._written(self.writer.update_status(obj))
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                uid: str | None = None, resource_version: str | None = None,
@@ -195,7 +224,7 @@ class CachedCluster:
         for inf in self._informers(api_version, kind):
             last = last or inf.get(namespace, name)
         try:
-            answer = self.kube.delete(api_version, kind, name, namespace, uid=uid,
+            answer = self.writer.delete(api_version, kind, name, namespace, uid=uid,
                                       resource_version=resource_version, propagation_policy=propagation_policy)
         except NotFound:
             self._gone(api_version, kind, name, namespace, last)
@@ -271,6 +300,8 @@ class ProcessConfig:
     shutdown_grace: float = 20.0
     identity: str = "cos-reconciler"
     rollout_concurrency: int = DEFAULT_CONCURRENCY  # object writes in flight, process-wide (reconciler.parallel)
+    require_service_account: bool = False  # refuse COSs naming no ServiceAccount (OLM v1's rule)
+    token_expiration_seconds: int = DEFAULT_EXPIRATION_SECONDS  # asked of the TokenRequest API
 
 
 class ReconcilerProcess:
@@ -285,7 +316,13 @@ class ReconcilerProcess:
             kube.observer = self.metrics.observe_request
         self.fanout = Fanout(config.rollout_concurrency)
         prepare_client(kube, requests=max(1, config.workers) + config.rollout_concurrency)
-        self.reconcile_fn = reconcile or engine_reconcile(config.system_namespace, self.fanout)
+        self.tokens = ServiceAccountTokens(
+            lambda ns, name, seconds: kube.request_token(ns, name, expiration_seconds=seconds),
+            expiration_seconds=config.token_expiration_seconds)
+        self._writers: dict[ServiceAccountRef, KubeCluster] = {}
+        self.reconcile_fn = reconcile or engine_reconcile(
+            config.system_namespace, self.fanout, require_service_account=config.require_service_account,
+            writer=self.writer_for)
         self.queue = WorkQueue()
         self.caches = Caches(kube, self._on_event, watch_timeout=watch_timeout)
         self.cluster = CachedCluster(kube, self.caches, lazy=self._lazy_informer)
@@ -299,6 +336,8 @@ class ReconcilerProcess:
         self._secrets: dict[str, set[tuple[str, str]]] = {}     # COS -> referenced (namespace, name)
         self._secret_users: dict[tuple[str, str], set[str]] = {}
         self._ns_waiters: dict[str, set[str]] = {}              # missing namespace -> COSs waiting for it
+        self._sa_waiters: dict[ServiceAccountRef, set[str]] = {}  # missing ServiceAccount -> COSs waiting
+        self._rbac_waiters: set[str] = set()                    # COSs refused with a 403
         # Orders "is the COS still in the cache? then set its state" against its DELETED event removing the
         # series, and both against losing the lease: no stale cos_revision_state series survives either.
         self._state_lock = threading.Lock()
@@ -322,6 +361,16 @@ class ReconcilerProcess:
                                      observer=kube.observer)
             self.elector = LeaderElector(lease_kube, lc, on_started_leading=self._start_workers,
                                          on_stopped_leading=self._lost_lease)
+
+    def writer_for(self, cluster: Cluster, account: ServiceAccountRef) -> Cluster:
+        """The engine's ``writer``: ``cluster`` (the CachedCluster) writing with ``account``'s tokens."""
+        with self._lock:
+            kube = self._writers.get(account)
+            if kube is None:
+                kube = self._writers[account] = self.kube.with_bearer(self.tokens.source(account))
+        if isinstance(cluster, CachedCluster):
+            return cluster.writing_as(kube)
+        return kube
 
     # ------------------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -456,6 +505,24 @@ class ReconcilerProcess:
                 self.queue.add(name)
             if key.namespace is not None:
                 return
+        if key in RBAC_KEYS:
+            inf = self.caches.get(key)
+            if inf is not None and inf.synced.is_set():   # a change, not the watch's first list
+                with self._lock:
+                    refused = set(self._rbac_waiters)
+                for name in refused:
+                    self.queue.forget(name)   # refused by RBAC: it may be allowed now, no backoff
+                    self.queue.add(name)
+            return
+        if key.kind == "ServiceAccount" and key.label_selector is None:
+            if etype != "DELETED":
+                account = ServiceAccountRef(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+                with self._lock:
+                    waiting = set(self._sa_waiters.get(account, ()))
+                for name in waiting:
+                    self.queue.forget(name)
+                    self.queue.add(name)
+            return
         if key == NAMESPACES_KEY:
             if etype != "DELETED":
                 with self._lock:
@@ -471,21 +538,42 @@ class ReconcilerProcess:
                 if ref.get("kind") == api.KIND and GVK.parse(str(ref.get("apiVersion", "")), "x").group == api.GROUP:
                     self.queue.add(str(ref.get("name")))
 
-    def _wait_for_namespace(self, name: str, namespace: str | None) -> None:
+    def _wait_for(self, name: str, namespace: str | None, account: ServiceAccountRef | None, rbac: bool) -> None:
+        """Record what the last reconcile of ``name`` failed for want of (``None``/``False``: nothing), so the
+        matching watch event retries it; the watches run while someone waits."""
         with self._lock:
-            before = bool(self._ns_waiters)
+            before = self._waited_keys()
             for ns in [n for n, users in self._ns_waiters.items() if name in users and n != namespace]:
                 self._ns_waiters[ns].discard(name)
                 if not self._ns_waiters[ns]:
                     del self._ns_waiters[ns]
             if namespace is not None:
                 self._ns_waiters.setdefault(namespace, set()).add(name)
-            changed = before != bool(self._ns_waiters)
+            for ref in [r for r, users in self._sa_waiters.items() if name in users and r != account]:
+                self._sa_waiters[ref].discard(name)
+                if not self._sa_waiters[ref]:
+                    del self._sa_waiters[ref]
+            if account is not None:
+                self._sa_waiters.setdefault(account, set()).add(name)
+            if rbac:
+                self._rbac_waiters.add(name)
+            else:
+                self._rbac_waiters.discard(name)
+            changed = before != self._waited_keys()
         if changed:
             self._sync_informers()
 
+    def _waited_keys(self) -> set[InformerKey]:
+        """The watches the waiting COSs need (call with ``_lock`` held)."""
+        keys = {InformerKey("v1", "ServiceAccount", ref.namespace, None) for ref in self._sa_waiters}
+        if self._ns_waiters:
+            keys.add(NAMESPACES_KEY)
+        if self._rbac_waiters:
+            keys |= RBAC_KEYS
+        return keys
+
     def _forget(self, name: str) -> None:
-        self._wait_for_namespace(name, None)
+        self._wait_for(name, None, None, False)
         with self._lock:
             self._kinds.pop(name, None)
             for ref in self._secrets.pop(name, set()):
@@ -532,8 +620,7 @@ class ReconcilerProcess:
                     wanted.add(InformerKey(av, kind, None, MANAGED_SELECTOR))
             for ns, _ in self._secret_users:
                 wanted.add(InformerKey("v1", "Secret", ns or self.config.system_namespace, None))
-            if self._ns_waiters:
-                wanted.add(NAMESPACES_KEY)
+            wanted |= self._waited_keys()
             # An informer a read started is kept, even if no result names its kind yet, until no
             # reconcile is running any more: the one that started it has then reported its kinds.
             keep = set(self._lazy)
@@ -586,7 +673,7 @@ class ReconcilerProcess:
         else:
             if kinds or secrets or name in self._kinds:
                 self._remember(name, kinds, secrets)
-            self._wait_for_namespace(name, missing_namespace(error))
+            self._wait_for(name, missing_namespace(error), missing_service_account(error), forbidden(error))
         events = list(getattr(result, "events", []) or [])
         if events:
             cos_inf = self.caches.get(COS_KEY)
@@ -627,6 +714,29 @@ def missing_namespace(error: BaseException | None) -> str | None:
     return None
 
 
+def _causes(error: BaseException | None) -> list[BaseException]:
+    """``error`` and what caused it (``cause`` attributes, then ``__cause__``), at most 10 deep."""
+    out: list[BaseException] = []
+    while error is not None and len(out) < 10:
+        out.append(error)
+        error = getattr(error, "cause", None) or error.__cause__
+    return out
+
+
+def missing_service_account(error: BaseException | None) -> ServiceAccountRef | None:
+    """The ServiceAccount whose absence made a reconcile fail (no token could be issued: 404), if that is
+    why it failed."""
+    for e in _causes(error):
+        if isinstance(e, ServiceAccountTokenError):
+            return e.ref if e.missing else None
+    return None
+
+
+def forbidden(error: BaseException | None) -> bool:
+    """Whether the API server refused a reconcile's request with 403 (RBAC, most likely: a grant may fix it)."""
+    return any(isinstance(e, Forbidden) for e in _causes(error))
+
+
 def settled(cos: Obj) -> bool:
     """Whether a COS needs nothing more from the reconciler: rolled out (Available True at the current
     generation), archived and torn down, or blocked waiting for a human."""
@@ -643,11 +753,13 @@ def settled(cos: Obj) -> bool:
 def run_until_settled(kube: KubeCluster, *, system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE,
                       timeout: float = 120.0, workers: int = 2,
                       reconcile: ReconcileFn | None = None,
-                      rollout_concurrency: int = DEFAULT_CONCURRENCY) -> tuple[bool, list[Obj]]:
+                      rollout_concurrency: int = DEFAULT_CONCURRENCY,
+                      require_service_account: bool = False) -> tuple[bool, list[Obj]]:
     """Run the reconciler (no leader election) until every ClusterObjectSet is settled or ``timeout``;
     returns (all settled, the COSs as last seen). What ``make demo`` and ``cos-reconciler --once`` use."""
     proc = ReconcilerProcess(kube, ProcessConfig(system_namespace=system_namespace, workers=workers,
-                                                 rollout_concurrency=rollout_concurrency),
+                                                 rollout_concurrency=rollout_concurrency,
+                                                 require_service_account=require_service_account),
                              reconcile=reconcile)
     proc.start()
     deadline = time.monotonic() + timeout

@@ -17,7 +17,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import BadRequest
 
 from common.contract import admission
-from common.contract.admission import Config, Decision, Request
+from common.contract.admission import AccessReview, Config, Decision, Request
 from webhook import logs, metrics
 from webhook.review import (
     COS,
@@ -52,8 +52,13 @@ def _noop(req: Request, config: Config) -> Decision:
     return admission.allowed()
 
 
-def routes(noop: bool = False) -> list[Route]:
-    validate: Judge = _noop if noop else admission.validate
+def routes(noop: bool = False, access: AccessReview | None = None) -> list[Route]:
+    """The four admission routes. ``access`` (``--authorize-service-accounts``) adds the check that whoever
+    names a ServiceAccount on a COS may use it."""
+    def validate_with_access(req: Request, config: Config) -> Decision:
+        return admission.validate(req, config, access=access)
+
+    validate: Judge = _noop if noop else (admission.validate if access is None else validate_with_access)
     mutate: Judge = _noop if noop else admission.mutate
     return [
         Route("/validate/clusterobjectsets", "validate", COS, validate),
@@ -91,8 +96,10 @@ def _warm_up(config: Config) -> bool:
 
 
 def create_app(config: Config = Config(), *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-               body_timeout: float = DEFAULT_BODY_TIMEOUT, noop: bool = False) -> Flask:
-    """The webhook application. ``noop`` answers every review "allowed" unjudged: for the bench only."""
+               body_timeout: float = DEFAULT_BODY_TIMEOUT, noop: bool = False,
+               access: AccessReview | None = None) -> Flask:
+    """The webhook application. ``noop`` answers every review "allowed" unjudged: for the bench only.
+    ``access`` sends SubjectAccessReviews for the ServiceAccount check (off when ``None``)."""
     logs.setup()
     app = Flask("cos_webhook")
     app.config["MAX_CONTENT_LENGTH"] = None  # the limit is enforced below, with a 400 as the spec asks
@@ -147,7 +154,7 @@ def create_app(config: Config = Config(), *, max_body_bytes: int = DEFAULT_MAX_B
         (log.error if result == "error" else log.info)("admission review", extra={"fields": _done(fields, started)})
         return Response(out, status=200, mimetype="application/json")
 
-    for route in routes(noop):
+    for route in routes(noop, access):
         app.add_url_rule(route.path, endpoint=route.path, view_func=lambda route=route: handle(route),
                          methods=["POST"])
 

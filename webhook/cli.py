@@ -38,6 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--body-timeout", type=positive_seconds, default=10.0, metavar="SECONDS",
                         help="a request body that has not fully arrived after this long gets a 400 "
                              "(default: %(default)s)")
+    parser.add_argument("--authorize-service-accounts", action="store_true",
+                        help="deny a ClusterObjectSet that names a ServiceAccount (annotations "
+                             f"{api.ANNOTATION_SERVICE_ACCOUNT_NAME}/-namespace) unless the requesting user may "
+                             "create tokens for it or impersonate it (SubjectAccessReviews to the API server; "
+                             "needs a token and create on subjectaccessreviews)")
+    parser.add_argument("--kubeconfig", default=None, metavar="FILE",
+                        help="API server for --authorize-service-accounts (default: the pod's ServiceAccount)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     # The bench's baseline: the same server answering every review "allowed" without judging it.
     parser.add_argument("--noop-handler", action="store_true", help=argparse.SUPPRESS)
@@ -71,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                              threads=args.threads, system_namespace=args.system_namespace,
                              max_body_bytes=args.max_body_bytes, body_timeout=args.body_timeout,
                              log_level=args.log_level,
-                             noop=args.noop_handler, cleanup=cleanup)
+                             noop=args.noop_handler, authorize_service_accounts=args.authorize_service_accounts,
+                             kubeconfig=args.kubeconfig, cleanup=cleanup)
     return server.run(options)
 
 

@@ -18,6 +18,7 @@ import orjson
 
 from common.contract import api
 from common.contract.admission import Decision, Request
+from common.contract.serviceaccount import UserInfo
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -166,8 +167,29 @@ def parse(body: bytes, expected: Expected, max_body_bytes: int = DEFAULT_MAX_BOD
     dry_run = _field(req, "dryRun", "request.dryRun", bool, type_name="a boolean") or False
     if operation in ("CREATE", "UPDATE") and obj is None:
         raise MalformedReview(f"request.object is required for {operation}")
-    return Review(uid, Request(expected.kind, operation, obj, old, name, namespace, dry_run),
+    user = _user_info(req)
+    return Review(uid, Request(expected.kind, operation, obj, old, name, namespace, dry_run, user),
                   expected.group, resource_name)
+
+
+def _user_info(req: dict[str, Any]) -> UserInfo | None:
+    """``request.userInfo``: who asked (the API server always sends it; a review without one is judged as
+    coming from nobody, and a check that needs a user then denies)."""
+    info = _field(req, "userInfo", "request.userInfo", dict, type_name="an object")
+    if info is None:
+        return None
+    username = _field(info, "username", "request.userInfo.username", str, type_name="a string") or ""
+    uid = _field(info, "uid", "request.userInfo.uid", str, type_name="a string") or ""
+    groups = _field(info, "groups", "request.userInfo.groups", list, type_name="a list of strings") or []
+    if not all(isinstance(g, str) for g in groups):
+        raise MalformedReview("request.userInfo.groups must be a list of strings")
+    extra = _field(info, "extra", "request.userInfo.extra", dict, type_name="an object") or {}
+    pairs = []
+    for key, values in sorted(extra.items()):
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise MalformedReview("request.userInfo.extra must map strings to lists of strings")
+        pairs.append((key, tuple(values)))
+    return UserInfo(username, uid, tuple(groups), tuple(pairs))
 
 
 def response(uid: str, decision: Decision) -> dict[str, Any]:

@@ -43,6 +43,8 @@ class Options:
     body_timeout: float = 10.0
     log_level: str = "info"
     noop: bool = False  # bench baseline only
+    authorize_service_accounts: bool = False  # SubjectAccessReviews: may the requester use the named account?
+    kubeconfig: str | None = None  # where those go (None: the pod's own ServiceAccount)
     cleanup: list[Path] = field(default_factory=list)
 
 
@@ -122,8 +124,13 @@ class WebhookServer(BaseApplication):
 
         metrics.serving_certificate(self.tls.not_after)
         logging.getLogger("cos_webhook").setLevel(self.options.log_level.upper())
+        access = None
+        if self.options.authorize_service_accounts:
+            from webhook.access import SubjectAccessReviewer
+
+            access = SubjectAccessReviewer.from_kubeconfig(self.options.kubeconfig)
         app = create_app(Config(self.options.system_namespace), max_body_bytes=self.options.max_body_bytes,
-                         body_timeout=self.options.body_timeout, noop=self.options.noop)
+                         body_timeout=self.options.body_timeout, noop=self.options.noop, access=access)
         # Everything loaded so far (Flask, jsonschema, compiled rules) lives as long as the worker. Moving it
         # out of the collector's generations keeps the full collections that parsing a ~1 MiB review
         # triggers from re-scanning it on every request (about halves the median parse time).

@@ -15,6 +15,11 @@ Deciding whether a new revision is needed compares *content*, not names: ref key
 addresses, so the latest revision's refs (or inline objects, hashed the same way) are compared key by key with
 what would be packed now. Equal content only updates the mutable fields in place.
 
+The ServiceAccount a revision is applied with (annotations ``olm.operatorframework.io/service-account-name``
+and ``-namespace``) is kept across revisions: a publish that names none gives the new revision the latest
+revision's, and one that names another updates the latest revision in place when its content is unchanged (as
+OLM v1 does when a ClusterExtension's ``spec.serviceAccount`` changes). It is never removed by a publish.
+
 Everything here talks to the ``common.cluster.interface.Cluster`` protocol; every write is recorded as an
 :class:`Action`, and ``dry_run`` records the same actions without writing.
 """
@@ -32,6 +37,7 @@ from common.bundle.phasing import Phase
 from common.cluster.interface import AlreadyExists, Cluster, Conflict, NotFound
 from common.contract import api
 from common.contract.objects import Obj
+from common.contract.serviceaccount import ServiceAccountRef, declared, with_service_account
 
 RETAIN_ARCHIVED = 5
 _SECRET = ("v1", "Secret")
@@ -41,6 +47,8 @@ _MUTABLE_SPEC = ("progressDeadlineMinutes", "progressionProbes")
 # and carried to the new revision by a rollback, which restores that content.
 PROVENANCE_ANNOTATIONS = (api.ANNOTATION_BUNDLE_VERSION, api.ANNOTATION_PACKAGE_NAME, api.ANNOTATION_BUNDLE_NAME,
                           api.ANNOTATION_BUNDLE_OPTIONS)
+# set in place when the publish names them; never removed (a revision must not lose its identity silently)
+_IDENTITY_ANNOTATIONS = (api.ANNOTATION_SERVICE_ACCOUNT_NAME, api.ANNOTATION_SERVICE_ACCOUNT_NAMESPACE)
 
 
 class PublishError(Exception):
@@ -131,6 +139,9 @@ def _mutable_patch(live: Obj, desired: Obj) -> Obj:
     for key in PROVENANCE_ANNOTATIONS:
         if live_ann.get(key) != want_ann.get(key):
             patch.setdefault("metadata", {}).setdefault("annotations", {})[key] = want_ann.get(key)
+    for key in _IDENTITY_ANNOTATIONS:
+        if key in want_ann and live_ann.get(key) != want_ann[key]:
+            patch.setdefault("metadata", {}).setdefault("annotations", {})[key] = want_ann[key]
     return patch
 
 
@@ -269,10 +280,11 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
             system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE,
             collision_protection: str = api.COLLISION_PREVENT, progress_deadline_minutes: int | None = None,
             bundle_version: str | None = None, progression_probes: list[Obj] | None = None,
-            annotations: Mapping[str, str] | None = None, dry_run: bool = False,
-            revisions: Sequence[Obj] | None = None) -> Result:
+            annotations: Mapping[str, str] | None = None, service_account: ServiceAccountRef | None = None,
+            dry_run: bool = False, revisions: Sequence[Obj] | None = None) -> Result:
     """Make the owner's latest Active revision carry ``phases``: in place when only mutable fields differ,
     otherwise as revision N+1 named ``<owner>-<N+1>``. Recovery runs first, retention before creating.
+    ``service_account``: the ServiceAccount the revision is applied with (default: the latest revision's);
     ``revisions`` is the owner's list when the caller already read it (to complete a bundle's options)."""
 
     def render(name: str, revision: int) -> Packed:
@@ -282,25 +294,36 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
                     progression_probes=progression_probes, annotations=annotations)
 
     return publish_rendered(cluster, render, owner=owner, system_namespace=system_namespace, dry_run=dry_run,
-                            revisions=revisions)
+                            service_account=service_account, revisions=revisions)
 
 
 def publish_rendered(cluster: Cluster, render: Callable[[str, int], Packed], *, owner: str,
                      system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, dry_run: bool = False,
-                     revisions: Sequence[Obj] | None = None) -> Result:
+                     revisions: Sequence[Obj] | None = None,
+                     service_account: ServiceAccountRef | None = None) -> Result:
     """The decision and the crash-safe sequence of :func:`publish` for any rendering: ``render(name, revision)``
     gives the revision's COS and Secrets (``cosctl rollback`` renders an earlier revision's content).
-    ``revisions`` is the owner's list when the caller already read it (recovery never changes it)."""
+    ``revisions`` is the owner's list when the caller already read it (recovery never changes it).
+    ``service_account`` names the ServiceAccount the revision is applied with; by default the latest
+    revision's, so an identity once given is kept by every later revision."""
     actions = recover(cluster, namespace=system_namespace, owner=owner, dry_run=dry_run)
     revisions = list(owner_revisions(cluster, owner) if revisions is None else revisions)
     latest = revisions[-1] if revisions else None
     number = revision_of(latest) + 1 if latest else 1
-    packed = render(f"{owner}-{number}", number)  # validates names and sizes before any decision
+    account = service_account or declared(latest)
+
+    def rendered(name: str, revision: int) -> Packed:
+        packed = render(name, revision)
+        if account is not None:
+            with_service_account(packed.cos, account)
+        return packed
+
+    packed = rendered(f"{owner}-{number}", number)  # validates names and sizes before any decision
     if (latest is not None and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
             and not (latest.get("metadata") or {}).get("deletionTimestamp")
             and content_of(latest.get("spec") or {}) == content_of(packed.cos["spec"])):
         name = latest["metadata"]["name"]
-        _restore_secrets(cluster, latest, render(name, revision_of(latest)), actions, dry_run)
+        _restore_secrets(cluster, latest, rendered(name, revision_of(latest)), actions, dry_run)
         patch = _mutable_patch(latest, packed.cos)
         if not patch:
             return Result("unchanged", name, revision_of(latest), actions, dry_run)

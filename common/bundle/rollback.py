@@ -27,6 +27,7 @@ from common.bundle.publish import (
 from common.cluster.interface import Cluster
 from common.contract import api
 from common.contract.objects import Obj
+from common.contract.serviceaccount import ServiceAccountRef
 
 _ENTRY_FIELDS = ("collisionProtection",)
 
@@ -64,10 +65,12 @@ def choose_target(revisions: Sequence[Obj], owner: str, to_revision: int | None)
 
 
 def rollback(cluster: Cluster, *, owner: str, to_revision: int | None = None,
-             system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, dry_run: bool = False) -> tuple[Obj, Result]:
+             system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, service_account: ServiceAccountRef | None = None,
+             dry_run: bool = False) -> tuple[Obj, Result]:
     """Publish the content of ``to_revision`` (default: the previous revision that succeeded) as the owner's
     next revision. Returns the target and the publish result (``unchanged`` when the latest Active revision
-    already has that content)."""
+    already has that content). The new revision is applied with ``service_account``, by default the latest
+    revision's: the identity the owner is installed with now, not the one it had at revision N."""
     revisions = owner_revisions(cluster, owner)
     target = choose_target(revisions, owner, to_revision)
     try:
@@ -91,7 +94,7 @@ def rollback(cluster: Cluster, *, owner: str, to_revision: int | None = None,
         return packed
 
     return target, publish_rendered(cluster, render, owner=owner, system_namespace=system_namespace,
-                                    dry_run=dry_run, revisions=revisions)
+                                    dry_run=dry_run, revisions=revisions, service_account=service_account)
 
 
 def _copy_entry_fields(source: Obj, spec: Obj) -> None:

@@ -14,11 +14,22 @@ Discovery is read per group-version and cached; a kind the server does not serve
 A miss re-reads that group-version at most once per ``discovery_refresh_interval`` so a CR whose CRD was
 just created becomes usable without hammering the server, and ``invalidate_discovery`` lets a CRD watch
 refresh it at once.
+
+Writing as another identity (:meth:`KubeCluster.with_bearer`): a ClusterObjectSet's objects are written with a
+token of the ServiceAccount it names. Such a view sends its writes with that bearer token and *only* that
+credential: over a second connection pool whose configuration is the process's own (server, TLS verification,
+proxy, pool size, timeouts, retry policy, User-Agent) with every credential removed (client certificate, token,
+token refresh hook, basic auth), as client-go's ``rest.AnonymousClientConfig`` does. Dropping the client
+certificate matters: an API server authenticates a request by its client certificate before its bearer token,
+so a write presenting both would still be made as the process. Reads (GET, lists, watches, discovery) keep the
+process's identity and connections. A write answered 401 (the token was revoked: its ServiceAccount was
+deleted and made again, say) asks the token source for a new one and is sent once more.
 """
 
 from __future__ import annotations
 
 import builtins  # annotations inside KubeCluster after its list() method name the type as builtins.list
+import copy
 import json
 import logging
 import os
@@ -26,8 +37,8 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
 import urllib3
@@ -88,6 +99,25 @@ class Resource:
         return f"{path}/{subresource}" if subresource else path
 
 
+@dataclass(frozen=True)
+class TokenGrant:
+    """A token the TokenRequest API issued: the credential and the lifetime the server granted (which may be
+    shorter than asked: ``--service-account-max-token-expiration``). ``repr`` never shows the token."""
+
+    token: str = field(repr=False)
+    lifetime: float
+
+
+class BearerSource(Protocol):
+    """Where a :meth:`KubeCluster.with_bearer` view gets its token for each write."""
+
+    def token(self) -> str:
+        """A current token (may raise ``ApiError`` when none can be issued)."""
+
+    def rejected(self, token: str) -> None:
+        """The server answered 401 to ``token``: do not hand it out again."""
+
+
 @dataclass
 class WatchEvent:
     """One event of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK (``obj`` is the object) or ERROR
@@ -132,6 +162,10 @@ class KubeCluster:
         self._lock = threading.Lock()
         self._discovery: dict[str, dict[str, Resource]] = {}  # group/version -> kind -> Resource
         self._discovered_at: dict[str, float] = {}
+        # with_bearer views: their writes' token, and the credential-free client they are sent with
+        self._bearer: BearerSource | None = None
+        self._writer_client: Any = None
+        self._anonymous_client: Any = None   # built once, on the first with_bearer, shared by every view
 
     # ------------------------------------------------------------------------------------ construction
     @classmethod
@@ -169,31 +203,98 @@ class KubeCluster:
             return cls.from_kubeconfig(None, **kwargs)
 
     def close(self) -> None:
+        if self._bearer is not None:
+            return   # a view: the clients belong to the cluster it was made from
         self.api_client.close()
+        if self._anonymous_client is not None:
+            self._anonymous_client.close()
+
+    # ------------------------------------------------------------------------------------ identities
+    def with_bearer(self, source: BearerSource) -> KubeCluster:
+        """A view of this cluster whose writes (create, apply, patch, update, delete) carry ``source``'s token
+        and no other credential; its reads, discovery and watches are this cluster's own. Views share this
+        cluster's discovery cache, settings, request observer and one credential-free connection pool."""
+        view = copy.copy(self)   # shallow: the same ApiClient, discovery dicts and lock
+        view._bearer = source
+        view._writer_client = self._credential_free_client()
+        return view
+
+    def _credential_free_client(self) -> Any:
+        """The process's connection settings without any of its credentials (client-go's
+        ``rest.AnonymousClientConfig``), built once."""
+        with self._lock:
+            if self._anonymous_client is not None:
+                return self._anonymous_client
+            from kubernetes import client as k8s_client
+
+            cfg = copy.deepcopy(self.api_client.configuration)
+            cfg.cert_file = None
+            cfg.key_file = None
+            cfg.api_key = {}
+            cfg.api_key_prefix = {}
+            cfg.refresh_api_key_hook = None
+            cfg.username = None
+            cfg.password = None
+            cfg.access_token = None
+            base_pool = getattr(getattr(self.api_client, "rest_client", None), "pool_manager", None)
+            if base_pool is not None and base_pool.connection_pool_kw.get("maxsize"):
+                cfg.connection_pool_maxsize = int(base_pool.connection_pool_kw["maxsize"])
+            anonymous = k8s_client.ApiClient(cfg)
+            anonymous.user_agent = self.api_client.user_agent
+            pool = getattr(getattr(anonymous, "rest_client", None), "pool_manager", None)
+            if pool is not None:
+                pool.connection_pool_kw["retries"] = _NO_URLLIB3_RETRIES
+                pool.clear()
+            self._anonymous_client = anonymous
+            return anonymous
+
+    def request_token(self, namespace: str, name: str, *, expiration_seconds: int) -> TokenGrant:
+        """A token of ServiceAccount ``namespace/name`` from the TokenRequest API, for the API server's default
+        audiences (none asked for). The lifetime is what the server granted (its answer's
+        ``spec.expirationSeconds``), counted by the caller's own clock, never compared with the server's."""
+        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/serviceaccounts/{quote(name, safe='')}/token"
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "spec": {"expirationSeconds": int(expiration_seconds)}}
+        answer = self.request("token", "POST", path, body=body)
+        token = str((answer.get("status") or {}).get("token") or "")
+        if not token:
+            raise InternalError(f"TokenRequest for ServiceAccount {namespace}/{name}: the answer holds no token")
+        try:
+            lifetime = float((answer.get("spec") or {}).get("expirationSeconds") or expiration_seconds)
+        except (TypeError, ValueError):
+            lifetime = float(expiration_seconds)
+        return TokenGrant(token, lifetime)
 
     # ------------------------------------------------------------------------------------- HTTP layer
     def _open(self, method: str, path: str, query: dict[str, str] | None, body: Any, content_type: str,
-              timeout: float | tuple[float, float] | None) -> Any:
-        """Send one request; returns the raw ``RESTResponse`` (status not checked, body not read)."""
+              timeout: float | tuple[float, float] | None, token: str | None = None) -> Any:
+        """Send one request; returns the raw ``RESTResponse`` (status not checked, body not read). With
+        ``token`` it goes over the credential-free client carrying that bearer token alone."""
         headers = {"Accept": CONTENT_JSON}
         if body is not None:
             headers["Content-Type"] = content_type
+        client = self.api_client
+        if token is not None:
+            client = self._writer_client
+            headers["Authorization"] = f"Bearer {token}"
         q = [(k, v) for k, v in (query or {}).items() if v is not None]
-        m, url, hdrs, _, _ = self.api_client.param_serialize(
+        m, url, hdrs, _, _ = client.param_serialize(
             method=method, resource_path=path, header_params=headers, auth_settings=["BearerToken"])
         if q:
             url = f"{url}?{urlencode(q)}"
-        return self.api_client.rest_client.request(m, url, headers=hdrs, body=body,
-                                                   _request_timeout=timeout)
+        return client.rest_client.request(m, url, headers=hdrs, body=body, _request_timeout=timeout)
 
     def request(self, verb: str, method: str, path: str, *, query: dict[str, str] | None = None,
                 body: Any = None, content_type: str = CONTENT_JSON, retry: bool = True) -> Obj:
         """One API call with the retry policy; returns the decoded JSON body or raises ``ApiError``."""
         attempt = 0
+        renewed = False   # a write of a with_bearer view gets one new token after a 401
         while True:
             attempt += 1
+            # the token is asked for on every attempt: a retry after a long backoff may need a fresh one
+            token = self._bearer.token() if self._bearer is not None and method != "GET" else None
             try:
-                resp = self._open(method, path, query, body, content_type, self.request_timeout)
+                resp = self._open(method, path, query, body, content_type, self.request_timeout, token)
                 code = resp.status
                 data = resp.read()
             except (urllib3.exceptions.HTTPError, OSError) as e:
@@ -210,6 +311,11 @@ class KubeCluster:
             status = _decode(data, lenient=True)
             retry_after = _retry_after(resp.headers.get("Retry-After"))
             err = error_from_status(code, status, retry_after=retry_after)
+            if code == 401 and token is not None and self._bearer is not None and not renewed:
+                renewed = True
+                log.info("%s %s: token rejected (401); retrying with a new one", method, path)
+                self._bearer.rejected(token)
+                continue
             if retry and attempt <= self.max_retries:
                 if code == 429:
                     delay = min(retry_after if retry_after is not None else self._backoff(attempt),

@@ -9,13 +9,15 @@ answer for the same input. The response builders mirror controller-runtime's ``A
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import jsonpatch
 
-from common.contract import api
+from common.contract import api, serviceaccount
 from common.contract.fielderrors import FieldError, invalid_status
+from common.contract.serviceaccount import UserInfo
 
 Obj = dict[str, Any]
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
@@ -39,6 +41,17 @@ class Request:
     name: str = ""
     namespace: str = ""
     dry_run: bool = False
+    user: UserInfo | None = None   # who asked (AdmissionReview request.userInfo); None offline
+
+
+# access(subject_access_review) -> whether the API server allows it: posts a SubjectAccessReview (the webhook's
+# I/O, injected); raises AccessCheckFailed when no answer can be had.
+AccessReview = Callable[[Obj], bool]
+
+
+class AccessCheckFailed(Exception):
+    """A SubjectAccessReview could not be answered (API server unreachable, the webhook not allowed to ask).
+    ``str()`` says why, without any request content."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +134,32 @@ def mutate(req: Request, config: Config = Config()) -> Decision:
     return patched(ops, warnings) if ops else allowed(warnings)
 
 
-def validate(req: Request, config: Config = Config()) -> Decision:
-    """The validating webhook: every CRD rule plus the checks the CRD cannot express, all at once."""
+def service_account_errors(req: Request, access: AccessReview) -> list[FieldError]:
+    """**(ours)** Whoever makes a COS name a ServiceAccount (on CREATE, or by changing the annotations on UPDATE)
+    must be allowed to create tokens for it or to impersonate it: the reconciler writes the COS's objects with
+    that ServiceAccount's rights, so naming one you cannot use would borrow rights you do not hold. One
+    SubjectAccessReview per permission, stopping at the first allowed; none when the identity is unchanged.
+    Raises :class:`AccessCheckFailed` when the API server cannot answer."""
+    ref = serviceaccount.needs_authorization(req.operation, req.object, req.old_object)
+    if ref is None:
+        return []
+    user = req.user or UserInfo("")
+    if user.username and any(access(review) for review in serviceaccount.access_reviews(user, ref)):
+        return []
+    return [serviceaccount.forbidden(user, ref)]
+
+
+def access_unavailable(message: str) -> Decision:
+    """The denial when the ServiceAccount check could not be made: fail closed, and say why (503, so clients
+    see a server-side condition to retry rather than a problem with the object)."""
+    return Decision(False, status={"code": 503, "reason": "ServiceUnavailable", "status": "Failure",
+                                   "metadata": {}, "message": message})
+
+
+def validate(req: Request, config: Config = Config(), *, access: AccessReview | None = None) -> Decision:
+    """The validating webhook: every CRD rule plus the checks the CRD cannot express, all at once. With
+    ``access`` (the webhook's ``--authorize-service-accounts``), also whether the requester may use the
+    ServiceAccount the COS names (:func:`service_account_errors`)."""
     from common.contract import validation
 
     if req.operation not in ("CREATE", "UPDATE"):
@@ -137,6 +174,11 @@ def validate(req: Request, config: Config = Config()) -> Decision:
         errors, warnings = validation.validate_cos(validation.prune_nulls(req.object),
                                                    validation.prune_nulls(old) if old is not None else None,
                                                    system_namespace=config.system_namespace)
+        if access is not None:
+            try:
+                errors = [*errors, *service_account_errors(req, access)]
+            except AccessCheckFailed as exc:
+                return access_unavailable(str(exc))
     elif req.kind == "Secret":
         errors, warnings = validation.validate_secret(req.object, old)
     else:
@@ -156,7 +198,7 @@ def review(req: Request, config: Config = Config()) -> Decision:
     if mutated.patch and isinstance(obj, dict):
         obj = jsonpatch.apply_patch(copy.deepcopy(obj), list(mutated.patch))
     checked = validate(Request(req.kind, req.operation, obj, req.old_object, req.name, req.namespace,
-                               req.dry_run), config)
+                               req.dry_run, req.user), config)
     warnings = mutated.warnings + tuple(w for w in checked.warnings if w not in mutated.warnings)
     return Decision(checked.allowed, checked.status, warnings, mutated.patch, checked.errors)
 
@@ -190,7 +232,7 @@ def on_cluster(req: Request, config: Config = Config()) -> ClusterAnswer:
         if errors:
             return ClusterAnswer(denied(req.kind, _name_of(req, obj), errors, mutated.warnings), "crd")
     checked = validate(Request(req.kind, req.operation, obj, req.old_object, req.name, req.namespace,
-                               req.dry_run), config)
+                               req.dry_run, req.user), config)
     warnings = mutated.warnings + tuple(w for w in checked.warnings if w not in mutated.warnings)
     return ClusterAnswer(Decision(checked.allowed, checked.status, warnings, mutated.patch, checked.errors),
                          "validate")

@@ -42,6 +42,10 @@ ANNOTATION_BUNDLE_NAME = "olm.operatorframework.io/bundle-name"
 # next bundle version of the owner renders the same way (shared/spec/bundles.md §4).
 ANNOTATION_BUNDLE_OPTIONS = "olm.operatorframework.io/bundle-options"
 FINALIZER_TEARDOWN = "olm.operatorframework.io/teardown"
+# The ServiceAccount whose rights a revision's objects are written with (OLM v1 sets both from the
+# ClusterExtension's spec.serviceAccount and spec.namespace).
+ANNOTATION_SERVICE_ACCOUNT_NAME = "olm.operatorframework.io/service-account-name"
+ANNOTATION_SERVICE_ACCOUNT_NAMESPACE = "olm.operatorframework.io/service-account-namespace"
 
 # spec enums.
 LIFECYCLE_ACTIVE = "Active"

@@ -22,6 +22,7 @@ from common.bundle.registryv1.model import BundleInputError, ConfigurationError,
 from common.cluster.interface import ApiError, Cluster
 from common.contract import api
 from common.contract.objects import Obj
+from common.contract.serviceaccount import ServiceAccountRef
 
 # Exit codes shared by the producer subcommands.
 EXIT_OK = 0
@@ -46,6 +47,41 @@ def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
                         help="YAML or JSON file holding the spec.progressionProbes list")
     parser.add_argument("--bundle-version", default=None,
                         help=f"annotation {api.ANNOTATION_BUNDLE_VERSION} (shown in rollout messages)")
+
+
+def service_account_argument(text: str) -> ServiceAccountRef | str:
+    """``--service-account NAMESPACE/NAME``, or a bare ``NAME`` (a ServiceAccount of a registry+v1 bundle's install
+    namespace, as OLM v1's ClusterExtension names it; :func:`service_account_in`). Argparse reports a bad value
+    as a usage error, exit 2."""
+    if "/" not in text and text:
+        return text
+    try:
+        return ServiceAccountRef.parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAMESPACE/NAME (or NAME, for a bundle)") from None
+
+
+def service_account_in(value: ServiceAccountRef | str | None,
+                       install_namespace: str | None) -> ServiceAccountRef | None:
+    """``--service-account`` made whole: a bare name is a ServiceAccount of the bundle's install namespace."""
+    if value is None or isinstance(value, ServiceAccountRef):
+        return value
+    if not install_namespace:
+        raise MissingArgument(f"--service-account {value}: give NAMESPACE/NAME (a bare name means a ServiceAccount "
+                              "of a registry+v1 bundle's install namespace)")
+    try:
+        return ServiceAccountRef.parse(f"{install_namespace}/{value}")
+    except ValueError:
+        raise MissingArgument(f"--service-account {value}: not a ServiceAccount name") from None
+
+
+def add_service_account_argument(parser: argparse.ArgumentParser) -> None:
+    """``--service-account``: whose rights the revision is applied with (publish, rollback)."""
+    parser.add_argument("--service-account", type=service_account_argument, default=None, metavar="[NS/]NAME",
+                        help=f"the ServiceAccount the reconciler applies the revision with (annotations "
+                             f"{api.ANNOTATION_SERVICE_ACCOUNT_NAME} and {api.ANNOTATION_SERVICE_ACCOUNT_NAMESPACE}); "
+                             "a bare NAME is one of a registry+v1 bundle's install namespace, as OLM v1's "
+                             "ClusterExtension names it; default: the latest revision's")
 
 
 def add_namespace_argument(parser: argparse.ArgumentParser) -> None:

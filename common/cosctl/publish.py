@@ -19,8 +19,10 @@ from common.cosctl._producer import (
     UsageError,
     add_bundle_arguments,
     add_cluster_arguments,
+    add_service_account_argument,
     load_probes,
     run,
+    service_account_in,
 )
 
 
@@ -37,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--owner", default=None,
                         help="owner name: revisions are named <owner>-<N> (required for plain manifests; default "
                              "for a registry+v1 bundle: its package name)")
+    add_service_account_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
@@ -53,6 +56,7 @@ def _publish(args: argparse.Namespace) -> int:
         raise UsageError("--owner is required for plain manifests (a registry+v1 bundle defaults to its package)")
     if bundle is None:
         inputs = load_inputs(args, command="publish")  # every manifest problem before the cluster is contacted
+        service_account_in(args.service_account, None)  # a bare name needs a bundle: said before connecting
         cluster = args.connect(args)
         revisions = None
     else:
@@ -65,8 +69,10 @@ def _publish(args: argparse.Namespace) -> int:
                      collision_protection=args.collision_protection,
                      progress_deadline_minutes=args.progress_deadline_minutes,
                      bundle_version=args.bundle_version, annotations=inputs.annotations,
-                     progression_probes=load_probes(args.progression_probes), dry_run=args.dry_run,
-                     revisions=revisions)
+                     progression_probes=load_probes(args.progression_probes),
+                     service_account=service_account_in(args.service_account,
+                                                        inputs.options.namespace if inputs.options else None),
+                     dry_run=args.dry_run, revisions=revisions)
     prefix = "would " if args.dry_run else ""
     if inputs.bundle is not None and inputs.options is not None:
         kept = f" (options kept from {inputs.kept_from})" if inputs.kept_from else ""

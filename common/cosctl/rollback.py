@@ -11,7 +11,14 @@ import argparse
 
 from common.bundle.publish import revision_of
 from common.bundle.rollback import rollback
-from common.cosctl._producer import EXIT_OK, add_cluster_arguments, add_namespace_argument, run
+from common.cosctl._producer import (
+    EXIT_OK,
+    add_cluster_arguments,
+    add_namespace_argument,
+    add_service_account_argument,
+    run,
+    service_account_in,
+)
 
 EXAMPLE = """\
 example (revision 2 is the latest; revision 1 is the previous one that succeeded):
@@ -35,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--owner", required=True, help="owner name: revisions are named <owner>-<N>")
     parser.add_argument("--to-revision", type=int, default=None, metavar="N",
                         help="the revision whose content to restore (default: the previous one that succeeded)")
+    add_service_account_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     add_namespace_argument(parser)
     add_cluster_arguments(parser)
@@ -46,8 +54,10 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _rollback(args: argparse.Namespace) -> int:
+    service_account = service_account_in(args.service_account, None)  # said before connecting
     target, result = rollback(args.connect(args), owner=args.owner, to_revision=args.to_revision,
-                              system_namespace=args.system_namespace, dry_run=args.dry_run)
+                              system_namespace=args.system_namespace, service_account=service_account,
+                              dry_run=args.dry_run)
     print(f"rolling back owner {args.owner} to revision {revision_of(target)} ({target['metadata']['name']})")
     prefix = "would " if args.dry_run else ""
     for action in result.actions:

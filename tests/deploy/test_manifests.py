@@ -4,6 +4,7 @@ properties an admin relies on (availability, hardening, least privilege, exact w
 from __future__ import annotations
 
 import copy
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -359,7 +360,7 @@ def test_webhook_rules_match_exactly_what_the_server_judges(overlay: str, render
                 assert "matchConditions" not in hook
             else:
                 assert [c["name"] for c in hook["matchConditions"]] == [
-                    "a-default-is-missing" if stage == "mutate" else "phases-or-probes-changed"]
+                    "a-default-is-missing" if stage == "mutate" else "phases-probes-or-service-account-changed"]
         else:
             assert hook["namespaceSelector"] == {"matchExpressions": [
                 {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]}
@@ -455,6 +456,29 @@ def test_the_validating_cos_webhook_gets_only_updates_of_phases_or_probes(render
     assert matches("UPDATE", {"metadata": {"name": "x", "generation": 4}}, old) is True
 
 
+def test_the_validating_cos_webhook_gets_updates_that_change_the_service_account(
+        rendered: dict[str, list[Obj]]) -> None:
+    """A metadata-only UPDATE naming another ServiceAccount (``kubectl annotate``) must reach the webhook: its
+    ``--authorize-service-accounts`` check would be bypassed otherwise."""
+    matches = _cos_condition(rendered, "ValidatingWebhookConfiguration")
+    name = "olm.operatorframework.io/service-account-name"
+    namespace = "olm.operatorframework.io/service-account-namespace"
+
+    def cos(annotations: dict[str, str] | None) -> Obj:
+        meta: Obj = {"name": "x", "generation": 3}
+        if annotations is not None:
+            meta["annotations"] = annotations
+        return {"metadata": meta, "spec": _spec()}
+
+    sa = {name: "installer", namespace: "shop"}
+    for before, after in ((None, sa), ({}, sa), ({"other": "y"}, sa), (sa, {**sa, name: "admin"}),
+                          (sa, {**sa, namespace: "kube-system"}), (sa, {name: "installer"}), (sa, None)):
+        assert matches("UPDATE", cos(after), cos(before)) is True, (before, after)
+    for before, after in ((sa, {**sa, "other": "y"}), (None, {"other": "y"}), (None, None), ({}, None)):
+        assert matches("UPDATE", cos(after), cos(before)) is False, (before, after)
+    assert matches("CREATE", cos(sa)) is True
+
+
 def test_match_condition_selects_only_object_data_secrets() -> None:
     """Evaluate the expression with a CEL runtime the way the API server does for each request."""
     from cel_expr_python import cel
@@ -497,6 +521,16 @@ def test_service_accounts_are_separate_and_the_webhook_has_no_rights(overlay: st
     specs = dict(pod_specs(objs))
     assert specs["Deployment/cos-webhook"]["serviceAccountName"] == "cos-webhook"
     assert specs["Deployment/cos-reconciler"]["serviceAccountName"] == "cos-reconciler"
+    if overlay == "deploy/overlays/restricted-rbac":
+        # components/service-account-admission: a token, and the right to ask SubjectAccessReviews, nothing else
+        (binding,) = _bindings_of(objs, "cos-webhook")
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                      "name": "cos-webhook-access-reviews"}
+        assert find(objs, "ClusterRole", "cos-webhook-access-reviews")["rules"] == [
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}]
+        assert find(objs, "ServiceAccount", "cos-webhook")["automountServiceAccountToken"] is True
+        assert specs["Deployment/cos-webhook"]["automountServiceAccountToken"] is True
+        return
     assert _bindings_of(objs, "cos-webhook") == []
     assert find(objs, "ServiceAccount", "cos-webhook")["automountServiceAccountToken"] is False
     assert specs["Deployment/cos-webhook"]["automountServiceAccountToken"] is False
@@ -534,7 +568,8 @@ def test_certificate_job_can_touch_only_its_secret_and_webhook_configurations(
 def test_reconciler_role_is_broad_by_default_and_narrow_in_the_example(rendered: dict[str, list[Obj]]) -> None:
     broad = find(rendered["deploy"], "ClusterRole", "cos-reconciler")["rules"]
     assert broad == [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
-                     {"nonResourceURLs": ["*"], "verbs": ["*"]}]
+                     {"nonResourceURLs": ["*"], "verbs": ["*"]},
+                     {"apiGroups": [""], "resources": ["serviceaccounts/token"], "verbs": ["create"]}]
     binding = find(rendered["deploy"], "ClusterRoleBinding", "cos-reconciler")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "cos-reconciler", "namespace": "olmv1-system"}]
 
@@ -549,10 +584,33 @@ def test_reconciler_role_is_broad_by_default_and_narrow_in_the_example(rendered:
 
     assert verbs("olm.operatorframework.io", "clusterobjectsets") == {"get", "list", "watch", "update", "patch"}
     assert verbs("olm.operatorframework.io", "clusterobjectsets/status") == {"get", "update", "patch"}
-    assert verbs("olm.operatorframework.io", "clusterobjectsets/finalizers") == {"update"}
     assert verbs("", "secrets") == {"get", "list", "watch"}
-    assert verbs("apps", "deployments") == {"get", "list", "watch", "create", "update", "patch", "delete"}
-    assert verbs("rbac.authorization.k8s.io", "clusterroles") == set()
+    assert verbs("", "serviceaccounts/token") == {"create"}
+    # every write for a managed object is made with its COS's ServiceAccount token: the reconciler only reads
+    written = {"create", "update", "patch", "delete", "deletecollection"}
+    managed = [r for r in narrow if not ({"olm.operatorframework.io", "events.k8s.io"} & set(r["apiGroups"])
+                                          or {"events", "serviceaccounts/token"} & set(r["resources"]))]
+    assert managed and all(not written & set(r["verbs"]) for r in managed), managed
+    assert verbs("apps", "deployments") == {"get", "list", "watch"}
+    for resource in ("roles", "rolebindings", "clusterroles", "clusterrolebindings"):   # woken on RBAC changes
+        assert verbs("rbac.authorization.k8s.io", resource) == {"get", "list", "watch"}
+    # ... so the reconciler refuses COSs naming nobody, and the webhook checks who names whom
+    args = find(rendered["deploy/overlays/restricted-rbac"], "Deployment", "cos-reconciler")[
+        "spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--require-service-account" in args
+    webhook = find(rendered["deploy/overlays/restricted-rbac"], "Deployment", "cos-webhook")[
+        "spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--authorize-service-accounts" in webhook
+    from reconciler import cli as reconciler_cli
+    from webhook import cli as webhook_cli
+    assert reconciler_cli.build_parser().parse_args(args).require_service_account is True
+    assert webhook_cli.build_parser().parse_args(webhook).authorize_service_accounts is True
+    for overlay in ("deploy", "deploy/overlays/cert-manager", "deploy/overlays/k8s-1.25"):   # off by default
+        objs = rendered[overlay]
+        assert "--require-service-account" not in find(objs, "Deployment", "cos-reconciler")[
+            "spec"]["template"]["spec"]["containers"][0]["args"]
+        assert "--authorize-service-accounts" not in find(objs, "Deployment", "cos-webhook")[
+            "spec"]["template"]["spec"]["containers"][0]["args"]
 
 
 # --- cert-manager ---------------------------------------------------------------------------------------------
@@ -638,8 +696,16 @@ def test_every_targeted_patch_of_deploy_matches_an_object(tmp_path: Path) -> Non
             probe = {"target": entry["target"],
                      "patch": '[{"op": "test", "path": "/kind", "value": "no kind has this name"}]'}
             kfile.write_text(yaml.safe_dump(dict(spec, patches=[probe]), sort_keys=False))
+            root = kfile.parent
+            if spec.get("kind") == "Component":
+                # a Component patches what it is added to: render it as its comment says, next to deploy/
+                root = tmp_path / "with-component"
+                root.mkdir(exist_ok=True)
+                (root / "kustomization.yaml").write_text(yaml.safe_dump({
+                    "resources": [os.path.relpath(copy_root, root)],
+                    "components": [os.path.relpath(kfile.parent, root)]}))
             try:
-                kustomize.render(kfile.parent)
+                kustomize.render(root)
             except kustomize.RenderError as exc:
                 assert "testing value /kind failed" in str(exc), exc
             else:

@@ -340,3 +340,13 @@ def test_a_rollback_records_the_package_bundle_and_options_it_restores(tmp_path)
     assert (code, err) == (0, "")
     assert out.splitlines()[0] == ("bundle demo-operator.v1.1.0 rendered for namespace demo-system (options kept "
                                    "from demo-3)")
+
+
+def test_a_bare_service_account_name_is_one_of_the_bundles_install_namespace(tmp_path):
+    mc = MemCluster()
+    code, _, err = cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--service-account",
+                          "installer", cluster=mc)
+    assert (code, err) == (0, "")
+    annotations = mc.objects(*COS)[0]["metadata"]["annotations"]
+    assert (annotations[api.ANNOTATION_SERVICE_ACCOUNT_NAMESPACE],
+            annotations[api.ANNOTATION_SERVICE_ACCOUNT_NAME]) == ("demo-system", "installer")

@@ -17,6 +17,13 @@ Pod bound to a node is marked for its grace period until its kubelet (``delete_o
 grace_period_seconds=0)``) removes it; anything else goes at once, answered with a ``Status`` (a Pod: with
 its last state).
 
+Identities, as a real server with RBAC sees them (off until a test sets ``authorize``): ``POST
+.../serviceaccounts/<name>/token`` (the TokenRequest API) issues tokens of existing ServiceAccounts (``issued``
+lists them; ``max_token_seconds`` shortens lifetimes as ``--service-account-max-token-expiration`` does);
+a request carrying such a token is made as ``system:serviceaccount:<ns>:<name>``, any other token as
+``admin_user``. ``authorize(user, verb, resource, namespace, name)`` decides each request (403 in the API
+server's words otherwise), and ``revoke`` makes a token answer 401.
+
 Tests drive failures through it: ``inject`` queues error answers (409, 410, 429 with Retry-After, 500...)
 for matching requests, ``drop_watches`` cuts open watch streams mid-way, ``compact`` forgets the event
 history so resuming from an old resourceVersion gets 410. Every request is recorded in ``requests`` (verb,
@@ -39,6 +46,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -90,6 +98,8 @@ BUILTIN_KINDS = [
          "validatingwebhookconfigurations", False),
 ]
 COS_KIND = Kind("olm.operatorframework.io", "v1", "ClusterObjectSet", "clusterobjectsets", False, True)
+# Not built in (it would change every discovery answer): ``server.register(SUBJECT_ACCESS_REVIEW)`` where needed.
+SUBJECT_ACCESS_REVIEW = Kind("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False)
 
 
 @dataclass
@@ -311,6 +321,13 @@ class FakeApiServer:
         # NamespaceLifecycle admission: no new object in a namespace that does not exist (404, as a real
         # server answers). Off by default: most tests never create the namespaces their objects live in.
         self.namespace_lifecycle = namespace_lifecycle
+        # identities (see the module docstring)
+        self.admin_user = "admin"
+        self.authorize: Callable[[str, str, str, str, str], bool] | None = None
+        self.max_token_seconds: int | None = None
+        self.issued: list[tuple[str, str, str]] = []   # (token, namespace, name), in order
+        self._token_users: dict[str, str] = {}
+        self._revoked: set[str] = set()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -394,6 +411,76 @@ class FakeApiServer:
         with self._lock:
             self._history.clear()
             self._compacted_rv = self._last_rv
+
+    def user_of(self, token: str) -> str:
+        """Who a request with ``token`` is made as."""
+        with self._lock:
+            return self._token_users.get(token, self.admin_user)
+
+    def revoke(self, token: str) -> None:
+        """Answer 401 to every later request carrying ``token`` (its ServiceAccount deleted and made again)."""
+        with self._lock:
+            self._revoked.add(token)
+
+    def _authorize(self, method: str, path: str, query: dict[str, str], token: str) -> None:
+        if token in self._revoked:
+            raise _HttpError(401, "Unauthorized", "Unauthorized")
+        if self.authorize is None:
+            return
+        try:
+            kind, ns, name, sub, doc = self._resolve(path)
+        except _HttpError:
+            return
+        if kind is None or doc is not None:
+            return
+        user = self.user_of(token)
+        if method == "GET":
+            verb = "watch" if query.get("watch") in ("true", "1") else ("get" if name else "list")
+        else:
+            verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+        resource = f"{kind.plural}/{sub}" if sub else kind.plural
+        if self.authorize(user, verb, resource, ns or "", name or ""):
+            return
+        qualified = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+        what = f'{qualified} "{name}"' if name else qualified
+        where = f'in the namespace "{ns}"' if ns else "at the cluster scope"
+        raise _HttpError(403, "Forbidden", f'{what} is forbidden: User "{user}" cannot {verb} resource '
+                                           f'"{resource}" in API group "{kind.group}" {where}',
+                         details={**({"name": name} if name else {}), **({"group": kind.group} if kind.group else {}),
+                                  "kind": kind.plural})
+
+    def _access_review(self, body: Any) -> Obj:
+        """A SubjectAccessReview answered with ``authorize`` (register ``SUBJECT_ACCESS_REVIEW`` first); no
+        ``authorize``: everything is allowed, as with no RBAC."""
+        spec = dict((body or {}).get("spec") or {})
+        attrs = spec.get("resourceAttributes") or {}
+        resource = str(attrs.get("resource") or "") + (f"/{attrs['subresource']}" if attrs.get("subresource") else "")
+        allowed = self.authorize is None or self.authorize(str(spec.get("user") or ""), str(attrs.get("verb") or ""),
+                                                           resource, str(attrs.get("namespace") or ""),
+                                                           str(attrs.get("name") or ""))
+        return {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "metadata": {},
+                "spec": spec, "status": {"allowed": bool(allowed)}}
+
+    def _token(self, ns: str, name: str, body: Any) -> Obj:
+        """The TokenRequest API: a new token of an existing ServiceAccount."""
+        sa_kind = self._find_kind("v1", "ServiceAccount")
+        self._get(sa_kind, ns, name)   # 404 `serviceaccounts "<name>" not found`
+        spec = dict((body or {}).get("spec") or {})
+        seconds = int(spec.get("expirationSeconds") or 3600)
+        if seconds < 600:
+            raise _HttpError(422, "Invalid", f'TokenRequest.authentication.k8s.io "{name}" is invalid: '
+                                             f"spec.expirationSeconds: Invalid value: {seconds}: may not specify "
+                                             "a duration less than 10 minutes")
+        if self.max_token_seconds is not None:
+            seconds = min(seconds, self.max_token_seconds)
+        token = f"sa-token-{ns}-{name}-{len(self.issued) + 1}"
+        self.issued.append((token, ns, name))
+        self._token_users[token] = f"system:serviceaccount:{ns}:{name}"
+        return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "metadata": {"name": name, "namespace": ns, "creationTimestamp": None},
+                "spec": {**spec, "audiences": ["https://kubernetes.default.svc"], "expirationSeconds": seconds,
+                         "boundObjectRef": None},
+                "status": {"token": token, "expirationTimestamp": _now(seconds)}}
 
     def clear_requests(self) -> None:
         with self._lock:
@@ -869,7 +956,8 @@ class FakeApiServer:
             raise _HttpError(404, "NotFound", "the server could not find the requested resource")
         name = rest[1] if len(rest) >= 2 else None
         sub = rest[2] if len(rest) >= 3 else ""
-        if sub and not (sub == "status" and kind.status_subresource):
+        if sub and not (sub == "status" and kind.status_subresource) and not (
+                sub == "token" and kind.kind == "ServiceAccount" and not kind.group):
             raise _HttpError(404, "NotFound", "the server could not find the requested resource")
         return kind, ns, name, sub, None
 
@@ -889,7 +977,11 @@ class FakeApiServer:
             rec = Recorded(method, path, dict(query), content_type, body, token, user_agent=user_agent)
             if self.record:
                 self.requests.append(rec)
-            code, headers, answer = self._answer(method, path, query, content_type, body)
+            try:
+                self._authorize(method, path, query, token)
+                code, headers, answer = self._answer(method, path, query, content_type, body)
+            except _HttpError as e:
+                code, headers, answer = e.code, {}, status_body(e.code, e.reason, e.message, e.details)
             rec.status = code
             return code, headers, answer
 
@@ -935,11 +1027,17 @@ class FakeApiServer:
                               query.get("continue", ""))
         if method == "GET":
             return copy.deepcopy(self._get(kind, ns_key, name or ""))
+        if sub == "token":
+            if method != "POST" or name is None:
+                raise _HttpError(405, "MethodNotAllowed", "method not allowed")
+            return self._token(ns_key, name, body)
         json_patch = method == "PATCH" and content_type.startswith("application/json-patch+json")
         if json_patch and not isinstance(body, list):
             raise _HttpError(400, "BadRequest", "a JSON patch must be a list of operations")
         if not json_patch and not isinstance(body, dict) and method in ("POST", "PUT", "PATCH"):
             raise _HttpError(400, "BadRequest", "request body must be an object")
+        if method == "POST" and name is None and kind.kind == "SubjectAccessReview":
+            return self._access_review(body)
         if method == "POST" and name is None:
             if kind.namespaced and ns is None:
                 raise _HttpError(404, "NotFound", "the server could not find the requested resource")
@@ -1006,6 +1104,7 @@ class FakeApiServer:
         with self._lock:
             if self.record:
                 self.requests.append(Recorded("GET", path, dict(query), "", None, token, 200, user_agent))
+            self._authorize("GET", path, query, token)
             for f in self._faults:
                 if f.times > 0 and f.method == "GET" and f.path.fullmatch(path) and \
                         all(query.get(k) == v for k, v in f.query.items()):
