@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 from common.cluster.interface import AlreadyExists, ApiError, NotFound
 from common.cluster.kube import KubeCluster
 from common.contract import api
-from reconciler.parallel import prepare_client
+from common.runtime.parallel import prepare_client
 from reconciler.process import COS_KEY, MANAGED_SELECTOR, ProcessConfig, ReconcilerProcess
 
 CRD_FILE = ROOT / "deploy" / "crd" / "olm.operatorframework.io_clusterobjectsets.yaml"

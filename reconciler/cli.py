@@ -19,8 +19,8 @@ import uuid
 from typing import Any
 
 from common.contract import api
+from common.runtime.parallel import DEFAULT_CONCURRENCY
 from reconciler.olm_guard import EXIT_OTHER_CONTROLLER, SKIP_FLAG
-from reconciler.parallel import DEFAULT_CONCURRENCY
 
 log = logging.getLogger("cos-reconciler")
 
@@ -117,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log_format, args.log_level)
 
     from common.cluster.kube import KubeCluster
-    from reconciler.health import HealthServer, parse_bind
-    from reconciler.leader import LeaderConfig
+    from common.runtime.health import HealthServer, parse_bind
+    from common.runtime.leader import LeaderConfig
     from reconciler.metrics import Metrics
     from reconciler.olm_guard import check_start
     from reconciler.process import ProcessConfig, ReconcilerProcess, run_until_settled, settled

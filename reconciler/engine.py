@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from common.bundle import refs
 from common.cluster.interface import ApiError, Cluster, Forbidden, NotFound
 from common.cluster.tokens import ServiceAccountTokenError
-from common.contract import probes, serviceaccount
+from common.contract import conditions, probes, serviceaccount
 from common.contract.api import (
     ANNOTATION_BUNDLE_VERSION,
     API_VERSION,
@@ -36,12 +36,12 @@ from common.contract.api import (
     LABEL_OWNER_NAME,
     LIFECYCLE_ARCHIVED,
 )
+from common.contract.conditions import Situation
 from common.contract.fielderrors import go_quote
 from common.contract.objects import Obj, copy_json
 from common.contract.serviceaccount import ServiceAccountMissing, ServiceAccountRef
-from reconciler import collisions, conditions, digest, drift
-from reconciler.conditions import Situation
-from reconciler.parallel import SEQUENTIAL, Fanout
+from common.runtime.parallel import SEQUENTIAL, Fanout
+from reconciler import collisions, digest, drift
 from reconciler.resolve import Resolution, inline_kinds, referenced_secrets, resolve
 from reconciler.rollout import ObjectError, Outcome, Owner, reconcile_object
 from reconciler.teardown import SentDeletes, TeardownProgress, teardown

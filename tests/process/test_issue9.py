@@ -10,7 +10,7 @@ import pytest
 
 from common.cluster.interface import NotFound
 from common.cluster.kube import KubeCluster
-from reconciler.cache import InformerKey
+from common.runtime.cache import InformerKey
 from reconciler.process import MANAGED_SELECTOR, ProcessConfig, ReconcilerProcess, settled
 from tests.engine.helpers import cm, cos, phase
 from tests.process.test_process import get_cos, wait_for

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from common.cluster.kube import KubeCluster
-from reconciler.parallel import DEFAULT_CONCURRENCY, WATCH_CONNECTIONS
+from common.runtime.parallel import DEFAULT_CONCURRENCY, WATCH_CONNECTIONS
 from reconciler.process import ProcessConfig, ReconcilerProcess, settled
 from tests.engine.helpers import cm, cos, phase
 from tests.support.fake_apiserver import FakeApiServer

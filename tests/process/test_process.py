@@ -11,7 +11,7 @@ import pytest
 
 from common.cluster.interface import AlreadyExists, NotFound, UnknownKind
 from common.cluster.kube import KubeCluster
-from reconciler.cache import InformerKey
+from common.runtime.cache import InformerKey
 from reconciler.process import (
     MANAGED_SELECTOR,
     CachedCluster,
@@ -213,7 +213,7 @@ def test_health_and_readiness(kube: KubeCluster, server: FakeApiServer, proc: Re
 
 
 def test_cr_of_a_crd_from_an_earlier_phase_is_applied_once_the_crd_is_served(tmp_path) -> None:
-    from tests.process.test_kube_http import crd
+    from tests.cluster.test_kube_http import crd
 
     with FakeApiServer(crd_discovery_delay=0.5) as server:
         kube = KubeCluster.from_kubeconfig(server.write_kubeconfig(str(tmp_path / "kc")),

@@ -20,9 +20,9 @@ import pytest
 from common.cluster.kube import KubeCluster
 from common.contract import api
 from common.contract.serviceaccount import ServiceAccountRef
-from reconciler.cache import InformerKey
+from common.runtime.cache import InformerKey
+from common.runtime.queue import ItemBackoff
 from reconciler.process import RBAC_KEYS, ProcessConfig, ReconcilerProcess, settled
-from reconciler.queue import ItemBackoff
 from tests.engine.helpers import cm, cos, phase
 from tests.process import test_process
 from tests.process.test_process import condition, get_cos

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from common.cluster.kube import KubeCluster
 from common.contract.admission import Config
-from reconciler.cache import Informer, InformerKey
+from common.runtime.cache import Informer, InformerKey
 from tests.webhook.support import admission_review, valid_cos
 from webhook.app import create_app
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from common.cluster.kube import KubeCluster
-from reconciler.cache import Caches, Informer, InformerKey
+from common.runtime.cache import Caches, Informer, InformerKey
 from tests.support.fake_apiserver import FakeApiServer
 
 KEY = InformerKey("v1", "ConfigMap", "ns1")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from common.cluster.kube import KubeCluster
-from reconciler.leader import LeaderConfig, LeaderElector
+from common.runtime.leader import LeaderConfig, LeaderElector
 from tests.support.fake_apiserver import FakeApiServer
 
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/sys/leases/cos-reconciler"
