@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from common.contract import conditions
 from common.contract.api import API_VERSION, KIND, LABEL_OWNER_NAME
 from common.testing.memcluster import MemCluster
 from reconciler import drift
@@ -90,9 +91,7 @@ def mark_ready(mc: MemCluster) -> None:
 
 
 def succeeded(mc: MemCluster) -> bool:
-    cos = mc.peek(API_VERSION, KIND, "bench-1") or {}
-    return any(c["type"] == "Succeeded" and c["status"] == "True"
-               for c in (cos.get("status") or {}).get("conditions") or [])
+    return conditions.succeeded(mc.peek(API_VERSION, KIND, "bench-1") or {})
 
 
 def main() -> int:

@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from common.cluster.interface import AlreadyExists, ApiError, NotFound
 from common.cluster.kube import KubeCluster
-from common.contract import api
+from common.contract import api, conditions
 from common.runtime.parallel import prepare_client
 from reconciler.process import COS_KEY, MANAGED_SELECTOR, ProcessConfig, ReconcilerProcess
 
@@ -208,10 +208,7 @@ def floor(kube: KubeCluster, ns: str, objects: int, connections: int, cpu: list[
 
 
 def succeeded(cos: dict | None) -> bool:
-    for c in ((cos or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Succeeded":
-            return bool(c.get("status") == "True")
-    return False
+    return conditions.succeeded(cos or {})
 
 
 def rollout(kubeconfig: str, admin: KubeCluster, ns: str, objects: int, phases: int, concurrency: int,

@@ -49,8 +49,9 @@ from bench_rollout_cluster import (  # the same cluster helpers
 from common.cluster.interface import ApiError, NotFound
 from common.cluster.kube import KubeCluster
 from common.contract import api
+from common.contract.conditions import settled
 from common.runtime.parallel import prepare_client
-from reconciler.process import MANAGED_SELECTOR, settled
+from reconciler.process import MANAGED_SELECTOR
 
 METRIC = re.compile(r'^cos_api_requests_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$')
 

@@ -18,7 +18,7 @@ import threading
 import uuid
 from typing import Any
 
-from common.contract import api
+from common.contract import api, conditions
 from common.runtime.parallel import DEFAULT_CONCURRENCY
 from reconciler.olm_guard import EXIT_OTHER_CONTROLLER, SKIP_FLAG
 
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     from common.runtime.leader import LeaderConfig
     from reconciler.metrics import Metrics
     from reconciler.olm_guard import check_start
-    from reconciler.process import ProcessConfig, ReconcilerProcess, run_until_settled, settled
+    from reconciler.process import ProcessConfig, ReconcilerProcess, run_until_settled
 
     if args.workers < 1:
         log.error("--workers must be at least 1, got %d", args.workers)
@@ -150,9 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                                       workers=args.workers, rollout_concurrency=args.rollout_concurrency,
                                       require_service_account=args.require_service_account)
         for cos in items:
-            conds = {c.get("type"): c for c in (cos.get("status") or {}).get("conditions") or []}
-            prog = conds.get("Progressing") or {}
-            print(f"{cos['metadata']['name']}: {'settled' if settled(cos) else 'not settled'} "
+            prog = conditions.condition(cos, conditions.PROGRESSING)
+            print(f"{cos['metadata']['name']}: {'settled' if conditions.settled(cos) else 'not settled'} "
                   f"(Progressing {prog.get('status', '?')}/{prog.get('reason', '?')}: {prog.get('message', '')})")
         return 0 if ok else 1
 

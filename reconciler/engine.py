@@ -363,10 +363,10 @@ class _Run:
                     continue
                 except ApiError as exc:
                     return self.fail(f"archiving ClusterObjectSet {sibling['metadata']['name']}: {exc}", exc)
-                self.event("Normal", "Archived", f"Archived revision {_revision(sibling)} "
+                self.event("Normal", conditions.ARCHIVED, f"Archived revision {_revision(sibling)} "
                            f"({sibling['metadata']['name']}): revision {self.revision} has rolled out")
         if not was_succeeded:
-            self.event("Normal", "Succeeded", f"Revision {self.version} has rolled out.")
+            self.event("Normal", conditions.REASON_SUCCEEDED, f"Revision {self.version} has rolled out.")
         self.set(Situation("complete", version=self.version))
         return self.write_status()
 
@@ -398,7 +398,7 @@ class _Run:
     def blocked(self, message: str) -> Result:
         old = conditions.find(self.conds, conditions.PROGRESSING)
         if not old or old.get("reason") != conditions.BLOCKED or old.get("message") != message:
-            self.event("Warning", "Blocked", message)
+            self.event("Warning", conditions.BLOCKED, message)
         self.set(Situation("blocked", message=message))
         return self.write_status()
 

@@ -40,6 +40,7 @@ from common.cluster.interface import ApiError, Cluster, Forbidden, NotFound
 from common.cluster.kube import KubeCluster
 from common.cluster.tokens import DEFAULT_EXPIRATION_SECONDS, ServiceAccountTokenError, ServiceAccountTokens
 from common.contract import api
+from common.contract.conditions import settled
 from common.contract.objects import GVK, Obj
 from common.contract.serviceaccount import ServiceAccountRef
 from common.runtime.cache import Caches, Informer, InformerKey
@@ -589,19 +590,6 @@ def missing_service_account(error: BaseException | None) -> ServiceAccountRef | 
 def forbidden(error: BaseException | None) -> bool:
     """Whether the API server refused a reconcile's request with 403 (RBAC, most likely: a grant may fix it)."""
     return any(isinstance(e, Forbidden) for e in _causes(error))
-
-
-def settled(cos: Obj) -> bool:
-    """Whether a COS needs nothing more from the reconciler: rolled out (Available True at the current
-    generation), archived and torn down, or blocked waiting for a human."""
-    meta = cos.get("metadata") or {}
-    conds = {c.get("type"): c for c in (cos.get("status") or {}).get("conditions") or []}
-    prog = conds.get("Progressing") or {}
-    if prog.get("observedGeneration") not in (None, meta.get("generation")):
-        return False
-    if prog.get("reason") in ("Archived", "Blocked"):
-        return True
-    return (conds.get("Available") or {}).get("status") == "True" and prog.get("reason") == "Succeeded"
 
 
 def run_until_settled(kube: KubeCluster, *, system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE,

@@ -29,7 +29,8 @@ from common.bundle import refs
 from common.bundle.packing import object_label
 from common.bundle.publish import owner_revisions, revision_of
 from common.cluster.interface import ApiError, Cluster, Gone, NotFound, UnknownKind, error_from_status
-from common.contract import api
+from common.contract import api, conditions
+from common.contract.conditions import condition, outcome
 from common.contract.objects import GVK, Obj
 from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, run
 
@@ -38,7 +39,6 @@ EXIT_BLOCKED = 3
 EXIT_DEADLINE = 4
 EXIT_ARCHIVED = 5
 EXIT_TIMEOUT = 6
-CONDITION_TYPES = ("Progressing", "Available", "Succeeded")
 WATCH_EXAMPLE = """\
 example (not a terminal: one line per change; on a terminal the progress line is redrawn in place):
   $ cosctl status shop-4 --watch --timeout 600
@@ -98,28 +98,6 @@ class RevisionState:
 
 
 # ---------------------------------------------------------------------------------------------- inspection
-
-def condition(cos: Obj, ctype: str) -> Obj:
-    conditions: list[Obj] = (cos.get("status") or {}).get("conditions") or []
-    for c in conditions:
-        if c.get("type") == ctype:
-            return c
-    return {}
-
-
-def outcome(cos: Obj) -> str | None:
-    """How the rollout ended, or None while it goes on."""
-    progressing = condition(cos, "Progressing")
-    if (cos.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ARCHIVED:
-        return "archived"
-    if progressing.get("reason") == "Succeeded" and progressing.get("status") == "True":
-        return "succeeded"
-    if progressing.get("status") == "False" and progressing.get("reason") == "Blocked":
-        return "blocked"
-    if progressing.get("status") == "False" and progressing.get("reason") == "ProgressDeadlineExceeded":
-        return "deadline"
-    return None
-
 
 def _controller(live: Obj) -> Obj | None:
     refs: list[Obj] = (live.get("metadata") or {}).get("ownerReferences") or []
@@ -184,7 +162,7 @@ def inspect(cluster: Cluster, cos: Obj, *, system_namespace: str = api.DEFAULT_S
         name=str(meta.get("name")), revision=revision_of(cos),
         lifecycle=str((cos.get("spec") or {}).get("lifecycleState") or ""),
         owner=str(labels.get(api.LABEL_OWNER_NAME) or ""),
-        conditions=[condition(cos, t) for t in CONDITION_TYPES if condition(cos, t)],
+        conditions=[condition(cos, t) for t in conditions.TYPES if condition(cos, t)],
         phases=phases,
         notes=[f"progressionProbes not evaluated (built-in probes only): {probe_error}"] if probe_error else [],
         package=package, version=version)
@@ -267,7 +245,7 @@ def progress_line(cos: Obj, state: RevisionState) -> str:
         blocker = next(o for o in waiting.objects if not o.complete)
         why = f" ({' and '.join(blocker.messages)})" if blocker.messages else f" ({blocker.state})"
         line += f"; phase {waiting.name} waits for {blocker.object}{why}"
-    progressing = condition(cos, "Progressing")
+    progressing = condition(cos, conditions.PROGRESSING)
     if progressing:
         line += f"; Progressing {progressing.get('status')} {progressing.get('reason')}"
     return line
@@ -339,7 +317,7 @@ def _show_owner(cluster: Cluster, owner: str, revisions: list[Obj], args: argpar
         return EXIT_OK
     print(f"owner {owner}: {len(revisions)} revision(s)")
     for c in revisions:
-        progressing = condition(c, "Progressing")
+        progressing = condition(c, conditions.PROGRESSING)
         lifecycle = (c.get("spec") or {}).get("lifecycleState", "")
         what = bundle_text(*bundle_of(c))
         print(f"  {revision_of(c):>4}  {c['metadata']['name']:<30} {lifecycle:<9} {progressing.get('reason', '-')}"
@@ -402,7 +380,7 @@ def _report(cluster: Cluster, cos: Obj, progress: Progress, args: argparse.Names
     if ended is None:
         return None
     code, words = _ENDINGS[ended]
-    message = condition(cos, "Progressing").get("message", "")
+    message = condition(cos, conditions.PROGRESSING).get("message", "")
     progress.end(f"{progress.name}: {words}" + (f": {message}" if message and ended != "archived" else ""))
     return code
 

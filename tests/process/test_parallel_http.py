@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from common.cluster.kube import KubeCluster
+from common.contract.conditions import settled
 from common.runtime.parallel import DEFAULT_CONCURRENCY, WATCH_CONNECTIONS
-from reconciler.process import ProcessConfig, ReconcilerProcess, settled
+from reconciler.process import ProcessConfig, ReconcilerProcess
 from tests.engine.helpers import cm, cos, phase
 from tests.support.fake_apiserver import FakeApiServer
 

@@ -11,15 +11,9 @@ import pytest
 
 from common.cluster.interface import AlreadyExists, NotFound, UnknownKind
 from common.cluster.kube import KubeCluster
+from common.contract.conditions import settled
 from common.runtime.cache import InformerKey
-from reconciler.process import (
-    MANAGED_SELECTOR,
-    CachedCluster,
-    ProcessConfig,
-    ReconcileOutcome,
-    ReconcilerProcess,
-    settled,
-)
+from reconciler.process import MANAGED_SELECTOR, CachedCluster, ProcessConfig, ReconcileOutcome, ReconcilerProcess
 from tests.engine.helpers import cm, cos, phase
 from tests.support.fake_apiserver import FakeApiServer
 
