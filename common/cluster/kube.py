@@ -33,7 +33,6 @@ import copy
 import json
 import logging
 import os
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,6 +43,7 @@ from urllib.parse import quote, urlencode
 import urllib3
 
 from common.cluster import ownership
+from common.cluster.backoff import Backoff, extra_jitter
 from common.cluster.interface import (
     ApiError,
     BadRequest,
@@ -55,12 +55,10 @@ from common.cluster.interface import (
     UnknownKind,
     error_from_status,
 )
+from common.cluster.watch import WatchEvent
 from common.contract.objects import GVK, Obj
 
 log = logging.getLogger(__name__)
-# Jitter from a generator of our own: the module-level one is shared process-wide state that callers seed for
-# reproducibility (Hypothesis does around every draw, and warns when a background retry moves it meanwhile).
-_JITTER = random.Random()
 
 CONTENT_JSON = "application/json"
 CONTENT_APPLY = "application/apply-patch+yaml"
@@ -118,15 +116,6 @@ class BearerSource(Protocol):
         """The server answered 401 to ``token``: do not hand it out again."""
 
 
-@dataclass
-class WatchEvent:
-    """One event of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK (``obj`` is the object) or ERROR
-    (``obj`` is the Status)."""
-
-    type: str
-    obj: Obj
-
-
 class KubeCluster:
     """``Cluster`` over HTTP. Thread-safe: one instance serves all reconcile workers and watches."""
 
@@ -149,8 +138,7 @@ class KubeCluster:
             pool.connection_pool_kw["retries"] = _NO_URLLIB3_RETRIES
             pool.clear()
         self.max_retries = max_retries
-        self.backoff_base = backoff_base
-        self.backoff_cap = backoff_cap
+        self.backoff = Backoff(backoff_base, backoff_cap, jitter=0.5)
         self.retry_after_cap = retry_after_cap
         # A 429 waits Retry-After, plus up to this fraction of it at random: many threads throttled together
         # then do not all retry in the same instant (the reconciler sets it when it writes concurrently).
@@ -300,7 +288,7 @@ class KubeCluster:
             except (urllib3.exceptions.HTTPError, OSError) as e:
                 self._observe(verb, 0)
                 if retry and attempt <= self.max_retries:
-                    delay = self._backoff(attempt)
+                    delay = self.backoff.delay(attempt)
                     log.warning("%s %s failed (%s); retrying in %.2fs", method, path, type(e).__name__, delay)
                     self._sleep(delay)
                     continue
@@ -318,24 +306,20 @@ class KubeCluster:
                 continue
             if retry and attempt <= self.max_retries:
                 if code == 429:
-                    delay = min(retry_after if retry_after is not None else self._backoff(attempt),
+                    delay = min(retry_after if retry_after is not None else self.backoff.delay(attempt),
                                 self.retry_after_cap)
-                    delay *= 1.0 + self.retry_jitter * _JITTER.random()
+                    delay = extra_jitter(delay, self.retry_jitter)
                     log.info("%s %s throttled (429); retrying in %.2fs", method, path, delay)
                     self._sleep(delay)
                     continue
                 if code in RETRYABLE_CODES:
-                    delay = retry_after if retry_after is not None else self._backoff(attempt)
+                    delay = retry_after if retry_after is not None else self.backoff.delay(attempt)
                     delay = min(delay, self.retry_after_cap)
                     log.warning("%s %s answered %d (%s); retrying in %.2fs", method, path, code, err.message,
                                 delay)
                     self._sleep(delay)
                     continue
             raise err
-
-    def _backoff(self, attempt: int) -> float:
-        d = min(self.backoff_cap, self.backoff_base * 2.0 ** (attempt - 1))
-        return d * (0.5 + _JITTER.random() / 2)
 
     def _observe(self, verb: str, code: int) -> None:
         if self.observer is not None:

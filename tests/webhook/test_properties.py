@@ -22,6 +22,7 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from common.cluster.backoff import Backoff
 from common.cluster.kube import KubeCluster
 from common.contract.admission import Config
 from common.runtime.cache import Informer, InformerKey
@@ -148,10 +149,10 @@ def test_retry_jitter_of_the_cluster_client_and_informers_leaves_the_global_rand
     election releasing its Lease, informers whose fake API server had gone) drew retry jitter from the global
     generator during a draw here."""
     cluster = KubeCluster(object(), backoff_base=0.2, backoff_cap=10.0)
-    informer = Informer(cluster, InformerKey("v1", "ConfigMap"), backoff_base=0.1, backoff_cap=30.0)
+    informer = Informer(cluster, InformerKey("v1", "ConfigMap"), backoff=Backoff(0.1, 30.0, jitter=0.5))
     before = random.getstate()
-    delays = [cluster._backoff(attempt) for attempt in range(1, 8)]
-    waits = [informer._delay(failures) for failures in range(1, 8)]
+    delays = [cluster.backoff.delay(attempt) for attempt in range(1, 8)]
+    waits = [informer.backoff.delay(failures) for failures in range(1, 8)]
     assert random.getstate() == before
     assert [0.5 * min(10.0, 0.2 * 2 ** (n - 1)) <= d <= min(10.0, 0.2 * 2 ** (n - 1))
             for n, d in enumerate(delays, start=1)] == [True] * 7
