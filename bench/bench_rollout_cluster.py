@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 from common.cluster.interface import AlreadyExists, ApiError, NotFound
 from common.cluster.kube import KubeCluster
 from common.contract import api, conditions
-from common.runtime.parallel import prepare_client
+from common.runtime.parallel import RETRY_JITTER, WATCH_CONNECTIONS
 from reconciler.process import COS_KEY, MANAGED_SELECTOR, ProcessConfig, ReconcilerProcess
 
 CRD_FILE = ROOT / "deploy" / "crd" / "olm.operatorframework.io_clusterobjectsets.yaml"
@@ -284,8 +284,8 @@ def main() -> int:
     modes = {"process": [False], "service-account": [True], "both": [False, True]}[args.identity]
     path = kubeconfig_or_skip(args.kubeconfig)
 
-    admin = KubeCluster.from_kubeconfig(path)
-    prepare_client(admin, requests=args.floor_connections)
+    admin = KubeCluster.from_kubeconfig(path, pool_size=args.floor_connections + WATCH_CONNECTIONS,
+                                        retry_jitter=RETRY_JITTER)
     ensure_crd(admin)
     ns = make_namespace(admin, "cos-bench")
     if True in modes:

@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     from common.runtime.leader import LeaderConfig
     from reconciler.metrics import Metrics
     from reconciler.olm_guard import check_start
-    from reconciler.process import ProcessConfig, ReconcilerProcess, run_until_settled
+    from reconciler.process import ProcessConfig, ReconcilerProcess, client_options, run_until_settled
 
     if args.workers < 1:
         log.error("--workers must be at least 1, got %d", args.workers)
@@ -135,8 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         log.error("%s", e)
         return 2
+    metrics = Metrics()
     try:
-        kube = KubeCluster.auto(args.kubeconfig, context=args.context, user_agent=user_agent())
+        # made once, as the process needs it: its pool, its jitter, its metrics
+        kube = KubeCluster.auto(args.kubeconfig, context=args.context, user_agent=user_agent(),
+                                observer=metrics.observe_request,
+                                **client_options(ProcessConfig(workers=args.workers,
+                                                               rollout_concurrency=args.rollout_concurrency)))
     except Exception as e:  # kubernetes.config raises several types for missing/broken files
         where = args.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         log.error("cannot load Kubernetes configuration (in-cluster, then %s): %s", where, e)
@@ -164,7 +169,6 @@ def main(argv: list[str] | None = None) -> int:
     if not (leader.lease_duration > leader.renew_deadline > leader.retry_period > 0):
         log.error("leader election timings must satisfy --lease-duration > --renew-deadline > --retry-period > 0")
         return 2
-    metrics = Metrics()
     proc = ReconcilerProcess(kube, ProcessConfig(system_namespace=args.system_namespace, workers=args.workers,
                                                  leader_elect=args.leader_elect, leader=leader,
                                                  shutdown_grace=args.shutdown_grace, identity=identity,

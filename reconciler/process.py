@@ -46,7 +46,7 @@ from common.contract.serviceaccount import ServiceAccountRef
 from common.runtime.cache import Caches, Informer, InformerKey
 from common.runtime.client import CachedCluster
 from common.runtime.leader import LeaderConfig, LeaderElector
-from common.runtime.parallel import DEFAULT_CONCURRENCY, SEQUENTIAL, Fanout, prepare_client
+from common.runtime.parallel import DEFAULT_CONCURRENCY, RETRY_JITTER, SEQUENTIAL, WATCH_CONNECTIONS, Fanout
 from common.runtime.queue import ShutDown, WorkQueue
 from reconciler.metrics import Metrics
 
@@ -159,18 +159,31 @@ class ProcessConfig:
     token_expiration_seconds: int = DEFAULT_EXPIRATION_SECONDS  # asked of the TokenRequest API
 
 
+def client_options(config: ProcessConfig) -> dict[str, Any]:
+    """The client settings a process of ``config`` needs: a connection kept for every request it may have in
+    flight (each worker's own writes, the fan-out's object writes) plus the watches', and jittered 429 retries
+    (its workers are throttled together). The CLI makes its client with them; ``ReconcilerProcess`` makes one
+    of its own from a client made otherwise."""
+    requests = max(1, config.workers) + config.rollout_concurrency
+    return {"pool_size": requests + WATCH_CONNECTIONS, "retry_jitter": RETRY_JITTER}
+
+
 class ReconcilerProcess:
     """Everything but the CLI; ``start()`` then ``wait()``, ``stop()`` from a signal handler."""
 
     def __init__(self, kube: KubeCluster, config: ProcessConfig, *, reconcile: ReconcileFn | None = None,
                  metrics: Metrics | None = None, watch_timeout: int = 300) -> None:
-        self.kube = kube
         self.config = config
         self.metrics = metrics or Metrics()
-        if kube.observer is None:
-            kube.observer = self.metrics.observe_request
+        # The process's client as its budget needs it (``kube`` itself when it was made so, as the CLI does);
+        # otherwise one of its own over the same configuration, closed on stop.
+        wanted = client_options(config)
+        self.kube = kube.with_options(pool_size=max(kube.pool_size, wanted["pool_size"]),
+                                      retry_jitter=max(kube.options.retry_jitter, wanted["retry_jitter"]),
+                                      observer=kube.options.observer or self.metrics.observe_request)
+        self._own_client = self.kube is not kube
+        kube = self.kube
         self.fanout = Fanout(config.rollout_concurrency)
-        prepare_client(kube, requests=max(1, config.workers) + config.rollout_concurrency)
         self.tokens = ServiceAccountTokens(
             lambda ns, name, seconds: kube.request_token(ns, name, expiration_seconds=seconds),
             expiration_seconds=config.token_expiration_seconds)
@@ -212,8 +225,7 @@ class ReconcilerProcess:
             # Lease calls get their own client settings: no retries and a short timeout, so a hung API server
             # cannot keep one renewal attempt going past the renew deadline (the lease would expire while
             # this replica still believed it led).
-            lease_kube = KubeCluster(kube.api_client, max_retries=0, request_timeout=max(1.0, lc.renew_deadline / 4),
-                                     observer=kube.observer)
+            lease_kube = kube.with_options(max_retries=0, request_timeout=max(1.0, lc.renew_deadline / 4))
             self.elector = LeaderElector(lease_kube, lc, on_started_leading=self._start_workers,
                                          on_stopped_leading=self._lost_lease)
 
@@ -287,6 +299,8 @@ class ReconcilerProcess:
         self._stop_exporting_states()
         self.caches.stop_all()
         self.fanout.close()
+        if self._own_client:
+            self.kube.close()
         self._done.set()
 
     def _stop_exporting_states(self) -> None:
