@@ -8,7 +8,6 @@ v1's operator-controller is running (:mod:`reconciler.olm_guard`: it reconciles 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -19,6 +18,7 @@ import uuid
 from typing import Any
 
 from common.contract import api, conditions
+from common.runtime.logs import JsonFormatter
 from common.runtime.parallel import DEFAULT_CONCURRENCY
 from reconciler.olm_guard import EXIT_OTHER_CONTROLLER, SKIP_FLAG
 
@@ -35,26 +35,10 @@ def user_agent() -> str:
         return "cos-reconciler/dev"
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: what log pipelines parse without regexes."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {
-            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        if record.exc_info:
-            out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out, ensure_ascii=False)
-
-
 def setup_logging(fmt: str, level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
-        formatter: logging.Formatter = JsonFormatter()
-        formatter.converter = __import__("time").gmtime
+        formatter: logging.Formatter = JsonFormatter()   # whole tracebacks: our messages name objects, not values
     else:
         formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler.setFormatter(formatter)

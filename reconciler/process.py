@@ -33,10 +33,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from common.cluster.interface import ApiError, Cluster, Forbidden, NotFound
+from common.cluster.interface import Cluster, Forbidden, NotFound
 from common.cluster.kube import KubeCluster
 from common.cluster.tokens import DEFAULT_EXPIRATION_SECONDS, ServiceAccountTokenError, ServiceAccountTokens
 from common.contract import api
@@ -48,6 +47,7 @@ from common.runtime.client import CachedCluster
 from common.runtime.leader import LeaderConfig, LeaderElector
 from common.runtime.parallel import DEFAULT_CONCURRENCY, RETRY_JITTER, SEQUENTIAL, WATCH_CONNECTIONS, Fanout
 from common.runtime.queue import ShutDown, WorkQueue
+from common.runtime.recorder import EventRecorder
 from reconciler.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,6 @@ RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 RBAC_KEYS = frozenset(InformerKey(RBAC_API_VERSION, kind)
                       for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"))
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
-EVENT_DEDUP_SECONDS = 300.0
 
 
 @dataclass
@@ -95,54 +94,6 @@ def engine_reconcile(system_namespace: str, fanout: Fanout | None = None, *, req
         return engine.reconcile(cluster, name, config=config, memory=memory)
 
     return run
-
-
-class EventRecorder:
-    """Records ``core/v1`` Events on ClusterObjectSets. COSs are cluster-scoped, so, as client-go does, the
-    Events go to the ``default`` namespace. An identical event (same COS, type, reason, message) within
-    five minutes is not written again: a collision requeued every 10 s must not write every 10 s."""
-
-    def __init__(self, kube: KubeCluster, component: str, instance: str, metrics: Metrics | None = None,
-                 namespace: str = "default") -> None:
-        self.kube, self.component, self.instance = kube, component, instance
-        self.metrics = metrics
-        self.namespace = namespace
-        self._recent: dict[tuple[str, str, str, str], float] = {}
-        self._lock = threading.Lock()
-
-    def record(self, cos: Obj, etype: str, reason: str, message: str) -> bool:
-        meta = cos.get("metadata") or {}
-        key = (str(meta.get("uid") or meta.get("name")), etype, reason, message)
-        now = time.monotonic()
-        with self._lock:
-            if now - self._recent.get(key, -EVENT_DEDUP_SECONDS) < EVENT_DEDUP_SECONDS:
-                return False
-            self._recent[key] = now
-            for k in [k for k, t in self._recent.items() if now - t >= EVENT_DEDUP_SECONDS]:
-                del self._recent[k]
-        ts = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        micro = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        event = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{meta.get('name', 'cos')}.", "namespace": self.namespace},
-            "involvedObject": {"apiVersion": api.API_VERSION, "kind": api.KIND, "name": meta.get("name", ""),
-                               "uid": meta.get("uid", ""), "resourceVersion": meta.get("resourceVersion", "")},
-            "type": etype, "reason": reason[:128],
-            # the API server refuses Event messages over 1 KiB (bytes, not characters)
-            "message": message.encode()[:1024].decode("utf-8", "ignore"),
-            "firstTimestamp": ts, "lastTimestamp": ts, "eventTime": micro, "count": 1,
-            "source": {"component": self.component},
-            "reportingComponent": self.component, "reportingInstance": self.instance,
-            "action": reason,
-        }
-        try:
-            self.kube.create(event)
-        except ApiError as e:
-            log.warning("could not record event %s on %s: %s", reason, meta.get("name"), e.message)
-            return False
-        if self.metrics:
-            self.metrics.events.labels(type=etype, reason=reason).inc()
-        return True
 
 
 @dataclass
@@ -192,11 +143,13 @@ class ReconcilerProcess:
             config.system_namespace, self.fanout, require_service_account=config.require_service_account,
             writer=self.writer_for)
         self.queue = WorkQueue()
-        self.caches = Caches(kube, self._on_event, watch_timeout=watch_timeout)
+        # managedFields are stripped from cached objects but our own: drift is judged by them (reconciler.drift)
+        self.caches = Caches(kube, self._on_event, watch_timeout=watch_timeout,
+                             keep_managers=frozenset({api.FIELD_MANAGER}))
         self.cluster = CachedCluster(kube, self.caches, lazy=self._lazy_informer)
         self._lazy: dict[InformerKey, float] = {}  # informers started by a read, kept while reconciles run
         self._in_flight = 0
-        self.recorder = EventRecorder(kube, "cos-reconciler", config.identity, self.metrics)
+        self.recorder = EventRecorder(kube, "cos-reconciler", config.identity, on_recorded=self.metrics.count_event)
         self.metrics.bind_gauges(lambda: len(self.queue), self._objects_managed,
                                  lambda: len(self.caches.informers()))
         self._lock = threading.Lock()
@@ -546,7 +499,8 @@ class ReconcilerProcess:
         events = list(getattr(result, "events", []) or [])
         if events:
             cos_inf = self.caches.get(COS_KEY)
-            cos = (cos_inf.get(None, name) if cos_inf else None) or {"metadata": {"name": name}}
+            cos = (cos_inf.get(None, name) if cos_inf else None) or {
+                "apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": name}}
             for ev in events:
                 self.recorder.record(cos, ev.type, ev.reason, ev.message)
         if self._stopping.is_set() and self.exit_code:

@@ -25,7 +25,6 @@ from common.cluster.backoff import Backoff, extra_jitter
 from common.cluster.kube import KubeCluster
 from common.cluster.watch import WatchEvent, follow
 from common.contract import labels
-from common.contract.api import FIELD_MANAGER
 from common.contract.objects import Obj, copy_json
 
 log = logging.getLogger(__name__)
@@ -70,14 +69,14 @@ class Informer:
 
     def __init__(self, kube: KubeCluster, key: InformerKey, handler: Handler | None = None, *,
                  watch_timeout: int = 300, strip_managed_fields: bool = True,
-                 keep_managers: frozenset[str] = frozenset({FIELD_MANAGER}),
+                 keep_managers: frozenset[str] = frozenset(),
                  backoff: Backoff = Backoff(0.1, 30.0, jitter=0.5)) -> None:
         self.kube = kube
         self.key = key
         self.handler = handler
         self.watch_timeout = watch_timeout  # seconds; each watch asks for 1x..2x this, like client-go
         self.strip_managed_fields = strip_managed_fields
-        self.keep_managers = keep_managers  # managedFields entries kept when stripping (drift is judged by ours)
+        self.keep_managers = keep_managers  # managedFields entries (by manager) kept when stripping
         self.backoff = backoff
         self.selector = labels.parse(key.label_selector)
         self.synced = threading.Event()
