@@ -49,7 +49,8 @@ from common.cluster.interface import AlreadyExists, ApiError, NotFound
 from common.cluster.kube import KubeCluster
 from common.contract import api, conditions
 from common.runtime.parallel import RETRY_JITTER, WATCH_CONNECTIONS
-from reconciler.process import COS_KEY, MANAGED_SELECTOR, ProcessConfig, ReconcilerProcess
+from reconciler.process import ProcessConfig, ReconcilerProcess
+from reconciler.watches import COS_KEY, MANAGED_SELECTOR
 
 CRD_FILE = ROOT / "deploy" / "crd" / "olm.operatorframework.io_clusterobjectsets.yaml"
 CRD_API = "apiextensions.k8s.io/v1"

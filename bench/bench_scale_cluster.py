@@ -51,7 +51,7 @@ from common.cluster.kube import KubeCluster
 from common.contract import api
 from common.contract.conditions import settled
 from common.runtime.parallel import RETRY_JITTER, WATCH_CONNECTIONS
-from reconciler.process import MANAGED_SELECTOR
+from reconciler.watches import MANAGED_SELECTOR
 
 METRIC = re.compile(r'^cos_api_requests_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$')
 
