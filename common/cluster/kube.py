@@ -168,13 +168,16 @@ class KubeCluster:
     def with_options(self, **changes: Any) -> KubeCluster:
         """This cluster with other :class:`~common.cluster.connection.ClientOptions` (itself when nothing
         changes). Options that shape the connections (pool size, User-Agent) make a new client over a copy of
-        this one's configuration, which the caller closes; any other change makes a view sharing this cluster's
-        connections and discovery cache."""
+        this one's configuration (sharing its discovery cache), which the caller closes; any other change makes a
+        view sharing this cluster's connections and discovery cache."""
         options = dataclasses.replace(self.options, **changes)
         if options == self.options:
             return self
         if (options.pool_size, options.user_agent) != (self.options.pool_size, self.options.user_agent):
-            return KubeCluster(connect(copy.deepcopy(self.api_client.configuration), options), options)
+            client = KubeCluster(connect(copy.deepcopy(self.api_client.configuration), options), options)
+            # the same API server: what discovery found holds for both
+            client._discovery, client._discovered_at, client._lock = self._discovery, self._discovered_at, self._lock
+            return client
         view = copy.copy(self)   # shallow: the same ApiClient, discovery dicts and lock
         view.options = options
         view._view = True

@@ -184,7 +184,7 @@ def test_cached_cluster_reads_misses_of_filtered_caches_live_only_after_already_
     proc.caches.retain({InformerKey("v1", "ConfigMap", None, MANAGED_SELECTOR)})
     assert proc.caches.wait_synced(5)
     server.put_object(cm("foreign"))  # exists, but without our label: not in the cache
-    cluster = CachedCluster(proc.kube, proc.caches)
+    cluster = CachedCluster(kube, proc.caches)
     server.clear_requests()
     with pytest.raises(NotFound):
         cluster.get("v1", "ConfigMap", "foreign", "ns")
