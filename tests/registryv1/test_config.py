@@ -21,12 +21,10 @@ from common.bundle.registryv1 import config as cfg
 from common.bundle.registryv1.config import (
     BundleConfig,
     config_schema,
-    go_json,
-    go_json_float,
-    go_quote,
     load_config_file,
     parse_config,
 )
+from common.bundle.registryv1.configerrors import SUPPORTED_KEYWORDS
 from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RegistryV1
 from tests.registryv1 import bundles
 from tools import gen_registryv1_schema as gen
@@ -154,7 +152,7 @@ def test_data_file_uses_only_what_the_message_rebuilder_mirrors() -> None:
     formats = set()
     for node in _schemas(schema):
         keywords = {k for k in node if not k.startswith("x-kubernetes-")} - ignored
-        assert keywords <= cfg.SUPPORTED_KEYWORDS, keywords - cfg.SUPPORTED_KEYWORDS
+        assert keywords <= SUPPORTED_KEYWORDS, keywords - SUPPORTED_KEYWORDS
         if "$ref" in node:
             assert keywords == {"$ref"}, node
         if "format" in node:
@@ -369,24 +367,3 @@ def test_unusable_files_name_the_file(tmp_path: Path) -> None:
     path.write_bytes(b"a: \xff\n")
     with pytest.raises(BundleInputError, match="not UTF-8"):
         load_config_file(path)
-
-
-# --- Go's text helpers -------------------------------------------------------------------------------------------
-
-
-def test_go_quote_is_strconv_quote() -> None:
-    assert go_quote('a"b\\c') == '"a\\"b\\\\c"'
-    assert go_quote("\t\n\x01\x7f") == '"\\t\\n\\x01\\x7f"'
-    assert go_quote("é\u2028\U0001f600\u00a0") == '"é\\u2028😀\\u00a0"'
-
-
-@pytest.mark.parametrize(("number", "text"), [(0.0, "0"), (-0.0, "-0"), (1.0, "1"), (1.5, "1.5"), (1e21, "1e+21"),
-                                              (1e20, "100000000000000000000"), (1e-7, "1e-7"), (1e-6, "0.000001"),
-                                              (123456789.125, "123456789.125"), (-2.5e-10, "-2.5e-10")])
-def test_go_json_float(number: float, text: str) -> None:
-    assert go_json_float(number) == text
-
-
-def test_go_json_sorts_and_escapes() -> None:
-    assert go_json({"b": [1, 1.5, None, True], "a": "<&>\u2028\b\x01"}) == (
-        '{"a":"\\u003c\\u0026\\u003e\\u2028\\b\\u0001","b":[1,1.5,null,true]}')

@@ -40,6 +40,7 @@ from common.contract.objects import Obj
 from .certproviders import PROVIDERS
 from .deploymentconfig import decode_deployment_config
 from .generators import RESOURCE_GENERATORS, Options
+from .gotext import go_list
 from .model import RegistryV1, RenderError
 from .typed import (
     ALL_NAMESPACES,
@@ -49,7 +50,7 @@ from .typed import (
     TypedBundle,
     decode,
 )
-from .validators import go_list, validate
+from .validators import validate
 
 NO_PROVIDER: Final = "none"
 
