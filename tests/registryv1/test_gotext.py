@@ -12,6 +12,7 @@ from common.bundle.registryv1.gotext import (
     go_json_float,
     go_list,
     go_marshal_json,
+    go_marshal_typed,
     go_quote,
     go_time_quote,
     go_v_float,
@@ -53,6 +54,11 @@ def test_go_float32_g(number: float, text: str) -> None:
 def test_go_marshal_json_sorts_and_escapes() -> None:
     assert go_marshal_json({"b": [1, 1.5, None, True], "a": "<&>\u2028\b\x01"}) == (
         '{"a":"\\u003c\\u0026\\u003e\\u2028\\b\\u0001","b":[1,1.5,null,true]}')
+
+
+def test_go_marshal_typed_keeps_the_field_order_it_is_given() -> None:
+    assert go_marshal_typed({"b": [1, None], "a": "<&>\u2028\u2029é\n\x01"}) == (
+        '{"b":[1,null],"a":"\\u003c\\u0026\\u003e\\u2028\\u2029é\\n\\u0001"}')
 
 
 def test_go_compact_json_keeps_the_texts_own_escapes_and_order() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from common.bundle.registryv1.gotypes import GoTypeError, go_json, roundtrip, struct_types
+from common.bundle.registryv1.gotypes import GoTypeError, roundtrip, struct_types
 from common.bundle.registryv1.typed import decode_crd
 
 
@@ -169,11 +169,6 @@ def test_the_blank_status_go_prints_for_a_crd_is_left_out() -> None:
 
 def test_map_keys_come_out_sorted_as_go_writes_them() -> None:
     assert list(roundtrip("core.PodSpec", {"nodeSelector": {"b": "1", "a": "2"}})["nodeSelector"]) == ["a", "b"]
-
-
-def test_go_json_escapes_as_encoding_json() -> None:
-    assert go_json({"a": "<&>\u2028\u2029é\n\x01", "b": [1, None]}) == (
-        '{"a":"\\u003c\\u0026\\u003e\\u2028\\u2029é\\n\\u0001","b":[1,null]}')
 
 
 def test_every_struct_of_the_table_decodes_its_zero_value() -> None:

@@ -691,13 +691,3 @@ def _union(code: str, value: Any, path: str, nulls: bool) -> Any:
         if not isinstance(item, str):
             raise GoTypeError(f"{path}[{i}]", f"expected a string, got {_jsontype(item)}")
     return list(value)
-
-
-def go_json(value: Any) -> str:
-    """``value`` as Go's ``encoding/json`` writes it (compact, keys in the given order, ``<``, ``>``, ``&``,
-    U+2028 and U+2029 escaped), without the ``Encoder``'s trailing newline."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
-                          ("\u2029", "\\u2029")):
-        text = text.replace(char, escaped)
-    return text
