@@ -12,6 +12,7 @@ import pytest
 from common.bundle.registryv1.deploymentconfig import apply_deployment_config, decode_deployment_config
 from common.bundle.registryv1.model import ConfigurationError, RegistryV1
 from common.bundle.registryv1.render import render
+from common.bundle.registryv1.typed import decode
 from common.contract.objects import Obj
 
 from .test_render_builders import ALL, bundle, container, csv, deployment, install_modes
@@ -41,7 +42,7 @@ def dc_bundle() -> RegistryV1:
 
 
 def rendered(config: Any) -> Obj:
-    (dep,) = [o for o in render(dc_bundle(), "inst", deployment_config=config) if o["kind"] == "Deployment"]
+    (dep,) = [o for o in render(decode(dc_bundle()), "inst", deployment_config=config) if o["kind"] == "Deployment"]
     return dep
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from common.bundle.registryv1.gotypes import GoTypeError, roundtrip, struct_types
+from common.bundle.registryv1.gotypes import struct_types
+from common.bundle.registryv1.gounstructured import GoTypeError, roundtrip
 from common.bundle.registryv1.typed import decode_crd
 
 

@@ -24,7 +24,7 @@ from common.contract.objects import Obj, copy_json
 
 from .certproviders import CERT_KEY, CERT_VOLUMES, PRIVATE_KEY_KEY, provisioner_for
 from .deploymentconfig import apply_deployment_config
-from .gotypes import roundtrip
+from .gounstructured import roundtrip
 from .model import RenderError
 from .names import unique_name
 from .typed import CONVERSION_WEBHOOK, MUTATING_WEBHOOK, VALIDATING_WEBHOOK, Permission, TypedBundle

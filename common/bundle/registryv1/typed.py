@@ -16,7 +16,7 @@ from typing import Any
 
 from common.contract.objects import Obj, copy_json
 
-from .gotypes import GoTypeError, roundtrip
+from .gounstructured import GoTypeError, roundtrip
 from .model import BundleInputError, RegistryV1
 
 # install mode types (v1alpha1.InstallModeType)
