@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from common.bundle.registryv1.gotext import (
+    GoTimeError,
     go_compact_json,
     go_float32_g,
     go_fold,
@@ -14,6 +15,7 @@ from common.bundle.registryv1.gotext import (
     go_marshal_json,
     go_marshal_typed,
     go_quote,
+    go_time,
     go_time_quote,
     go_v_float,
     json_type_name,
@@ -71,3 +73,30 @@ def test_go_list_and_fold_and_type_names() -> None:
     assert go_fold("secretKey") == go_fold("\u017fecret\u212aey") == "SECRETKEY"
     assert [json_type_name(v) for v in (None, True, 1, 1.5, "", [], {})] == [
         "null", "boolean", "number", "number", "string", "array", "object"]
+
+
+@pytest.mark.parametrize(("text", "printed"), [
+    ("2024-01-01T00:00:00+01:00", "2023-12-31T23:00:00Z"),
+    ("2024-01-01T1:00:00Z", "2024-01-01T01:00:00Z"),  # Go's parser takes a one-digit hour
+    ("0000-01-01T00:00:00Z", "0000-01-01T00:00:00Z"),
+    ("0000-01-01T00:00:00+01:00", "-0001-12-31T23:00:00Z"),
+    ("9999-12-31T23:00:00-05:00", "10000-01-01T04:00:00Z"),
+    ("2024-01-01T00:00:00+24:00", "2023-12-31T00:00:00Z"),  # offsets up to 24 hours
+    ("0001-01-01T00:00:00.5Z", "0001-01-01T00:00:00Z"),
+    ("0001-01-01T01:00:00+01:00", None),  # the zero time prints null
+])
+def test_go_time_reads_and_prints_as_metav1_time(text: str, printed: str | None) -> None:
+    assert go_time(text) == printed
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("2024-01-01T00:00:00+25:00", 'parsing time "2024-01-01T00:00:00+25:00": time zone offset hour out of range'),
+    ("2024-01-01T00:00:07+01:61", 'parsing time "2024-01-01T00:00:07+01:61": time zone offset minute out of range'),
+    ("2024-01-01 00:00:00Z",
+     'parsing time "2024-01-01 00:00:00Z" as "2006-01-02T15:04:05Z07:00": cannot parse " 00:00:00Z" as "T"'),
+    ("2024-02-30T00:00:00Z", 'parsing time "2024-02-30T00:00:00Z": day out of range'),
+])
+def test_go_time_refuses_with_gos_words(text: str, message: str) -> None:
+    with pytest.raises(GoTimeError) as caught:
+        go_time(text)
+    assert str(caught.value) == message

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from common.bundle.registryv1.deploymentconfig import decode_deployment_config
+from common.bundle.registryv1.install import InstallOptions, render_bundle
 from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RenderError
 from common.bundle.registryv1.render import check_supported, render
 from common.bundle.registryv1.typed import decode
@@ -290,7 +292,7 @@ def test_an_unknown_certificate_provider_is_a_programming_error() -> None:
 
 def test_a_deployment_config_quantity_that_does_not_parse_is_olms_configuration_error() -> None:
     with pytest.raises(ConfigurationError) as exc:
-        render(decode(rbac_bundle(ALL)), "ops", deployment_config={"resources": {"limits": {"cpu": "lots"}}})
+        decode_deployment_config({"resources": {"limits": {"cpu": "lots"}}})
     assert str(exc.value) == (
         "invalid deploymentConfig: failed to unmarshal deploymentConfig: quantities must match the regular "
         "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -301,7 +303,7 @@ def test_the_configuration_is_decoded_before_the_bundle_is_validated() -> None:
     b = rbac_bundle(ALL)
     b.package_name = ""
     with pytest.raises(ConfigurationError):
-        render(decode(b), "ops", deployment_config={"resources": {"limits": {"cpu": "lots"}}})
+        render_bundle(b, InstallOptions("ops", {"deploymentConfig": {"resources": {"limits": {"cpu": "lots"}}}}))
 
 
 def test_a_csv_value_go_cannot_decode_names_the_csv_and_the_field() -> None:
@@ -346,10 +348,11 @@ def test_neither_the_bundle_nor_the_decoded_bundle_is_modified() -> None:
     typed = decode(b)
     decoded = repr(typed)
     config = {"env": [{"name": "A", "value": "1"}], "annotations": {"x": "y"}, "nodeSelector": {"a": "b"}}
-    first = render(typed, "wh-system", cert_provider="cert-manager", deployment_config=config)
+    first = render(typed, "wh-system", cert_provider="cert-manager", deployment_config=decode_deployment_config(config))
     assert repr(b) == before
     assert repr(typed) == decoded
-    assert render(typed, "wh-system", cert_provider="cert-manager", deployment_config=config) == first
+    assert render(typed, "wh-system", cert_provider="cert-manager",
+                  deployment_config=decode_deployment_config(config)) == first
 
 
 def test_rules_of_a_permission_given_as_an_empty_list_stay_an_empty_list() -> None:

@@ -8,8 +8,9 @@ The steps, each as OLM v1 takes them (``internal/operator-controller/applier/pro
    regenerate) with ``watchNamespace`` replaced, made required, or removed according to the install modes.
 2. :func:`validation_messages`: the configuration checked against that schema, with OLM v1's messages
    (:mod:`.configerrors` owns the checking and the wording).
-3. :func:`parse_config`: both, then ``deploymentConfig`` decoded with Go's ``json.Unmarshal`` into OLM's
-   ``SubscriptionConfig`` (:mod:`.gounmarshal`), as OLM's ``GetDeploymentConfig`` does.
+3. :func:`parse_config`: both, then ``deploymentConfig`` decoded, once, with Go's ``json.Unmarshal`` into
+   OLM's ``SubscriptionConfig`` (:func:`.deploymentconfig.decode_deployment_config`), as OLM's
+   ``GetDeploymentConfig`` does; the renderer merges that typed value, it does not decode again.
 
 :func:`load_config_file` reads a configuration file as Kubernetes reads YAML (:mod:`.documents`).
 """
@@ -26,13 +27,14 @@ from typing import Any, Final
 from common.contract.objects import Obj
 
 from .configerrors import FORMAT_OWN_NAMESPACE, FORMAT_SINGLE_NAMESPACE, config_errors
+from .deploymentconfig import DEPLOYMENT_CONFIG_PREFIX, DeploymentConfig, decode_deployment_config
 from .documents import read_documents
 from .gotext import json_type_name
-from .gounmarshal import DEPLOYMENT_CONFIG, DEPLOYMENT_CONFIG_PREFIX, decode_deployment_config
 from .model import BundleInputError, ConfigurationError, RegistryV1
 
 SCHEMA_RESOURCE: Final = "registryv1bundleconfig.json"
 WATCH_NAMESPACE: Final = "watchNamespace"
+DEPLOYMENT_CONFIG: Final = "deploymentConfig"
 NAMESPACE_PATTERN: Final = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 NAMESPACE_MAX_LENGTH: Final = 63
 WATCH_NAMESPACE_DESCRIPTION: Final = "The namespace that the operator should watch for custom resources"
@@ -47,16 +49,10 @@ ALL_NAMESPACES, OWN_NAMESPACE, SINGLE_NAMESPACE = "AllNamespaces", "OwnNamespace
 @dataclass(frozen=True, slots=True)
 class BundleConfig:
     """A validated configuration: the namespace to watch (``None``: all namespaces) and the decoded
-    ``deploymentConfig`` (``None`` when not given).
-
-    ``deployment_config`` holds what OLM's typed ``SubscriptionConfig`` holds, as JSON: only known fields, under
-    their own names (``Value`` given for ``value`` is ``value``), quantities in canonical form (``0.5Gi`` ->
-    ``512Mi``), integers as ``int``. Fields given with a zero value (``key: ""``) are kept as given; Go cannot
-    tell them from absent ones and omits most of them when it prints the rendered objects.
-    """
+    ``deploymentConfig`` (``None`` when not given), which the renderer merges as it is."""
 
     watch_namespace: str | None
-    deployment_config: dict[str, Any] | None
+    deployment_config: DeploymentConfig | None
 
 
 # --- the schema --------------------------------------------------------------------------------------------
@@ -153,11 +149,8 @@ def parse_config(bundle: RegistryV1, config: dict[str, Any] | None, install_name
         raise ConfigurationError(f"{CONFIG_PREFIX}invalid configuration: {detail}")
     data: dict[str, Any] = config or {}
     watch = data.get(WATCH_NAMESPACE)
-    deployment = data.get(DEPLOYMENT_CONFIG)
-    decoded = None
-    if deployment is not None:
-        decoded = decode_deployment_config(deployment)
-    return BundleConfig(watch_namespace=None if watch is None else str(watch), deployment_config=decoded)
+    return BundleConfig(watch_namespace=None if watch is None else str(watch),
+                        deployment_config=decode_deployment_config(data.get(DEPLOYMENT_CONFIG)))
 
 
 def load_config_file(path: str | Path) -> dict[str, Any] | None:

@@ -15,7 +15,9 @@ decoders and the name hash all print the same way:
 - ``fmt``: :func:`go_v_float` (``%v`` of a float64), :func:`go_float32_g` (``strconv.FormatFloat(f, 'g', -1,
   32)``), :func:`go_list` (``%v`` of a ``[]string``);
 - :func:`go_fold`: the key folding ``encoding/json`` matches struct fields with;
-- :func:`json_type_name`: the JSON type names Go's messages use for a decoded value.
+- :func:`json_type_name`: the JSON type names Go's messages use for a decoded value;
+- :func:`go_time`: a ``metav1.Time`` read from its JSON text and printed back (``time.Parse`` with RFC 3339,
+  its errors in its words, the instant in UTC to the second), which both decoders need.
 
 Pure functions over ``str`` and plain JSON values.
 """
@@ -262,3 +264,107 @@ def json_type_name(value: Any) -> str:
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
+
+
+# --- time: metav1.Time read with time.Parse(time.RFC3339, text) and printed back ----------------------------
+
+_RFC3339: Final = "2006-01-02T15:04:05Z07:00"
+_DAYS_IN_MONTH: Final = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+class GoTimeError(ValueError):
+    """``time.Parse`` refused the text; ``str()`` is Go's error text."""
+
+
+def go_time(text: str) -> str | None:
+    """``metav1.Time``'s ``UnmarshalJSON`` of the string ``text`` and its ``MarshalJSON``: Go's
+    ``time.Parse(time.RFC3339, text)`` (its errors, in its words, raise :class:`GoTimeError`), then the instant in UTC
+    to the second (``-0001-12-31T23:00:00Z`` and ``10000-01-01T00:00:00Z`` too), or ``None`` (``null``) for
+    the zero time, 0001-01-01T00:00:00Z. Go's parser is stricter than the schema's ``date-time`` format in
+    places (a lowercase ``t`` or ``z``, a leap second, a signed number) and laxer in others (a one-digit hour)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    quoted = go_time_quote(raw)
+
+    def cannot(rest: bytes, element: str) -> GoTimeError:
+        return GoTimeError(f"parsing time {quoted} as \"{_RFC3339}\": cannot parse {go_time_quote(rest)} as "
+                      f"\"{element}\"")
+
+    def out_of_range(what: str) -> GoTimeError:
+        return GoTimeError(f"parsing time {quoted}: {what} out of range")
+
+    if len(raw) < 4 or not raw[:4].isdigit():  # Go: four characters, the first a digit, read by atoi
+        raise cannot(raw, "2006")
+    year = int(raw[:4])
+    rest = raw[4:]
+    fields: list[int] = []
+    # (separator, element, width, upper bound or None, name): month, day, hour, minute, second
+    for separator, element, width, bound, name in (("-", "01", 2, 13, "month"), ("-", "02", 2, None, "day"),
+                                                    ("T", "15", 1, 24, "hour"), (":", "04", 2, 60, "minute"),
+                                                    (":", "05", 2, 60, "second")):
+        if not rest.startswith(separator.encode()):
+            raise cannot(rest, separator)
+        rest = rest[1:]
+        digits = (2 if rest[1:2].isdigit() else 1) if rest[:1].isdigit() else 0
+        if digits < width or digits == 0:  # two digits, or (the hour) one or two
+            raise cannot(rest, element)
+        value, rest = int(rest[:digits]), rest[digits:]
+        if (bound is not None and value >= bound) or (name == "month" and value == 0):
+            raise out_of_range(name)
+        fields.append(value)
+    nanos = 0
+    if len(rest) >= 2 and rest[:1] in (b".", b",") and rest[1:2].isdigit():
+        fraction = rest[1:len(rest) - len(rest[1:].lstrip(b"0123456789"))]
+        nanos = int(fraction[:9].ljust(9, b"0"))
+        rest = rest[1 + len(fraction):]
+    offset = 0
+    if rest.startswith(b"Z"):
+        rest = rest[1:]
+    else:
+        if len(rest) < 6 or rest[3:4] != b":":
+            raise cannot(rest, "Z07:00")
+        hours = int(rest[1:3]) if rest[1:3].isdigit() else None
+        minutes = int(rest[4:6]) if hours is not None and rest[4:6].isdigit() else None
+        if hours is not None and hours > 24:  # Go allows offsets of 24 hours and 60 minutes
+            raise out_of_range("time zone offset minute" if minutes is not None and minutes > 60 else
+                               "time zone offset hour")
+        if minutes is not None and minutes > 60:
+            raise out_of_range("time zone offset minute")
+        if hours is None or minutes is None or rest[:1] not in (b"+", b"-"):
+            raise cannot(rest, "Z07:00")
+        offset = (hours * 60 + minutes) * (1 if rest[:1] == b"+" else -1)
+        rest = rest[6:]
+    if rest:
+        raise GoTimeError(f"parsing time {quoted}: extra text: {go_time_quote(rest)}")
+    month, day, hour, minute, second = fields
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if not 1 <= day <= (29 if month == 2 and leap else _DAYS_IN_MONTH[month - 1]):
+        raise out_of_range("day")
+    seconds = (_days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset * 60)
+    days, of_day = divmod(seconds, 86400)
+    y, m, d = _civil_from_days(days)
+    if (y, m, d, of_day, nanos) == (1, 1, 1, 0, 0):
+        return None  # the zero time: metav1.Time prints null
+    sign = "-" if y < 0 else ""
+    return f"{sign}{abs(y):04d}-{m:02d}-{d:02d}T{of_day // 3600:02d}:{of_day // 60 % 60:02d}:{of_day % 60:02d}Z"
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 in the proleptic Gregorian calendar, for any year (Python's dates stop at 1 and
+    9999; Go's do not)."""
+    year -= month <= 2
+    era = year // 400
+    of_era = year - era * 400
+    of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    return era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468
+
+
+def _civil_from_days(days: int) -> tuple[int, int, int]:
+    days += 719468
+    era = days // 146097
+    of_era = days - era * 146097
+    year_of_era = (of_era - of_era // 1460 + of_era // 36524 - of_era // 146096) // 365
+    of_year = of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    shifted_month = (5 * of_year + 2) // 153
+    day = of_year - (153 * shifted_month + 2) // 5 + 1
+    month = shifted_month + (3 if shifted_month < 10 else -9)
+    return year_of_era + era * 400 + (month <= 2), month, day

@@ -32,6 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from common.contract.objects import Obj
+
 from .gotext import go_fold
 
 _TABLE: Final = """
@@ -403,11 +405,13 @@ EMPTY_ZERO: Final = 4  # numbers
 @dataclass(frozen=True, slots=True)
 class GoType:
     """One node of a field's type: ``ptr``/``list``/``map`` wrap ``inner``; ``struct`` names one; ``scalar`` is a
-    scalar code of the table (``s``, ``i32``, ``q``, ...)."""
+    scalar code of the table (``s``, ``i32``, ``q``, ...). ``go_name`` is the Go name of a named type
+    (``v1.TaintEffect``, a string) where :data:`GO_NAMED_TYPES` knows it."""
 
     kind: str
     name: str = ""
     inner: GoType | None = None
+    go_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -466,10 +470,39 @@ _SCALAR_GO_NAMES: Final = {"s": "string", "b": "bool", "i32": "int32", "i64": "i
                            "schemaOrStrings": "v1.JSONSchemaPropsOrStringArray"}
 
 
+# Go's named types, where a field's type is one (``Effect TaintEffect``, not ``string``): Go's errors name them.
+# Known for the structs ``encoding/json`` decodes here (those of olm.SubscriptionConfig and meta.ObjectMeta, see
+# :mod:`.gounmarshal`), as reflect names them in k8s.io/api v0.36; ``[]`` after a field names its elements' type.
+GO_NAMED_TYPES: Final = {
+    "core.AzureDiskVolumeSource.cachingMode": "v1.AzureDataDiskCachingMode",
+    "core.AzureDiskVolumeSource.kind": "v1.AzureDataDiskKind",
+    "core.EmptyDirVolumeSource.medium": "v1.StorageMedium",
+    "core.HostPathVolumeSource.type": "v1.HostPathType",
+    "core.ImageVolumeSource.pullPolicy": "v1.PullPolicy",
+    "core.NodeSelectorRequirement.operator": "v1.NodeSelectorOperator",
+    "core.PersistentVolumeClaimSpec.accessModes[]": "v1.PersistentVolumeAccessMode",
+    "core.PersistentVolumeClaimSpec.volumeMode": "v1.PersistentVolumeMode",
+    "core.ResourceRequirements.limits": "v1.ResourceList",
+    "core.ResourceRequirements.requests": "v1.ResourceList",
+    "core.Toleration.effect": "v1.TaintEffect",
+    "core.Toleration.operator": "v1.TolerationOperator",
+    "core.VolumeMount.mountPropagation": "v1.MountPropagationMode",
+    "core.VolumeMount.recursiveReadOnly": "v1.RecursiveReadOnlyMode",
+    "core.VolumeResourceRequirements.limits": "v1.ResourceList",
+    "core.VolumeResourceRequirements.requests": "v1.ResourceList",
+    "meta.LabelSelectorRequirement.operator": "v1.LabelSelectorOperator",
+    "meta.ManagedFieldsEntry.operation": "v1.ManagedFieldsOperationType",
+    "meta.ObjectMeta.uid": "types.UID",
+    "meta.OwnerReference.uid": "types.UID",
+}
+
+
 def go_type_name(typ: GoType) -> str:
     """The type as Go's ``reflect`` prints it in ``encoding/json``'s errors (``[]v1.Toleration``,
-    ``map[string]string``, ``int64``). A pointer prints as what it points to: Go reports the value it could
-    not set. ``raw`` prints as ``v1.FieldsV1``, the one raw type ``encoding/json`` decodes here."""
+    ``map[string]string``, ``v1.TaintEffect``, ``int64``). A pointer prints as what it points to: Go reports the
+    value it could not set. ``raw`` prints as ``v1.FieldsV1``, the one raw type ``encoding/json`` decodes here."""
+    if typ.go_name:
+        return typ.go_name
     if typ.kind == "ptr" and typ.inner is not None:
         return go_type_name(typ.inner)
     if typ.kind == "list" and typ.inner is not None:
@@ -498,26 +531,30 @@ def _empty_rule(typ: GoType) -> int:
     return EMPTY_NEVER
 
 
-def _parse_type(text: str) -> GoType:
+def _parse_type(text: str, where: str) -> GoType:
+    """The type written ``text`` of the field ``where`` (``core.Toleration.effect``), its named types attached."""
     if text.startswith("*"):
-        return GoType("ptr", inner=_parse_type(text[1:]))
+        return GoType("ptr", inner=_parse_type(text[1:], where))
+    go_name = GO_NAMED_TYPES.get(where, "")
     if text.startswith("[]"):
-        return GoType("list", inner=_parse_type(text[2:]))
+        return GoType("list", inner=_parse_type(text[2:], where + "[]"), go_name=go_name)
     if text.startswith("{}"):
-        return GoType("map", inner=_parse_type(text[2:]))
+        return GoType("map", inner=_parse_type(text[2:], where + "{}"), go_name=go_name)
     if "." in text:
-        return GoType("struct", name=text)
-    return GoType("scalar", name=text)
+        return GoType("struct", name=text, go_name=go_name)
+    return GoType("scalar", name=text, go_name=go_name)
 
 
 def _parse_table(table: str) -> dict[str, GoStruct]:
     declared: dict[str, list[GoField]] = {}
     current: list[GoField] = []
+    struct_name = ""
     for line in table.splitlines():
         if not line.strip():
             continue
         if not line.startswith(" "):
-            current = declared.setdefault(line.strip(), [])
+            struct_name = line.strip()
+            current = declared.setdefault(struct_name, [])
             continue
         for token in line.split():
             name, _, spec = token.partition(":")
@@ -525,7 +562,7 @@ def _parse_table(table: str) -> dict[str, GoStruct]:
             while spec[-1] in "?!":
                 flags += spec[-1]
                 spec = spec[:-1]
-            typ = _parse_type(spec)
+            typ = _parse_type(spec, f"{struct_name}.{name}")
             current.append(GoField(name, typ, "?" in flags, "!" in flags, _empty_rule(typ)))
     structs = {name: GoStruct(name, tuple(fields), {f.name: i for i, f in enumerate(fields)})
                for name, fields in declared.items()}
@@ -537,11 +574,16 @@ def _parse_table(table: str) -> dict[str, GoStruct]:
                 node = node.inner
             if node is not None and node.name not in structs:
                 raise RuntimeError(f"gotypes: {struct.name}.{f.name} refers to unknown struct {node.name}")
-            if f.omitzero and f.type != GoType("scalar", "time"):
+            if f.omitzero and (f.type.kind, f.type.name) != ("scalar", "time"):
                 raise RuntimeError(f"gotypes: {struct.name}.{f.name}: omitzero is only known for metav1.Time")
             if go_fold(f.name) in folded:  # encoding/json would match a key to the first: keep them apart
                 raise RuntimeError(f"gotypes: {struct.name}.{f.name} folds like another field")
             folded.add(go_fold(f.name))
+    unknown = [where for where in GO_NAMED_TYPES
+               if where.rstrip("[]{}").rpartition(".")[2] not in structs.get(where.rstrip("[]{}").rpartition(".")[0],
+                                                                            GoStruct("", ())).index]
+    if unknown:
+        raise RuntimeError(f"gotypes: GO_NAMED_TYPES names fields the table does not have: {sorted(unknown)}")
     return structs
 
 
@@ -570,3 +612,35 @@ def zero_value(typ: GoType, nulls: bool) -> Any:
     if typ.kind == "scalar":
         return _SCALAR_ZEROS.get(typ.name)
     return None
+
+
+def in_go_order(type_name: str, value: Obj) -> Obj:
+    """A typed value's Go encoding with its keys put back in the order ``encoding/json`` writes them: struct
+    fields in declaration order, map keys sorted. For a value that is already the encoding of ``type_name``
+    (decoded by :mod:`.gounstructured` or :mod:`.gounmarshal`) but was changed as dicts, as OLM v1 changes the
+    typed Deployment before it prints it: nothing is decoded again, only the order changes (a key that is no
+    field of the struct is left out, as Go has no place for it)."""
+    ordered: Obj = _ordered(GoType("struct", type_name), value)
+    return ordered
+
+
+def _ordered(typ: GoType, value: Any) -> Any:
+    kind = typ.kind
+    if kind == "ptr":
+        assert typ.inner is not None
+        return _ordered(typ.inner, value)
+    if kind == "struct" and isinstance(value, dict):
+        return {f.name: _ordered(f.type, value[f.name]) for f in STRUCTS[typ.name].fields if f.name in value}
+    if kind == "list" and isinstance(value, list):
+        assert typ.inner is not None
+        return [_ordered(typ.inner, item) for item in value]
+    if kind == "map" and isinstance(value, dict):
+        assert typ.inner is not None
+        return {key: _ordered(typ.inner, value[key]) for key in sorted(value)}
+    if kind == "scalar" and typ.name.startswith("schemaOr"):  # a union holds a schema or a list of them
+        schema = GoType("struct", "apiext.JSONSchemaProps")
+        if isinstance(value, dict):
+            return _ordered(schema, value)
+        if typ.name == "schemaOrArray" and isinstance(value, list):
+            return [_ordered(schema, item) for item in value]
+    return value

@@ -31,12 +31,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from common.contract.objects import copy_json
 from common.contract.quantity import QuantityError, canonical
 
+from .gotext import GoTimeError, go_time
 from .gotypes import EMPTY_FALSE, EMPTY_FALSY, EMPTY_NEVER, EMPTY_ZERO, STRUCTS, GoStruct, GoType, zero_value
 
 
@@ -294,18 +294,16 @@ def _int_or_string(value: Any, nulls: bool) -> int | str:
 
 
 def _time(value: Any, nulls: bool) -> str | None:
-    """metav1.Time: RFC 3339 in, UTC to the second out; ``null`` is the zero time (printed ``null``)."""
+    """metav1.Time, which the converter reads with its own ``UnmarshalJSON``: RFC 3339 as Go's ``time.Parse``
+    reads it in, UTC to the second out; ``null`` and the zero time print ``null``."""
     if value is None:
         return None
     if not isinstance(value, str):
         raise _Fail(f"expected an RFC 3339 time, got {_jsontype(value)}")
     try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
+        return go_time(value)
+    except GoTimeError:
         raise _Fail(f"expected an RFC 3339 time, got {json.dumps(value)}") from None
-    if parsed.tzinfo is None:
-        raise _Fail(f"expected an RFC 3339 time, got {json.dumps(value)}")
-    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _bytes(value: Any, nulls: bool) -> Any:

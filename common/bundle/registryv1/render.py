@@ -20,7 +20,7 @@ The output is OLM v1's, object for object, with these decisions about what Go's 
 
 - kept, because they are OLM's output and not what the spec lets us drop: everything the typed round trip does
   to the CSV's deployments and the CRDs (unknown fields dropped, canonical quantities, ``resources: {}``,
-  ``strategy: {}``, ``divisor: "0"``; see :mod:`.gotypes`) and a generated Service's ``status: {loadBalancer:
+  ``strategy: {}``, ``divisor: "0"``; see :mod:`.gounstructured`) and a generated Service's ``status: {loadBalancer:
   {}}``;
 - left out, as the spec allows: ``null``-valued keys of typed objects (``creationTimestamp: null``,
   ``selector: null``), a generated Deployment's and cert-manager object's ``status: {}``, a CRD's blank
@@ -34,12 +34,12 @@ pairs) it changes from run to run; here it is the CSV's order (see :mod:`.genera
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from common.contract.objects import Obj
 
 from .certproviders import PROVIDERS
-from .deploymentconfig import decode_deployment_config
+from .deploymentconfig import DeploymentConfig
 from .generators import RESOURCE_GENERATORS, Options
 from .gotext import go_list
 from .model import RenderError
@@ -123,23 +123,22 @@ def render(
     install_namespace: str,
     *,
     watch_namespace: str | None = None,
-    deployment_config: dict[str, Any] | None = None,
+    deployment_config: DeploymentConfig | None = None,
     cert_provider: str | None = None,
 ) -> list[Obj]:
     """The objects OLM v1 renders for the decoded bundle ``typed`` installed in ``install_namespace``, in its
     generator order.
 
     ``watch_namespace`` is the configuration's ``watchNamespace`` (``None``: OLM's default, all namespaces when
-    the bundle supports it); ``deployment_config`` the configuration's ``deploymentConfig`` as plain JSON data,
-    already validated against the schema. Raises :class:`RenderError` with OLM v1's message when a validator or
-    the target namespaces refuse the bundle, :class:`~.model.ConfigurationError` when ``deployment_config`` does not
-    decode. ``typed`` is not changed: the objects are new.
+    the bundle supports it); ``deployment_config`` the configuration's ``deploymentConfig`` as
+    :func:`.config.parse_config` decoded it (OLM v1 decodes it once, before rendering, and merges the typed
+    value). Raises :class:`RenderError` with OLM v1's message when a validator or the target namespaces refuse
+    the bundle. ``typed`` is not changed: the objects are new.
 
     Webhooks without a provider render (without certificates), as OLM v1's renderer does; refusing them is
     :func:`check_supported`'s.
     """
     provider = _provider(cert_provider)
-    config = decode_deployment_config(deployment_config)  # OLM v1 decodes the configuration before rendering
     errors = validate(typed)
     if errors:
         raise RenderError("\n".join(errors))
@@ -151,6 +150,6 @@ def render(
         install_namespace=install_namespace,
         target_namespaces=targets,
         cert_provider=provider,
-        deployment_config=config,
+        deployment_config=deployment_config,
     )
     return [obj for generate in RESOURCE_GENERATORS for obj in generate(typed, opts)]
