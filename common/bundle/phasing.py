@@ -8,12 +8,11 @@ core Service. Everything is sorted, so the same manifests always give the same p
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from common.contract.objects import GVK, Obj
+from common.contract.objects import GVK, Obj, copy_json
 
 MAX_PHASES = 20
 MAX_OBJECTS_PER_PHASE = 50
@@ -92,9 +91,9 @@ def clean(obj: Obj) -> Obj:
     Server-assigned fields (uid, resourceVersion, managedFields...) in an exported manifest would be refused
     by admission or fight the API server on every apply.
     """
-    out = {k: copy.deepcopy(v) for k, v in obj.items() if k not in ("status", "metadata")}
+    out = {k: copy_json(v) for k, v in obj.items() if k not in ("status", "metadata")}
     meta = obj.get("metadata") or {}
-    out["metadata"] = {k: copy.deepcopy(meta[k]) for k in KEPT_METADATA if meta.get(k) is not None}
+    out["metadata"] = {k: copy_json(meta[k]) for k in KEPT_METADATA if meta.get(k) is not None}
     return out
 
 

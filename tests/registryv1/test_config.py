@@ -21,12 +21,10 @@ from common.bundle.registryv1 import config as cfg
 from common.bundle.registryv1.config import (
     BundleConfig,
     config_schema,
-    go_json,
-    go_json_float,
-    go_quote,
     load_config_file,
     parse_config,
 )
+from common.bundle.registryv1.configerrors import SUPPORTED_KEYWORDS
 from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RegistryV1
 from tests.registryv1 import bundles
 from tools import gen_registryv1_schema as gen
@@ -154,7 +152,7 @@ def test_data_file_uses_only_what_the_message_rebuilder_mirrors() -> None:
     formats = set()
     for node in _schemas(schema):
         keywords = {k for k in node if not k.startswith("x-kubernetes-")} - ignored
-        assert keywords <= cfg.SUPPORTED_KEYWORDS, keywords - cfg.SUPPORTED_KEYWORDS
+        assert keywords <= SUPPORTED_KEYWORDS, keywords - SUPPORTED_KEYWORDS
         if "$ref" in node:
             assert keywords == {"$ref"}, node
         if "format" in node:
@@ -285,10 +283,15 @@ def test_the_go_pattern_anchor_refuses_a_final_newline() -> None:
 
 
 def decoded(deployment_config: dict[str, Any]) -> dict[str, Any] | None:
-    return parse_config(bundle(A), {"deploymentConfig": deployment_config}, "pulp").deployment_config
+    """The fields of OLM's typed DeploymentConfig after json.Unmarshal, as Go prints each one."""
+    typed = parse_config(bundle(A), {"deploymentConfig": deployment_config}, "pulp").deployment_config
+    return None if typed is None else typed.fields
 
 
 def test_decoding_keeps_known_fields_canonical() -> None:
+    """What json.Marshal prints for the decoded SubscriptionConfig (Go's output for the same input): quantities
+    canonical, integers as integers, omitempty fields given empty (the toleration's key) left out, struct fields
+    in Go's order."""
     assert decoded({
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "resources": {"limits": {"cpu": 0.5, "memory": "0.5Gi"}, "requests": {"cpu": "1000m", "memory": 1e21}},
@@ -301,9 +304,11 @@ def test_decoding_keeps_known_fields_canonical() -> None:
         "env": [{"name": "X", "valueFrom": {"resourceFieldRef": {"divisor": "1m", "resource": "limits.cpu"}}}],
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "resources": {"limits": {"cpu": "500m", "memory": "512Mi"}, "requests": {"cpu": "1", "memory": "1e+21"}},
-        "tolerations": [{"key": "", "operator": "Exists", "tolerationSeconds": 5}],
+        "tolerations": [{"operator": "Exists", "tolerationSeconds": 5}],
         "volumes": [{"emptyDir": {"sizeLimit": "1536Mi"}, "name": "e"}],
     }
+    volume = (decoded({"volumes": [{"emptyDir": {"sizeLimit": "1"}, "name": "e"}]}) or {})["volumes"][0]
+    assert list(volume) == ["name", "emptyDir"]  # Go's field order, not the given one
 
 
 def test_decoding_matches_keys_as_go_does() -> None:
@@ -318,7 +323,53 @@ def test_decoding_matches_keys_as_go_does() -> None:
     assert decoded({"volumes": [{"name": "v", "ephemeral": {"volumeClaimTemplate": {
         "metadata": {"creationTimestamp": "2024-01-01T00:00:00+01:00"}, "spec": {}}}}]}) == {
         "volumes": [{"name": "v", "ephemeral": {"volumeClaimTemplate": {
-            "metadata": {"creationTimestamp": "2023-12-31T23:00:00Z"}, "spec": {}}}}]}
+            "metadata": {"creationTimestamp": "2023-12-31T23:00:00Z"}, "spec": {"resources": {}}}}}]}
+
+
+def test_decoding_follows_encoding_json_where_keys_repeat_in_other_cases() -> None:
+    """Each expected value is what Go's json.Unmarshal into SubscriptionConfig gave for the same input: a list
+    given twice is decoded element by element into the earlier one, a null leaves a string as it was (the
+    Kelvin sign folds like k and sorts after it), an empty map is not a nil one."""
+    assert decoded({"affinity": {"podAffinity": {
+        "RequiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "a", "namespaces": ["n"]},
+                                                           {"topologyKey": "b"}],
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "c"}],
+    }}}) == {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"namespaces": ["n"], "topologyKey": "c"}]}}}
+    assert decoded({"tolerations": [{"key": "k", "\u212aey": None}]}) == {"tolerations": [{"key": "k"}]}
+    assert decoded({"nodeSelector": {}, "env": []}) == {"nodeSelector": {}, "env": []}
+
+
+def test_decoding_prints_times_as_metav1_time_does() -> None:
+    """Go's output: the instant in UTC to the second, four-digit (or longer, or negative) years, and null (left
+    out) for the zero time."""
+    def stamp(text: str) -> Any:
+        fields = decoded({"volumes": [{"name": "v", "ephemeral": {"volumeClaimTemplate": {
+            "metadata": {"creationTimestamp": text}, "spec": {}}}}]}) or {}
+        return fields["volumes"][0]["ephemeral"]["volumeClaimTemplate"]["metadata"].get("creationTimestamp")
+    assert stamp("0006-01-01T01:00:00+01:00") == "0006-01-01T00:00:00Z"
+    assert stamp("0000-01-01T00:00:00+01:00") == "-0001-12-31T23:00:00Z"
+    assert stamp("9999-12-31T23:00:00-05:00") == "10000-01-01T04:00:00Z"
+    assert stamp("0001-01-01T01:00:00+01:00") is None
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ({"env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"key": "k", "NAME": 1}}}]},
+     "json: cannot unmarshal number into Go struct field "
+     "ConfigMapKeySelector.env.valueFrom.configMapKeyRef.LocalObjectReference.name of type string"),
+    ({"tolerations": [{"Effect": 1}]},
+     "json: cannot unmarshal number into Go struct field Toleration.tolerations.effect of type v1.TaintEffect"),
+    ({"resources": {"Limits": []}},
+     "json: cannot unmarshal array into Go struct field ResourceRequirements.resources.limits of type v1.ResourceList"),
+    ({"tolerations": [{"tolerationSeconds": 1e19}]},
+     "json: cannot unmarshal number 10000000000000000000 into Go struct field Toleration.tolerations.tolerationSeconds "
+     "of type int64"),
+])
+def test_what_the_schema_lets_through_and_go_refuses_is_gos_message(config: dict[str, Any], message: str) -> None:
+    """A key spelled in another case is no property of the schema, so only Go's decoder sees its value: its
+    message names the struct, the JSON path (with an embedded struct's Go name) and Go's named type."""
+    assert refusal([A], {"deploymentConfig": config}) == (
+        f"invalid deploymentConfig: failed to unmarshal deploymentConfig: {message}")
 
 
 def test_empty_deployment_config_is_kept() -> None:
@@ -369,24 +420,3 @@ def test_unusable_files_name_the_file(tmp_path: Path) -> None:
     path.write_bytes(b"a: \xff\n")
     with pytest.raises(BundleInputError, match="not UTF-8"):
         load_config_file(path)
-
-
-# --- Go's text helpers -------------------------------------------------------------------------------------------
-
-
-def test_go_quote_is_strconv_quote() -> None:
-    assert go_quote('a"b\\c') == '"a\\"b\\\\c"'
-    assert go_quote("\t\n\x01\x7f") == '"\\t\\n\\x01\\x7f"'
-    assert go_quote("é\u2028\U0001f600\u00a0") == '"é\\u2028😀\\u00a0"'
-
-
-@pytest.mark.parametrize(("number", "text"), [(0.0, "0"), (-0.0, "-0"), (1.0, "1"), (1.5, "1.5"), (1e21, "1e+21"),
-                                              (1e20, "100000000000000000000"), (1e-7, "1e-7"), (1e-6, "0.000001"),
-                                              (123456789.125, "123456789.125"), (-2.5e-10, "-2.5e-10")])
-def test_go_json_float(number: float, text: str) -> None:
-    assert go_json_float(number) == text
-
-
-def test_go_json_sorts_and_escapes() -> None:
-    assert go_json({"b": [1, 1.5, None, True], "a": "<&>\u2028\b\x01"}) == (
-        '{"a":"\\u003c\\u0026\\u003e\\u2028\\b\\u0001","b":[1,1.5,null,true]}')

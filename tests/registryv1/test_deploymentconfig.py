@@ -12,6 +12,7 @@ import pytest
 from common.bundle.registryv1.deploymentconfig import apply_deployment_config, decode_deployment_config
 from common.bundle.registryv1.model import ConfigurationError, RegistryV1
 from common.bundle.registryv1.render import render
+from common.bundle.registryv1.typed import decode
 from common.contract.objects import Obj
 
 from .test_render_builders import ALL, bundle, container, csv, deployment, install_modes
@@ -41,7 +42,8 @@ def dc_bundle() -> RegistryV1:
 
 
 def rendered(config: Any) -> Obj:
-    (dep,) = [o for o in render(dc_bundle(), "inst", deployment_config=config) if o["kind"] == "Deployment"]
+    typed = decode_deployment_config(config)
+    (dep,) = [o for o in render(decode(dc_bundle()), "inst", deployment_config=typed) if o["kind"] == "Deployment"]
     return dep
 
 
@@ -137,11 +139,17 @@ def test_nothing_or_empty_lists_change_nothing(config: Any) -> None:
 
 
 def test_null_members_mean_not_given() -> None:
-    assert decode_deployment_config({"resources": None, "nodeSelector": None, "affinity": None}) == {}
+    assert fields({"resources": None, "nodeSelector": None, "affinity": None}) == {}
+    assert decode_deployment_config(None) is None
+
+
+def fields(config: Any) -> Obj | None:
+    typed = decode_deployment_config(config)
+    return None if typed is None else typed.fields
 
 
 def test_config_is_decoded_into_go_types() -> None:
-    assert decode_deployment_config({
+    assert fields({
         "resources": {"limits": {"memory": "1024Mi"}}, "unknown": 1,
         "tolerations": [{"key": "k", "tolerationSeconds": 30.0}],
     }) == {"tolerations": [{"key": "k", "tolerationSeconds": 30}], "resources": {"limits": {"memory": "1Gi"}}}
@@ -151,7 +159,8 @@ def test_config_is_decoded_into_go_types() -> None:
     ({"resources": {"requests": {"memory": "1kk"}}}, "unable to parse quantity's suffix"),
     ({"volumes": [{"name": "v", "emptyDir": {"sizeLimit": "x"}}]},
      "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
-    ({"env": [{"name": "A", "value": 1}]}, "deploymentConfig.env[0].value: expected a string, got number"),
+    ({"env": [{"name": "A", "value": 1}]},
+     "json: cannot unmarshal number into Go struct field EnvVar.env.value of type string"),
 ])
 def test_config_go_refuses_is_a_configuration_error(config: Obj, message: str) -> None:
     with pytest.raises(ConfigurationError) as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from common.bundle.registryv1.deploymentconfig import decode_deployment_config
 from common.bundle.registryv1.generators import (
     RESOURCE_GENERATORS,
     Options,
@@ -265,7 +266,8 @@ def test_deployment_config_reaches_every_deployment() -> None:
     b = decode(bundle(csv("c.v1", modes=install_modes(ALL), deployments=[
         deployment("one"), deployment("two", pod={"containers": [container("a"), container("b")]}),
     ])))
-    objs = deployments(b, Options("inst", [""], deployment_config={"env": [{"name": "X", "value": "1"}]}))
+    config = decode_deployment_config({"env": [{"name": "X", "value": "1"}]})
+    objs = deployments(b, Options("inst", [""], deployment_config=config))
     assert [[c.get("env") for c in d["spec"]["template"]["spec"]["containers"]] for d in objs] == [
         [[{"name": "X", "value": "1"}]], [[{"name": "X", "value": "1"}], [{"name": "X", "value": "1"}]],
     ]

@@ -1,4 +1,5 @@
-"""render() and check_supported(): OLM v1's objects, in its generator order, and its refusals word for word.
+"""render() and check_supported() of a decoded bundle: OLM v1's objects, in its generator order, and its refusals
+word for word.
 
 The expected objects and names below are what OLM v1's renderer produced for the same bundles (see
 test_render_builders); the artefacts the spec lets us drop (null-valued keys, an empty status) are left out.
@@ -10,8 +11,11 @@ from typing import Any
 
 import pytest
 
+from common.bundle.registryv1.deploymentconfig import decode_deployment_config
+from common.bundle.registryv1.install import InstallOptions, render_bundle
 from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RenderError
 from common.bundle.registryv1.render import check_supported, render
+from common.bundle.registryv1.typed import decode
 from common.contract.objects import Obj
 
 from .test_render_builders import (
@@ -45,7 +49,7 @@ def by_kind(objs: list[Obj], kind: str) -> list[Obj]:
 
 
 def test_all_namespaces_objects_come_in_olm_generator_order() -> None:
-    objs = render(rbac_bundle(ALL, OWN, SINGLE), "ops")
+    objs = render(decode(rbac_bundle(ALL, OWN, SINGLE)), "ops")
     assert identities(objs) == [
         ("ServiceAccount", "ops", "ops-operator"),  # "default" (the unnamed account) gets none
         ("ServiceAccount", "ops", "ops-metrics"),
@@ -67,7 +71,7 @@ def test_all_namespaces_objects_come_in_olm_generator_order() -> None:
 
 
 def test_all_namespaces_lifts_permissions_to_cluster_roles_with_the_namespaces_rule() -> None:
-    objs = render(rbac_bundle(ALL, OWN, SINGLE), "ops")
+    objs = render(decode(rbac_bundle(ALL, OWN, SINGLE)), "ops")
     roles = {o["metadata"]["name"]: o for o in by_kind(objs, "ClusterRole")}
     assert roles[DEFAULT_ROLE] == {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -93,7 +97,7 @@ def test_all_namespaces_lifts_permissions_to_cluster_roles_with_the_namespaces_r
 
 
 def test_the_deployment_is_the_csv_spec_after_the_go_round_trip_with_olm_parity_rules() -> None:
-    objs = render(rbac_bundle(ALL, OWN, SINGLE), "ops")
+    objs = render(decode(rbac_bundle(ALL, OWN, SINGLE)), "ops")
     assert by_kind(objs, "Deployment") == [{
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -135,7 +139,7 @@ def test_the_deployment_is_the_csv_spec_after_the_go_round_trip_with_olm_parity_
 
 
 def test_own_namespace_gets_roles_in_the_watched_namespace() -> None:
-    objs = render(rbac_bundle(OWN, SINGLE), "ops", watch_namespace="ops")
+    objs = render(decode(rbac_bundle(OWN, SINGLE)), "ops", watch_namespace="ops")
     assert identities(objs)[:8] == [
         ("ServiceAccount", "ops", "ops-operator"),
         ("ServiceAccount", "ops", "ops-metrics"),
@@ -151,7 +155,7 @@ def test_own_namespace_gets_roles_in_the_watched_namespace() -> None:
 
 
 def test_single_namespace_binds_the_install_namespace_account_in_the_watched_namespace() -> None:
-    objs = render(rbac_bundle(OWN, SINGLE), "ops", watch_namespace="tenant")
+    objs = render(decode(rbac_bundle(OWN, SINGLE)), "ops", watch_namespace="tenant")
     role = next(o for o in by_kind(objs, "Role") if o["metadata"]["name"] == OPERATOR_NS_ROLE)
     assert role == {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -173,7 +177,7 @@ def test_single_namespace_binds_the_install_namespace_account_in_the_watched_nam
 
 
 def test_webhook_bundle_with_cert_manager_in_generator_order() -> None:
-    objs = render(webhook_bundle(ALL), "wh-system", cert_provider="cert-manager")
+    objs = render(decode(webhook_bundle(ALL)), "wh-system", cert_provider="cert-manager")
     role = "wh-operator.v1.0.0-2ihlqmmg1q7dhn7t0swni61t9xkhlvyp8j2s2c9jldwf"
     assert identities(objs) == [
         ("ServiceAccount", "wh-system", "wh"),
@@ -211,7 +215,7 @@ def test_target_namespaces_are_checked_against_the_install_modes(
     modes: tuple[str, ...], watch: str | None, problem: str
 ) -> None:
     with pytest.raises(RenderError) as exc:
-        render(_targets_bundle(*modes), "inst", watch_namespace=watch)
+        render(decode(_targets_bundle(*modes)), "inst", watch_namespace=watch)
     assert str(exc.value) == f"invalid option(s): invalid target namespaces {problem}"
 
 
@@ -219,7 +223,7 @@ def test_target_namespaces_are_checked_against_the_install_modes(
     ((ALL,), None), ((ALL, MULTI), ""), ((MULTI, OWN), "inst"), ((SINGLE,), "x"), ((OWN,), "inst"),
 ])
 def test_target_namespaces_the_install_modes_allow(modes: tuple[str, ...], watch: str | None) -> None:
-    (dep,) = render(_targets_bundle(*modes), "inst", watch_namespace=watch)
+    (dep,) = render(decode(_targets_bundle(*modes)), "inst", watch_namespace=watch)
     expected = "" if watch is None else watch
     assert dep["spec"]["template"]["metadata"]["annotations"] == {"olm.targetNamespaces": expected}
 
@@ -232,7 +236,7 @@ def test_every_validator_error_is_reported_joined_by_newlines_before_the_target_
         package="",
     )
     with pytest.raises(RenderError) as exc:
-        render(b, "inst")  # OwnNamespace without a watched namespace would also be refused, after these
+        render(decode(b), "inst")  # OwnNamespace without a watched namespace would also be refused, after these
     assert str(exc.value) == "\n".join([
         "cluster service version contains duplicate strategy deployment spec 'Dup'",
         "invalid cluster service version strategy deployment name 'Dup': a lowercase RFC 1123 subdomain must "
@@ -252,30 +256,30 @@ def test_check_supported_refuses_api_services_first_then_webhooks_without_provid
                                                           "version": "v1", "kind": "Thing"}]}
     b.csv["spec"]["installModes"] = install_modes(MULTI)
     with pytest.raises(RenderError, match="^unsupported bundle: apiServiceDefintions are not supported$"):
-        check_supported(b, "cert-manager")
+        check_supported(decode(b), "cert-manager")
     del b.csv["spec"]["apiservicedefinitions"]
     for provider in (None, "none"):
         with pytest.raises(RenderError, match="^unsupported bundle: webhookDefinitions are not supported$"):
-            check_supported(b, provider)
+            check_supported(decode(b), provider)
     with pytest.raises(RenderError) as exc:
-        check_supported(b, "openshift-serviceca")
+        check_supported(decode(b), "openshift-serviceca")
     assert str(exc.value) == (
         "unsupported bundle: bundle must support at least one of [AllNamespaces SingleNamespace OwnNamespace] "
         "install modes"
     )
     b.csv["spec"]["installModes"] = install_modes(SINGLE)
-    check_supported(b, "openshift-serviceca")
-    check_supported(rbac_bundle(OWN), None)
+    check_supported(decode(b), "openshift-serviceca")
+    check_supported(decode(rbac_bundle(OWN)), None)
 
 
 def test_an_empty_apiservicedefinitions_is_no_refusal() -> None:
     b = rbac_bundle(ALL)
     b.csv["spec"]["apiservicedefinitions"] = {}
-    check_supported(b, None)
+    check_supported(decode(b), None)
 
 
 def test_webhooks_render_without_a_provider_as_olms_renderer_does() -> None:
-    objs = render(webhook_bundle(ALL), "wh-system")
+    objs = render(decode(webhook_bundle(ALL)), "wh-system")
     assert [o["kind"] for o in objs if o["kind"] in ("Issuer", "Certificate")] == []
     dep = by_kind(objs, "Deployment")[0]
     assert [v["name"] for v in dep["spec"]["template"]["spec"]["volumes"]] == ["certs", "webhook-cert", "data"]
@@ -283,12 +287,12 @@ def test_webhooks_render_without_a_provider_as_olms_renderer_does() -> None:
 
 def test_an_unknown_certificate_provider_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="unknown certificate provider 'vault'"):
-        render(rbac_bundle(ALL), "ops", cert_provider="vault")
+        render(decode(rbac_bundle(ALL)), "ops", cert_provider="vault")
 
 
 def test_a_deployment_config_quantity_that_does_not_parse_is_olms_configuration_error() -> None:
     with pytest.raises(ConfigurationError) as exc:
-        render(rbac_bundle(ALL), "ops", deployment_config={"resources": {"limits": {"cpu": "lots"}}})
+        decode_deployment_config({"resources": {"limits": {"cpu": "lots"}}})
     assert str(exc.value) == (
         "invalid deploymentConfig: failed to unmarshal deploymentConfig: quantities must match the regular "
         "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -299,14 +303,14 @@ def test_the_configuration_is_decoded_before_the_bundle_is_validated() -> None:
     b = rbac_bundle(ALL)
     b.package_name = ""
     with pytest.raises(ConfigurationError):
-        render(b, "ops", deployment_config={"resources": {"limits": {"cpu": "lots"}}})
+        render_bundle(b, InstallOptions("ops", {"deploymentConfig": {"resources": {"limits": {"cpu": "lots"}}}}))
 
 
 def test_a_csv_value_go_cannot_decode_names_the_csv_and_the_field() -> None:
     b = rbac_bundle(ALL)
     b.csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["replicas"] = "two"
     with pytest.raises(BundleInputError) as exc:
-        render(b, "ops")
+        render(decode(b), "ops")
     assert str(exc.value) == (
         'ClusterServiceVersion "ops.v1.2.3": spec.install.spec.deployments[0].spec.replicas: expected an integer, '
         'got string "two"'
@@ -317,7 +321,7 @@ def test_a_csv_list_that_is_no_list_is_named() -> None:
     b = rbac_bundle(ALL)
     b.csv["spec"]["install"]["spec"]["clusterPermissions"] = {"rules": []}
     with pytest.raises(BundleInputError) as exc:
-        render(b, "ops")
+        render(decode(b), "ops")
     assert str(exc.value) == (
         'ClusterServiceVersion "ops.v1.2.3": spec.install.spec.clusterPermissions: expected an array'
     )
@@ -327,27 +331,34 @@ def test_a_crd_quantity_or_type_go_cannot_decode_names_the_crd() -> None:
     b = rbac_bundle(ALL)
     b.crds[0]["spec"]["versions"][0]["served"] = "yes"
     with pytest.raises(BundleInputError) as exc:
-        render(b, "ops")
+        render(decode(b), "ops")
     assert str(exc.value) == (
         'CustomResourceDefinition "widgets.example.com": spec.versions[0].served: expected a boolean, got string'
     )
     b.source = "bundles/ops"
     with pytest.raises(BundleInputError, match='^bundles/ops: CustomResourceDefinition "widgets.example.com": '):
-        render(b, "ops")
+        render(decode(b), "ops")
 
 
-def test_the_bundle_is_not_modified() -> None:
+def test_neither_the_bundle_nor_the_decoded_bundle_is_modified() -> None:
+    """The decoded bundle is shared by check_supported and render (decoded once): rendering must not change it,
+    so rendering it again gives the same objects."""
     b = webhook_bundle(ALL)
     before = repr(b)
-    render(b, "wh-system", cert_provider="cert-manager",
-           deployment_config={"env": [{"name": "A", "value": "1"}], "annotations": {"x": "y"}})
+    typed = decode(b)
+    decoded = repr(typed)
+    config = {"env": [{"name": "A", "value": "1"}], "annotations": {"x": "y"}, "nodeSelector": {"a": "b"}}
+    first = render(typed, "wh-system", cert_provider="cert-manager", deployment_config=decode_deployment_config(config))
     assert repr(b) == before
+    assert repr(typed) == decoded
+    assert render(typed, "wh-system", cert_provider="cert-manager",
+                  deployment_config=decode_deployment_config(config)) == first
 
 
 def test_rules_of_a_permission_given_as_an_empty_list_stay_an_empty_list() -> None:
     b = bundle(csv("e.v1", modes=install_modes(ALL), deployments=[deployment("e")],
                    cluster_permissions=[{"serviceAccountName": "e", "rules": []}, {"serviceAccountName": "f"}]))
-    roles = by_kind(render(b, "inst"), "ClusterRole")
+    roles = by_kind(render(decode(b), "inst"), "ClusterRole")
     assert [r.get("rules", "absent") for r in roles] == [[], "absent"]
     assert [r["metadata"]["name"] for r in roles] == [
         "e.v1-e-2v8a1okz4vnaisdbcf6ndlm332gzpybdh879hduyq85w",
@@ -359,7 +370,7 @@ def test_a_webhook_definition_rule_that_is_forbidden_refuses_the_bundle() -> Non
     b = webhook_bundle(ALL)
     b.csv["spec"]["webhookdefinitions"][0]["rules"] = [rule(["*"], ["pods"], ["CREATE"])]
     with pytest.raises(RenderError) as exc:
-        render(b, "wh-system", cert_provider="cert-manager")
+        render(decode(b), "wh-system", cert_provider="cert-manager")
     assert str(exc.value) == (
         'webhook "vwidgets.example.com" contains forbidden rule: admission webhook rules cannot reference API group "*"'
     )

@@ -1,4 +1,5 @@
-"""The Go typed round trip OLM v1's output goes through (common.bundle.registryv1.gotypes).
+"""The Go typed round trip OLM v1's output goes through (common.bundle.registryv1.gounstructured, over the types of
+common.bundle.registryv1.gotypes).
 
 Expected values are what OLM v1's renderer printed for the same input (a CSV deployment spec, a CRD).
 """
@@ -9,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from common.bundle.registryv1.gotypes import GoTypeError, go_json, roundtrip, struct_types
+from common.bundle.registryv1.gotypes import in_go_order, struct_types
+from common.bundle.registryv1.gounstructured import GoTypeError, roundtrip
 from common.bundle.registryv1.typed import decode_crd
 
 
@@ -171,11 +173,6 @@ def test_map_keys_come_out_sorted_as_go_writes_them() -> None:
     assert list(roundtrip("core.PodSpec", {"nodeSelector": {"b": "1", "a": "2"}})["nodeSelector"]) == ["a", "b"]
 
 
-def test_go_json_escapes_as_encoding_json() -> None:
-    assert go_json({"a": "<&>\u2028\u2029é\n\x01", "b": [1, None]}) == (
-        '{"a":"\\u003c\\u0026\\u003e\\u2028\\u2029é\\n\\u0001","b":[1,null]}')
-
-
 def test_every_struct_of_the_table_decodes_its_zero_value() -> None:
     """Every field's type is defined: decoding a zero value walks every struct and field type once."""
     known = struct_types()
@@ -206,3 +203,38 @@ def _get(obj: Any, path: str) -> Any:
     for part in path.replace("[0]", ".0").split("."):
         obj = obj[0 if part == "0" else part]
     return obj
+
+
+@pytest.mark.parametrize(("given", "printed"), [
+    ("0000-01-01T00:00:00Z", "0000-01-01T00:00:00Z"),
+    ("2024-01-01T1:00:00+24:00", "2023-12-31T01:00:00Z"),
+    ("0001-01-01T01:00:00+01:00", None),  # the zero time: Go prints null, left out
+])
+def test_times_are_read_as_metav1_time_reads_them(given: str, printed: str | None) -> None:
+    """The converter hands a Time its own UnmarshalJSON (Go's time.Parse), whatever Python's datetime can hold;
+    OLM v1 rendered these template timestamps so."""
+    meta = roundtrip("core.PodTemplateSpec", {"metadata": {"creationTimestamp": given}})["metadata"]
+    assert meta.get("creationTimestamp") == printed
+
+
+def test_a_time_go_cannot_parse_refuses_the_value() -> None:
+    with pytest.raises(GoTypeError) as caught:
+        roundtrip("meta.ObjectMeta", {"creationTimestamp": "2024-01-01 00:00:00Z"}, "metadata")
+    assert str(caught.value) == 'metadata.creationTimestamp: expected an RFC 3339 time, got "2024-01-01 00:00:00Z"'
+
+
+def test_in_go_order_only_puts_keys_back_in_order() -> None:
+    """What the renderer does to a Deployment spec after merging into it: the order of Go's encoding, nothing
+    decoded again (a time Go printed stays, even one no parser reads back)."""
+    spec = {"template": {"spec": {"tolerations": [{"effect": "NoSchedule", "key": "k"}], "containers": [
+        {"env": [{"value": "1", "name": "A"}], "name": "m"}]}, "metadata": {
+        "annotations": {"b": "2", "a": "1"}, "creationTimestamp": "-0001-12-31T23:00:00Z"}},
+        "revisionHistoryLimit": 1, "selector": {}}
+    ordered = in_go_order("apps.DeploymentSpec", spec)
+    assert ordered == spec
+    assert list(ordered) == ["selector", "template", "revisionHistoryLimit"]
+    assert list(ordered["template"]) == ["metadata", "spec"]
+    assert list(ordered["template"]["metadata"]["annotations"]) == ["a", "b"]
+    assert list(ordered["template"]["spec"]) == ["containers", "tolerations"]
+    assert list(ordered["template"]["spec"]["containers"][0]) == ["name", "env"]
+    assert list(ordered["template"]["spec"]["containers"][0]["env"][0]) == ["name", "value"]

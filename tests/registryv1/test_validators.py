@@ -14,7 +14,6 @@ from common.bundle.registryv1.validators import (
     check_conversion_webhook_support,
     check_deployment_name_is_dns1123_subdomain,
     dns1123_subdomain_errors,
-    go_list,
     validate,
 )
 
@@ -142,8 +141,3 @@ def test_conversion_webhooks_need_all_namespaces_alone() -> None:
         'bundle contains conversion webhook "c.example.com" and supports install modes [OwnNamespace] - conversion '
         "webhooks are only supported for bundles that only support AllNamespaces install mode"
     ]
-
-
-def test_go_formatting() -> None:
-    assert go_list(["a", "b"]) == "[a b]"
-    assert go_list([""]) == "[]"

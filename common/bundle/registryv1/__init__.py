@@ -5,11 +5,18 @@ renderer produces for the same install namespace, configuration and certificate 
 
 - :mod:`.model`: the loaded bundle as plain data, and the errors of this package;
 - :mod:`.source`: reading a bundle directory; :mod:`.oci`: unpacking an OCI image layout into one;
-- :mod:`.config`: the configuration schema derived from the CSV's install modes, and strict validation with
-  OLM v1's messages;
+  :mod:`.documents`: reading YAML and JSON files (manifests, configurations) as kubectl reads them;
+- :mod:`.config`: the configuration schema derived from the CSV's install modes, and the steps from a
+  configuration file to what the renderer uses; :mod:`.configerrors`: strict validation against that schema,
+  worded as OLM v1 words it;
 - :mod:`.render` and the modules it uses: objects for objects, OLM v1's generators, validators, certificate
-  providers and ``deploymentConfig`` merge, over the Go typed round trip OLM's output goes through
-  (:mod:`.typed`, :mod:`.gotypes`);
+  providers and ``deploymentConfig`` merge (:mod:`.deploymentconfig`), over the bundle decoded once into Go's
+  types (:mod:`.typed`);
+- Go's semantics where OLM's output depends on them: :mod:`.gotypes` (the one description of the Kubernetes Go
+  types OLM's output goes through), and the two ways OLM v1 decodes into them, each with its own Go rules:
+  :mod:`.gounstructured` (Kubernetes' unstructured converter, for the CSV and the CRDs) and
+  :mod:`.gounmarshal` (``encoding/json``'s ``Unmarshal``, for ``deploymentConfig`` and manifests'
+  ``metadata``); :mod:`.gotext` (Go's quoting, JSON, number and time printing, key folding);
 - :mod:`.install`: the whole path a ClusterExtension takes (refusals, configuration, rendering), and what a
   revision made from a bundle records (OLM v1's annotations, the options it was rendered with).
 

@@ -18,48 +18,64 @@ appending. The rules, applied in this order to the Deployment as the generator b
 Only ``containers`` are touched, never ``initContainers`` (as OLM). Equality ("equal source", "equal
 toleration") is Go's ``reflect.DeepEqual`` on the decoded structs, which is equality of their Go encodings.
 
-The configuration arrives as the plain JSON object of ``spec.config.inline.deploymentConfig`` and is decoded
-into OLM's Go type first (:func:`decode_deployment_config`), so quantities and unknown fields come out as OLM v1's
+The configuration is decoded once, as OLM v1 decodes it: ``json.Unmarshal`` of the JSON object of
+``spec.config.inline.deploymentConfig`` into its Go type (:func:`decode_deployment_config`, over
+:mod:`.gounmarshal`), after the schema accepted it (:func:`.config.parse_config`). The merge then works on that
+typed value (:class:`DeploymentConfig`), so quantities, case-folded keys and unknown fields come out as OLM v1's
 do.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 from common.contract.objects import Obj, copy_json
 
-from .gotypes import GoTypeError, roundtrip
+from .gounmarshal import UnmarshalError, unmarshal_fields
 from .model import ConfigurationError
 
+DEPLOYMENT_CONFIG_TYPE: Final = "olm.SubscriptionConfig"  # OLM v1's DeploymentConfig is v0's SubscriptionConfig
+# The prefix OLM v1's provider puts before a deploymentConfig its GetDeploymentConfig step refuses.
+DEPLOYMENT_CONFIG_PREFIX: Final = "invalid deploymentConfig: "
 
-def decode_deployment_config(config: Any) -> Obj | None:
-    """``deploymentConfig`` decoded into OLM's ``SubscriptionConfig`` and encoded back, ``None`` for ``null``.
 
-    A ``nodeSelector`` given as ``{}`` is kept (the Go encoding would drop it, but an empty map still replaces
-    the pod's). A value Go refuses (a quantity that does not parse) is OLM v1's configuration error. The input may
-    be the raw configuration or what :func:`.config.parse_config` decoded (decoding again changes nothing); only
-    ``parse_config`` refuses an integer too large for its Go type, as OLM's ``json.Unmarshal`` does (here it
-    narrows as Go's converter would).
+@dataclass(frozen=True, slots=True)
+class DeploymentConfig:
+    """OLM v1's ``DeploymentConfig`` as ``json.Unmarshal`` left it (:func:`decode_deployment_config`).
+
+    ``fields`` are the fields it set, each as Go prints it: only known fields, under their own names (``Value``
+    given for ``value`` is ``value``), quantities canonical (``0.5Gi`` -> ``512Mi``), integers as ``int``,
+    ``omitempty`` fields of nested structs left out. A nil field is absent, an empty one kept: the merge tells a
+    ``nodeSelector: {}`` (clears the pod's) from none at all (keeps it), as OLM's ``!= nil`` does.
+    """
+
+    fields: Obj
+
+
+def decode_deployment_config(config: Any) -> DeploymentConfig | None:
+    """``deploymentConfig`` decoded as OLM v1's ``GetDeploymentConfig`` decodes it (``json.Unmarshal`` into
+    ``SubscriptionConfig``); ``None`` for ``null`` (not configured).
+
+    What Go refuses is OLM v1's configuration error, in Go's words (:class:`ConfigurationError`: ``invalid
+    deploymentConfig: failed to unmarshal deploymentConfig: ...``): a quantity that does not parse, an integer
+    too large for its Go type, a value of the wrong JSON type (which the schema refuses first on the product
+    path).
     """
     if config is None:
         return None
     try:
-        decoded: Obj = roundtrip("olm.SubscriptionConfig", config, "deploymentConfig")
-    except GoTypeError as exc:
-        # Go's json.Unmarshal names no field for a quantity, only the parse error; other mismatches (which the
-        # schema refuses first) say where they are.
-        problem = exc.problem if exc.quantity else str(exc)
-        raise ConfigurationError(f"invalid deploymentConfig: failed to unmarshal deploymentConfig: {problem}") from None
-    if isinstance(config, dict) and config.get("nodeSelector") == {}:
-        decoded["nodeSelector"] = {}
-    return decoded
+        return DeploymentConfig(unmarshal_fields(DEPLOYMENT_CONFIG_TYPE, config))
+    except UnmarshalError as exc:
+        raise ConfigurationError(f"{DEPLOYMENT_CONFIG_PREFIX}failed to unmarshal deploymentConfig: {exc}") from None
 
 
-def apply_deployment_config(deployment: Obj, config: Obj | None) -> None:
-    """Merge the decoded ``config`` into ``deployment`` (in place), OLM v1's ``applyCustomConfigToDeployment``."""
-    if config is None:
+def apply_deployment_config(deployment: Obj, decoded: DeploymentConfig | None) -> None:
+    """Merge the decoded configuration into ``deployment`` (in place), OLM v1's
+    ``applyCustomConfigToDeployment``."""
+    if decoded is None:
         return
+    config = decoded.fields
     pod = deployment["spec"]["template"].setdefault("spec", {})
     containers = pod.get("containers") or []
     _apply_env(containers, config.get("env") or [])

@@ -23,8 +23,8 @@ from typing import Final
 from common.contract.objects import Obj, copy_json
 
 from .certproviders import CERT_KEY, CERT_VOLUMES, PRIVATE_KEY_KEY, provisioner_for
-from .deploymentconfig import apply_deployment_config
-from .gotypes import roundtrip
+from .deploymentconfig import DeploymentConfig, apply_deployment_config
+from .gotypes import in_go_order
 from .model import RenderError
 from .names import unique_name
 from .typed import CONVERSION_WEBHOOK, MUTATING_WEBHOOK, VALIDATING_WEBHOOK, Permission, TypedBundle
@@ -44,7 +44,7 @@ class Options:
     install_namespace: str
     target_namespaces: list[str]
     cert_provider: str | None = None
-    deployment_config: Obj | None = None
+    deployment_config: DeploymentConfig | None = None
 
     @property
     def all_namespaces(self) -> bool:
@@ -209,8 +209,9 @@ def deployments(b: TypedBundle, opts: Options) -> list[Obj]:
 
 
 def _ordered_deployment(deployment: Obj) -> Obj:
-    """The Deployment's spec with its fields back in Go's order (merges appended some at the end)."""
-    deployment["spec"] = roundtrip("apps.DeploymentSpec", deployment["spec"])
+    """The Deployment's spec with its fields back in Go's order (merges appended some at the end); its values
+    are typed already (decoded from the CSV, or from the configuration), so nothing is decoded again."""
+    deployment["spec"] = in_go_order("apps.DeploymentSpec", deployment["spec"])
     return deployment
 
 

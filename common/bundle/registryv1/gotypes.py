@@ -1,26 +1,22 @@
-"""OLM v1's typed round trip: a manifest decoded into Kubernetes' Go types and encoded back, in Python.
+"""Kubernetes' Go types as OLM v1 compiles them in: the JSON shape of every struct OLM v1's output goes through.
 
-Why: OLM v1 never renders the CSV's deployments or the bundle's CRDs as the YAML says. It decodes them into Go
-structs (``runtime.DefaultUnstructuredConverter.FromUnstructured`` into ``v1alpha1.ClusterServiceVersion`` and
-``apiextensionsv1.CustomResourceDefinition``), works on the structs, and its output is their ``encoding/json``
-form. That round trip changes what the cluster receives, and real bundles show it (see
-``tests/registryv1/test_render_gotypes.py``):
+Why: OLM v1 never renders the CSV's deployments, the bundle's CRDs or a ``deploymentConfig`` as the YAML says.
+It decodes them into Go structs, works on the structs, and its output is their ``encoding/json`` form. That
+changes what the cluster receives (fields the Go types do not have are dropped, quantities come out canonical,
+zero values without ``omitempty`` are printed, ``omitempty`` ones vanish), and the hash OLM v1 puts in generated
+RBAC names is taken over the same encoding (:mod:`.names`), so field order and ``omitempty`` must be exact, not
+just the set of fields.
 
-- fields the Go types do not have are dropped (community bundles carry ``volumes[].secretName``,
-  ``livenessProbe.exec.failureThreshold`` and the like, which a strict API server would refuse);
-- quantities come out canonical (``2000m`` -> ``"2"``, ``1024Mi`` -> ``1Gi``), int-or-strings keep their kind;
-- zero values of fields without ``omitempty`` are printed (``resources: {}``, ``strategy: {}``, a
-  ``resourceFieldRef``'s ``divisor: "0"``), ``omitempty`` ones vanish (``readOnly: false``, ``items: []``);
-- a v1beta1 CRD loses the fields v1 does not have.
+This module is the one description of those types; the two decoders that read values into them are
+:mod:`.gounstructured` (``runtime.DefaultUnstructuredConverter``, how OLM v1 reads the bundle's manifests) and
+:mod:`.gounmarshal` (``encoding/json``'s ``Unmarshal``, how it reads a configuration). Both print what they
+decoded as ``encoding/json`` does, with the rules here (:meth:`GoField.omitted`, :func:`zero_value`).
 
-The hash OLM v1 puts in generated RBAC names is also taken over this Go encoding (:mod:`.names`), so field
-order and ``omitempty`` must be exact, not just the set of fields.
-
-What this module knows is the JSON shape of those Go types: for each struct, its fields in declaration order,
-each with its JSON name, its kind and its ``omitempty`` / ``omitzero`` flags (embedded ``inline`` structs are
-flattened into their parent). The struct and field sets are those of Kubernetes 1.36 (k8s.io/api v0.36, the
-version OLM v1 builds with) and equal its published OpenAPI definitions field for field; the ``olm.*`` structs
-are the parts of operator-framework/api's ``v1alpha1`` the renderer reads. Notation, one struct per entry:
+What it knows, for each struct: its fields in declaration order, each with its JSON name, its type and its
+``omitempty`` / ``omitzero`` flags (embedded ``inline`` structs are flattened into their parent). The struct and
+field sets are those of Kubernetes 1.36 (k8s.io/api v0.36, the version OLM v1 builds with) and equal its
+published OpenAPI definitions field for field; the ``olm.*`` structs are the parts of operator-framework/api's
+``v1alpha1`` the renderer reads. Notation, one struct per entry:
 
 - ``name:type``, then ``?`` when the field is ``omitempty`` and ``!`` when it is ``omitzero``;
 - ``*T`` a pointer, ``[]T`` a slice, ``{}T`` a map with string keys, ``pkg.Name`` a struct;
@@ -29,24 +25,16 @@ are the parts of operator-framework/api's ``v1alpha1`` the renderer reads. Notat
   ``JSON``, ``FieldsV1``);
 - apiextensions' three unions: ``schemaOrArray`` (``items``), ``schemaOrBool`` (``additionalProperties``,
   ``additionalItems``), ``schemaOrStrings`` (``dependencies``).
-
-Decoding follows ``FromUnstructured``: a missing key or ``null`` is the zero value, integers narrow to int32 as Go
-converts them, an integral float may fill an integer, any other mismatch is an error naming the field. Encoding
-follows ``encoding/json``. With ``nulls=False`` (what the renderer emits) a field that would print ``null`` is left
-out: the spec allows omitting null-valued keys, and the API server drops them anyway. Raw JSON values (a CRD
-schema's ``default``, ``enum``, ``example``) are copied as they are, nulls included.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from common.contract.objects import copy_json
-from common.contract.quantity import QuantityError, canonical
+from common.contract.objects import Obj
+
+from .gotext import go_fold
 
 _TABLE: Final = """
 adm.RuleWithOperations
@@ -406,53 +394,167 @@ rbac.PolicyRule
 """
 
 
-class GoTypeError(ValueError):
-    """A value that does not decode into its Go type; ``path`` names the field (``spec.replicas``)."""
-
-    def __init__(self, path: str, problem: str, *, quantity: bool = False) -> None:
-        super().__init__(f"{path}: {problem}" if path else problem)
-        self.path = path
-        self.problem = problem
-        self.quantity = quantity  # ``problem`` is Go's own quantity parse error, which OLM v1 prints alone
+# How a field's encoded value is tested by ``omitempty`` (Go's ``isEmptyValue`` on the value it encodes).
+EMPTY_NEVER: Final = 0  # structs (Quantity, IntOrString, Time, unions too): never empty
+EMPTY_NIL: Final = 1  # pointers: empty only when nil, even when they point to a zero value
+EMPTY_FALSY: Final = 2  # slices and maps (nil or no element), strings and []byte ("")
+EMPTY_FALSE: Final = 3  # bool
+EMPTY_ZERO: Final = 4  # numbers
 
 
 @dataclass(frozen=True, slots=True)
-class _Type:
-    """One node of a field's type: ``ptr``/``list``/``map`` wrap ``inner``; ``struct`` names one; ``scalar``."""
+class GoType:
+    """One node of a field's type: ``ptr``/``list``/``map`` wrap ``inner``; ``struct`` names one; ``scalar`` is a
+    scalar code of the table (``s``, ``i32``, ``q``, ...). ``go_name`` is the Go name of a named type
+    (``v1.TaintEffect``, a string) where :data:`GO_NAMED_TYPES` knows it."""
 
     kind: str
     name: str = ""
-    inner: _Type | None = None
+    inner: GoType | None = None
+    go_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
-class _Field:
+class GoField:
+    """One field of a struct, with what ``encoding/json`` needs to print it."""
+
     name: str
-    type: _Type
+    type: GoType
     omitempty: bool
     omitzero: bool
+    empty: int = EMPTY_NEVER  # how omitempty tests it (EMPTY_*)
+
+    def omitted(self, encoded: Any, nulls: bool) -> bool:
+        """Whether ``encoding/json`` leaves this field out when it holds ``encoded`` (with ``nulls=False``, a
+        field that would print ``null`` is left out too: the spec allows it, and the API server drops them)."""
+        if self.omitzero and encoded is None:  # only metav1.Time has omitzero: its zero prints null
+            return True
+        if self.omitempty and _is_empty(self.empty, encoded):
+            return True
+        return encoded is None and not nulls
 
 
-def _parse_type(text: str) -> _Type:
+def _is_empty(rule: int, encoded: Any) -> bool:
+    if rule == EMPTY_NIL:
+        return encoded is None
+    if rule == EMPTY_FALSY:
+        return not encoded
+    if rule == EMPTY_FALSE:
+        return encoded is False
+    if rule == EMPTY_ZERO:
+        return bool(encoded == 0)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class GoStruct:
+    """A struct: its fields in declaration order and their positions by JSON name."""
+
+    name: str
+    fields: tuple[GoField, ...]
+    index: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def short_name(self) -> str:
+        """The struct's own Go name (``Toleration`` for ``core.Toleration``), as Go's errors name it."""
+        return self.name.rsplit(".", 1)[-1]
+
+
+# The Go package a struct's reflect type name starts with (``v1.Toleration``), per table prefix.
+_GO_PACKAGES: Final = {"core": "v1", "meta": "v1", "apps": "v1", "rbac": "v1", "adm": "v1", "apiext": "v1",
+                       "olm": "v1alpha1"}
+_SCALAR_GO_NAMES: Final = {"s": "string", "b": "bool", "i32": "int32", "i64": "int64", "f64": "float64",
+                           "bytes": "[]uint8", "q": "resource.Quantity", "ios": "intstr.IntOrString",
+                           "time": "v1.Time", "raw": "v1.FieldsV1", "schemaOrArray": "v1.JSONSchemaPropsOrArray",
+                           "schemaOrBool": "v1.JSONSchemaPropsOrBool",
+                           "schemaOrStrings": "v1.JSONSchemaPropsOrStringArray"}
+
+
+# Go's named types, where a field's type is one (``Effect TaintEffect``, not ``string``): Go's errors name them.
+# Known for the structs ``encoding/json`` decodes here (those of olm.SubscriptionConfig and meta.ObjectMeta, see
+# :mod:`.gounmarshal`), as reflect names them in k8s.io/api v0.36; ``[]`` after a field names its elements' type.
+GO_NAMED_TYPES: Final = {
+    "core.AzureDiskVolumeSource.cachingMode": "v1.AzureDataDiskCachingMode",
+    "core.AzureDiskVolumeSource.kind": "v1.AzureDataDiskKind",
+    "core.EmptyDirVolumeSource.medium": "v1.StorageMedium",
+    "core.HostPathVolumeSource.type": "v1.HostPathType",
+    "core.ImageVolumeSource.pullPolicy": "v1.PullPolicy",
+    "core.NodeSelectorRequirement.operator": "v1.NodeSelectorOperator",
+    "core.PersistentVolumeClaimSpec.accessModes[]": "v1.PersistentVolumeAccessMode",
+    "core.PersistentVolumeClaimSpec.volumeMode": "v1.PersistentVolumeMode",
+    "core.ResourceRequirements.limits": "v1.ResourceList",
+    "core.ResourceRequirements.requests": "v1.ResourceList",
+    "core.Toleration.effect": "v1.TaintEffect",
+    "core.Toleration.operator": "v1.TolerationOperator",
+    "core.VolumeMount.mountPropagation": "v1.MountPropagationMode",
+    "core.VolumeMount.recursiveReadOnly": "v1.RecursiveReadOnlyMode",
+    "core.VolumeResourceRequirements.limits": "v1.ResourceList",
+    "core.VolumeResourceRequirements.requests": "v1.ResourceList",
+    "meta.LabelSelectorRequirement.operator": "v1.LabelSelectorOperator",
+    "meta.ManagedFieldsEntry.operation": "v1.ManagedFieldsOperationType",
+    "meta.ObjectMeta.uid": "types.UID",
+    "meta.OwnerReference.uid": "types.UID",
+}
+
+
+def go_type_name(typ: GoType) -> str:
+    """The type as Go's ``reflect`` prints it in ``encoding/json``'s errors (``[]v1.Toleration``,
+    ``map[string]string``, ``v1.TaintEffect``, ``int64``). A pointer prints as what it points to: Go reports the
+    value it could not set. ``raw`` prints as ``v1.FieldsV1``, the one raw type ``encoding/json`` decodes here."""
+    if typ.go_name:
+        return typ.go_name
+    if typ.kind == "ptr" and typ.inner is not None:
+        return go_type_name(typ.inner)
+    if typ.kind == "list" and typ.inner is not None:
+        return "[]" + go_type_name(typ.inner)
+    if typ.kind == "map" and typ.inner is not None:
+        return "map[string]" + go_type_name(typ.inner)
+    if typ.kind == "struct":
+        package, _, name = typ.name.partition(".")
+        return f"{_GO_PACKAGES[package]}.{name}"
+    return _SCALAR_GO_NAMES[typ.name]
+
+
+def _empty_rule(typ: GoType) -> int:
+    if typ.kind == "ptr":
+        return EMPTY_NIL
+    if typ.kind in ("list", "map"):
+        return EMPTY_FALSY
+    if typ.kind == "struct":
+        return EMPTY_NEVER
+    if typ.name in ("s", "bytes"):
+        return EMPTY_FALSY
+    if typ.name == "b":
+        return EMPTY_FALSE
+    if typ.name in ("i32", "i64", "f64"):
+        return EMPTY_ZERO
+    return EMPTY_NEVER
+
+
+def _parse_type(text: str, where: str) -> GoType:
+    """The type written ``text`` of the field ``where`` (``core.Toleration.effect``), its named types attached."""
     if text.startswith("*"):
-        return _Type("ptr", inner=_parse_type(text[1:]))
+        return GoType("ptr", inner=_parse_type(text[1:], where))
+    go_name = GO_NAMED_TYPES.get(where, "")
     if text.startswith("[]"):
-        return _Type("list", inner=_parse_type(text[2:]))
+        return GoType("list", inner=_parse_type(text[2:], where + "[]"), go_name=go_name)
     if text.startswith("{}"):
-        return _Type("map", inner=_parse_type(text[2:]))
+        return GoType("map", inner=_parse_type(text[2:], where + "{}"), go_name=go_name)
     if "." in text:
-        return _Type("struct", name=text)
-    return _Type("scalar", name=text)
+        return GoType("struct", name=text, go_name=go_name)
+    return GoType("scalar", name=text, go_name=go_name)
 
 
-def _parse_table(table: str) -> dict[str, tuple[_Field, ...]]:
-    structs: dict[str, list[_Field]] = {}
-    current: list[_Field] = []
+def _parse_table(table: str) -> dict[str, GoStruct]:
+    declared: dict[str, list[GoField]] = {}
+    current: list[GoField] = []
+    struct_name = ""
     for line in table.splitlines():
         if not line.strip():
             continue
         if not line.startswith(" "):
-            current = structs.setdefault(line.strip(), [])
+            struct_name = line.strip()
+            current = declared.setdefault(struct_name, [])
             continue
         for token in line.split():
             name, _, spec = token.partition(":")
@@ -460,244 +562,85 @@ def _parse_table(table: str) -> dict[str, tuple[_Field, ...]]:
             while spec[-1] in "?!":
                 flags += spec[-1]
                 spec = spec[:-1]
-            current.append(_Field(name, _parse_type(spec), "?" in flags, "!" in flags))
-    parsed = {name: tuple(fields) for name, fields in structs.items()}
-    for name, fields in parsed.items():  # a dangling reference would fail late, on some rare input: fail now
-        for f in fields:
-            typ: _Type | None = f.type
-            while typ is not None and typ.kind != "struct":
-                typ = typ.inner
-            if typ is not None and typ.name not in parsed:
-                raise RuntimeError(f"gotypes: {name}.{f.name} refers to unknown struct {typ.name}")
-    return parsed
+            typ = _parse_type(spec, f"{struct_name}.{name}")
+            current.append(GoField(name, typ, "?" in flags, "!" in flags, _empty_rule(typ)))
+    structs = {name: GoStruct(name, tuple(fields), {f.name: i for i, f in enumerate(fields)})
+               for name, fields in declared.items()}
+    for struct in structs.values():  # a table error would show late, on some rare input: fail now
+        folded: set[str] = set()
+        for f in struct.fields:
+            node: GoType | None = f.type
+            while node is not None and node.kind != "struct":
+                node = node.inner
+            if node is not None and node.name not in structs:
+                raise RuntimeError(f"gotypes: {struct.name}.{f.name} refers to unknown struct {node.name}")
+            if f.omitzero and (f.type.kind, f.type.name) != ("scalar", "time"):
+                raise RuntimeError(f"gotypes: {struct.name}.{f.name}: omitzero is only known for metav1.Time")
+            if go_fold(f.name) in folded:  # encoding/json would match a key to the first: keep them apart
+                raise RuntimeError(f"gotypes: {struct.name}.{f.name} folds like another field")
+            folded.add(go_fold(f.name))
+    unknown = [where for where in GO_NAMED_TYPES
+               if where.rstrip("[]{}").rpartition(".")[2] not in structs.get(where.rstrip("[]{}").rpartition(".")[0],
+                                                                            GoStruct("", ())).index]
+    if unknown:
+        raise RuntimeError(f"gotypes: GO_NAMED_TYPES names fields the table does not have: {sorted(unknown)}")
+    return structs
 
 
-_STRUCTS: Final = _parse_table(_TABLE)
-_SCHEMA: Final = "apiext.JSONSchemaProps"
+STRUCTS: Final = _parse_table(_TABLE)
 
 
 def struct_types() -> frozenset[str]:
     """The names of the Go structs this module knows (``core.Container``, ``olm.SubscriptionConfig``, ...)."""
-    return frozenset(_STRUCTS)
+    return frozenset(STRUCTS)
 
 
-def roundtrip(type_name: str, value: Any, path: str = "", *, nulls: bool = False) -> Any:
-    """``value`` decoded into the Go struct ``type_name`` as OLM v1 decodes it, then encoded as Go encodes it.
-
-    Returns a new ``dict`` (the input is not modified) with the struct's fields in Go's order. ``nulls=True``
-    keeps the ``null`` of nil fields without ``omitempty`` (byte-exact Go output, what a hash needs).
-    Raises :class:`GoTypeError` naming the first field that does not decode, prefixed by ``path``.
-    """
-    return _struct(type_name, value, path, nulls)
+_SCALAR_ZEROS: Final[dict[str, Any]] = {"s": "", "b": False, "i32": 0, "i64": 0, "f64": 0, "q": "0", "ios": 0}
 
 
-def _jsontype(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _struct(type_name: str, value: Any, path: str, nulls: bool) -> dict[str, Any]:
-    if value is None:
-        value = {}
-    elif not isinstance(value, dict):
-        raise GoTypeError(path, f"expected an object, got {_jsontype(value)}")
-    out: dict[str, Any] = {}
-    for field in _STRUCTS[type_name]:
-        encoded = _value(field.type, value.get(field.name), _join(path, field.name), nulls)
-        if field.omitzero and encoded is None and field.type.kind == "scalar" and field.type.name == "time":
-            continue
-        if field.omitempty and _empty(field.type, encoded):
-            continue
-        if encoded is None and not nulls:
-            continue
-        out[field.name] = encoded
-    return out
-
-
-def _empty(typ: _Type, encoded: Any) -> bool:
-    """Go's ``omitempty`` test on an encoded value: false, 0, "", nil pointer, nil or empty slice/map.
-
-    A struct (and Quantity, IntOrString, Time, which are structs) is never empty; a pointer is empty only when
-    nil, even to a zero value.
-    """
-    if typ.kind == "ptr":
-        return encoded is None
-    if typ.kind in ("list", "map"):
-        return encoded is None or len(encoded) == 0
+def zero_value(typ: GoType, nulls: bool) -> Any:
+    """The ``encoding/json`` form of ``typ``'s zero value: ``None`` (``null``) for nil pointers, slices and maps,
+    a zero Time, raw JSON and the unions; a struct's non-omitted zero fields; ``""``, ``0``, ``false``, ``"0"``
+    (the zero Quantity) for the scalars. A new object each call (callers may change it)."""
     if typ.kind == "struct":
-        return False
-    if typ.name in ("s", "bytes"):
-        return not encoded
-    if typ.name == "b":
-        return encoded is False
-    if typ.name in ("i32", "i64", "f64"):
-        return bool(encoded == 0)
-    return False
+        out: dict[str, Any] = {}
+        for f in STRUCTS[typ.name].fields:
+            zero = zero_value(f.type, nulls)
+            if not f.omitted(zero, nulls):
+                out[f.name] = zero
+        return out
+    if typ.kind == "scalar":
+        return _SCALAR_ZEROS.get(typ.name)
+    return None
 
 
-def _value(typ: _Type, value: Any, path: str, nulls: bool) -> Any:
+def in_go_order(type_name: str, value: Obj) -> Obj:
+    """A typed value's Go encoding with its keys put back in the order ``encoding/json`` writes them: struct
+    fields in declaration order, map keys sorted. For a value that is already the encoding of ``type_name``
+    (decoded by :mod:`.gounstructured` or :mod:`.gounmarshal`) but was changed as dicts, as OLM v1 changes the
+    typed Deployment before it prints it: nothing is decoded again, only the order changes (a key that is no
+    field of the struct is left out, as Go has no place for it)."""
+    ordered: Obj = _ordered(GoType("struct", type_name), value)
+    return ordered
+
+
+def _ordered(typ: GoType, value: Any) -> Any:
     kind = typ.kind
-    if kind == "struct":
-        return _struct(typ.name, value, path, nulls)
-    if kind == "scalar":
-        return _scalar(typ.name, value, path, nulls)
-    if value is None:
-        return None
-    assert typ.inner is not None
     if kind == "ptr":
-        return _value(typ.inner, value, path, nulls)
-    if kind == "list":
-        if not isinstance(value, list):
-            raise GoTypeError(path, f"expected an array, got {_jsontype(value)}")
-        return [_value(typ.inner, item, f"{path}[{i}]", nulls) for i, item in enumerate(value)]
-    if not isinstance(value, dict):
-        raise GoTypeError(path, f"expected an object, got {_jsontype(value)}")
-    # encoding/json writes a map's keys sorted (by bytes; the same order as by code point)
-    items = sorted((str(k), v) for k, v in value.items())
-    return {k: _value(typ.inner, v, _join(path, k), nulls) for k, v in items}
-
-
-_INT_BITS: Final = {"i32": 32, "i64": 64}
-
-
-def _wrap(number: int, bits: int) -> int:
-    """Go's integer conversion: the low ``bits`` bits, two's complement (``reflect.Value.Convert``)."""
-    number &= (1 << bits) - 1
-    return number - (1 << bits) if number >> (bits - 1) else number
-
-
-def _scalar(code: str, value: Any, path: str, nulls: bool) -> Any:
-    if code == "raw":
-        return copy_json(value)
-    if code == "s":
-        if value is None:
-            return ""
-        if not isinstance(value, str):
-            raise GoTypeError(path, f"expected a string, got {_jsontype(value)}")
-        return value
-    if code == "b":
-        if value is None:
-            return False
-        if not isinstance(value, bool):
-            raise GoTypeError(path, f"expected a boolean, got {_jsontype(value)}")
-        return value
-    if code in _INT_BITS:
-        return _integer(value, _INT_BITS[code], path)
-    if code == "f64":
-        return _float(value, path)
-    if code == "q":
-        return _quantity(value, path)
-    if code == "ios":
-        return _int_or_string(value, path)
-    if code == "time":
-        return _time(value, path)
-    if code == "bytes":
-        if value is None or isinstance(value, str):
-            return value
-        raise GoTypeError(path, f"expected a base64 string, got {_jsontype(value)}")
-    return _union(code, value, path, nulls)
-
-
-def _integer(value: Any, bits: int, path: str) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, int) and not isinstance(value, bool):
-        return _wrap(value, bits)
-    if isinstance(value, float) and math.isfinite(value) and value == math.trunc(value):
-        return _wrap(int(value), bits)
-    raise GoTypeError(path, f"expected an integer, got {_jsontype(value)} {json.dumps(value)}")
-
-
-def _float(value: Any, path: str) -> int | float:
-    """A float64: Go prints an integral one without a fraction, so it stays an ``int`` here when it is one."""
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise GoTypeError(path, f"expected a number, got {_jsontype(value)}")
-    number = float(value)
-    if number.is_integer() and abs(number) < 1e21:
-        return int(number)
-    return number
-
-
-def _quantity(value: Any, path: str) -> str:
-    if value is None:
-        return "0"  # the zero Quantity prints 0
-    if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise GoTypeError(path, f"expected a quantity, got {_jsontype(value)}")
-    try:
-        return canonical(value)
-    except QuantityError as exc:
-        raise GoTypeError(path, str(exc), quantity=True) from None
-
-
-def _int_or_string(value: Any, path: str) -> int | str:
-    """IntOrString: a string stays a string (``"8080"`` too), a number must be an int32."""
-    if value is None:
-        return 0
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise GoTypeError(path, f"expected an integer or a string, got {_jsontype(value)}")
-    if isinstance(value, float) and not value.is_integer():
-        raise GoTypeError(path, f"expected an integer or a string, got number {json.dumps(value)}")
-    number = int(value)
-    if not -(2**31) <= number < 2**31:
-        raise GoTypeError(path, f"number {number} does not fit an int32")
-    return number
-
-
-def _time(value: Any, path: str) -> str | None:
-    """metav1.Time: RFC 3339 in, UTC to the second out; ``null`` is the zero time (printed ``null``)."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise GoTypeError(path, f"expected an RFC 3339 time, got {_jsontype(value)}")
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise GoTypeError(path, f"expected an RFC 3339 time, got {json.dumps(value)}") from None
-    if parsed.tzinfo is None:
-        raise GoTypeError(path, f"expected an RFC 3339 time, got {json.dumps(value)}")
-    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _union(code: str, value: Any, path: str, nulls: bool) -> Any:
-    """apiextensions' unions, decoded by their ``UnmarshalJSON`` and encoded by their ``MarshalJSON``."""
-    if code == "schemaOrBool":
+        assert typ.inner is not None
+        return _ordered(typ.inner, value)
+    if kind == "struct" and isinstance(value, dict):
+        return {f.name: _ordered(f.type, value[f.name]) for f in STRUCTS[typ.name].fields if f.name in value}
+    if kind == "list" and isinstance(value, list):
+        assert typ.inner is not None
+        return [_ordered(typ.inner, item) for item in value]
+    if kind == "map" and isinstance(value, dict):
+        assert typ.inner is not None
+        return {key: _ordered(typ.inner, value[key]) for key in sorted(value)}
+    if kind == "scalar" and typ.name.startswith("schemaOr"):  # a union holds a schema or a list of them
+        schema = GoType("struct", "apiext.JSONSchemaProps")
         if isinstance(value, dict):
-            return _struct(_SCHEMA, value, path, nulls)
-        if isinstance(value, bool):
-            return value
-        raise GoTypeError(path, "boolean or JSON schema expected")
-    if isinstance(value, dict):
-        return _struct(_SCHEMA, value, path, nulls)
-    if not isinstance(value, list) or not value:
-        return None  # neither form: the union stays empty and prints null
-    if code == "schemaOrArray":
-        return [_struct(_SCHEMA, item, f"{path}[{i}]", nulls) for i, item in enumerate(value)]
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            raise GoTypeError(f"{path}[{i}]", f"expected a string, got {_jsontype(item)}")
-    return list(value)
-
-
-def go_json(value: Any) -> str:
-    """``value`` as Go's ``encoding/json`` writes it (compact, keys in the given order, ``<``, ``>``, ``&``,
-    U+2028 and U+2029 escaped), without the ``Encoder``'s trailing newline."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
-                          ("\u2029", "\\u2029")):
-        text = text.replace(char, escaped)
-    return text
+            return _ordered(schema, value)
+        if typ.name == "schemaOrArray" and isinstance(value, list):
+            return [_ordered(schema, item) for item in value]
+    return value

@@ -25,6 +25,7 @@ from common.contract.objects import Obj, ObjectRef
 from .config import parse_config
 from .model import BundleInputError, RegistryV1, RenderError
 from .render import NO_PROVIDER, check_supported, render
+from .typed import decode
 
 # Spellings `--cert-provider` accepts; "none" means no provider (OLM v1 then refuses bundles with webhooks).
 CERT_PROVIDERS = (NO_PROVIDER, "cert-manager", "openshift-serviceca")
@@ -73,10 +74,12 @@ def render_bundle(bundle: RegistryV1, options: InstallOptions) -> list[Obj]:
     """The objects OLM v1 applies for ``bundle`` installed with ``options``, in its order; with
     ``create_namespace``, the install Namespace first. Raises what each step raises, with OLM v1's messages:
     :class:`~.model.RenderError` (unsupported bundle, validators, target namespaces) and
-    :class:`~.model.ConfigurationError` (the configuration)."""
-    check_supported(bundle, options.cert_provider)
+    :class:`~.model.ConfigurationError` (the configuration) and :class:`~.model.BundleInputError` (a part of
+    the bundle that does not decode into OLM v1's Go types)."""
+    typed = decode(bundle)  # once: the refusals and the renderer read the same decoded bundle
+    check_supported(typed, options.cert_provider)
     config = parse_config(bundle, options.config, options.namespace)
-    objects = render(bundle, options.namespace, watch_namespace=config.watch_namespace,
+    objects = render(typed, options.namespace, watch_namespace=config.watch_namespace,
                      deployment_config=config.deployment_config, cert_provider=options.cert_provider)
     if options.create_namespace:
         objects.insert(0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": options.namespace}})

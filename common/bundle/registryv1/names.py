@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Final
 
-from .gotypes import go_json
+from .gotext import go_marshal_typed
 
 MAX_NAME_LENGTH: Final = 63
 _BASE36: Final = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -29,7 +29,7 @@ def object_name_for_base_and_suffix(base: str, suffix: str) -> str:
 
 def deep_hash(value: Any) -> str:
     """OLM v1's ``DeepHashObject`` of a value already in its Go ``encoding/json`` shape: base-36 SHA-224."""
-    digest = hashlib.sha224((go_json(value) + "\n").encode()).digest()
+    digest = hashlib.sha224((go_marshal_typed(value) + "\n").encode()).digest()
     number = int.from_bytes(digest, "big")
     digits = []
     while number:

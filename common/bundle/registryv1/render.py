@@ -2,13 +2,14 @@
 
 OLM v1's path, and where each step lives here:
 
+0. the bundle decoded into Go's types, once (:func:`.typed.decode`): both steps below read the decoded bundle, as
+   OLM v1's provider and renderer both read the one ``RegistryV1`` it loaded;
 1. :func:`check_supported`: what OLM v1's manifest provider refuses before rendering (API service definitions,
    webhooks without a certificate provider, no usable install mode);
 2. (the configuration is validated against the bundle's schema: :mod:`.config`);
-3. :func:`render`: the bundle decoded into Go's types (:mod:`.typed`), every validator (:mod:`.validators`), the
-   target namespaces checked against the install modes, then every generator in OLM v1's order
-   (:mod:`.generators`), which also apply the certificate provider (:mod:`.certproviders`) and the
-   ``deploymentConfig`` (:mod:`.deploymentconfig`).
+3. :func:`render`: every validator (:mod:`.validators`), the target namespaces checked against the install
+   modes, then every generator in OLM v1's order (:mod:`.generators`), which also apply the certificate provider
+   (:mod:`.certproviders`) and the ``deploymentConfig`` (:mod:`.deploymentconfig`).
 
 Each install-strategy deployment becomes a Deployment with ``revisionHistoryLimit: 1``, the CSV's annotations
 merged under the pod template's own and ``olm.targetNamespaces`` (the watched namespaces joined by commas,
@@ -19,7 +20,7 @@ The output is OLM v1's, object for object, with these decisions about what Go's 
 
 - kept, because they are OLM's output and not what the spec lets us drop: everything the typed round trip does
   to the CSV's deployments and the CRDs (unknown fields dropped, canonical quantities, ``resources: {}``,
-  ``strategy: {}``, ``divisor: "0"``; see :mod:`.gotypes`) and a generated Service's ``status: {loadBalancer:
+  ``strategy: {}``, ``divisor: "0"``; see :mod:`.gounstructured`) and a generated Service's ``status: {loadBalancer:
   {}}``;
 - left out, as the spec allows: ``null``-valued keys of typed objects (``creationTimestamp: null``,
   ``selector: null``), a generated Deployment's and cert-manager object's ``status: {}``, a CRD's blank
@@ -33,23 +34,23 @@ pairs) it changes from run to run; here it is the CSV's order (see :mod:`.genera
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from common.contract.objects import Obj
 
 from .certproviders import PROVIDERS
-from .deploymentconfig import decode_deployment_config
+from .deploymentconfig import DeploymentConfig
 from .generators import RESOURCE_GENERATORS, Options
-from .model import RegistryV1, RenderError
+from .gotext import go_list
+from .model import RenderError
 from .typed import (
     ALL_NAMESPACES,
     MULTI_NAMESPACE,
     OWN_NAMESPACE,
     SINGLE_NAMESPACE,
     TypedBundle,
-    decode,
 )
-from .validators import go_list, validate
+from .validators import validate
 
 NO_PROVIDER: Final = "none"
 
@@ -68,14 +69,13 @@ def _provider(cert_provider: str | None) -> str | None:
     return cert_provider
 
 
-def check_supported(bundle: RegistryV1, cert_provider: str | None) -> None:
+def check_supported(typed: TypedBundle, cert_provider: str | None) -> None:
     """Refuse, with OLM v1's message, a bundle OLM v1's manifest provider does not render.
 
     In OLM v1 webhook support is on exactly when a certificate provider is configured, so without one a bundle
     with webhook definitions gets the plain "not supported" message. ``cert_provider`` is ``None``/``"none"``,
     ``"cert-manager"`` or ``"openshift-serviceca"``.
     """
-    typed = decode(bundle)
     if typed.owned_apiservices > 0:
         raise RenderError(UNSUPPORTED_API_SERVICES)
     if typed.webhooks and _provider(cert_provider) is None:
@@ -119,27 +119,26 @@ def target_namespaces_error(bundle: TypedBundle, install_namespace: str, targets
 
 
 def render(
-    bundle: RegistryV1,
+    typed: TypedBundle,
     install_namespace: str,
     *,
     watch_namespace: str | None = None,
-    deployment_config: dict[str, Any] | None = None,
+    deployment_config: DeploymentConfig | None = None,
     cert_provider: str | None = None,
 ) -> list[Obj]:
-    """The objects OLM v1 renders for ``bundle`` installed in ``install_namespace``, in its generator order.
+    """The objects OLM v1 renders for the decoded bundle ``typed`` installed in ``install_namespace``, in its
+    generator order.
 
     ``watch_namespace`` is the configuration's ``watchNamespace`` (``None``: OLM's default, all namespaces when
-    the bundle supports it); ``deployment_config`` the configuration's ``deploymentConfig`` as plain JSON data,
-    already validated against the schema. Raises :class:`RenderError` with OLM v1's message when a validator or
-    the target namespaces refuse the bundle, :class:`~.model.BundleInputError` when part of it does not decode
-    into OLM's Go types, :class:`~.model.ConfigurationError` when ``deployment_config`` does not.
+    the bundle supports it); ``deployment_config`` the configuration's ``deploymentConfig`` as
+    :func:`.config.parse_config` decoded it (OLM v1 decodes it once, before rendering, and merges the typed
+    value). Raises :class:`RenderError` with OLM v1's message when a validator or the target namespaces refuse
+    the bundle. ``typed`` is not changed: the objects are new.
 
     Webhooks without a provider render (without certificates), as OLM v1's renderer does; refusing them is
     :func:`check_supported`'s.
     """
     provider = _provider(cert_provider)
-    typed = decode(bundle)
-    config = decode_deployment_config(deployment_config)  # OLM v1 decodes the configuration before rendering
     errors = validate(typed)
     if errors:
         raise RenderError("\n".join(errors))
@@ -151,6 +150,6 @@ def render(
         install_namespace=install_namespace,
         target_namespaces=targets,
         cert_provider=provider,
-        deployment_config=config,
+        deployment_config=deployment_config,
     )
     return [obj for generate in RESOURCE_GENERATORS for obj in generate(typed, opts)]

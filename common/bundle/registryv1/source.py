@@ -22,9 +22,7 @@ Files are read with :mod:`common.bundle.k8syaml`, so YAML means what it means to
 from __future__ import annotations
 
 import json
-import math
 import os
-import struct
 import tarfile
 import tempfile
 from collections.abc import Iterator
@@ -33,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from common.bundle.registryv1 import oci
-from common.bundle.registryv1.config import go_fold, go_json, go_json_compact, object_meta_problem, read_documents
+from common.bundle.registryv1.documents import read_documents
+from common.bundle.registryv1.gotext import go_compact_json, go_float32_g, go_fold, go_marshal_json
+from common.bundle.registryv1.gounmarshal import object_meta_problem
 from common.bundle.registryv1.model import (
     MEDIATYPE_ANNOTATION,
     PACKAGE_ANNOTATION,
@@ -194,36 +194,8 @@ def _scalar_text(value: Any) -> str | None:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return _float32_g(value)
+        return go_float32_g(value)
     return None
-
-
-def _float32_g(value: float) -> str:
-    """Go's ``strconv.FormatFloat(value, 'g', -1, 32)``."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    single = struct.unpack("f", struct.pack("f", value))[0]
-    for precision in range(1, 10):  # the shortest digits that read back as the same float32
-        text = f"{single:.{precision}e}" if precision > 1 else f"{single:.0e}"
-        if struct.unpack("f", struct.pack("f", float(text)))[0] == single:
-            break
-    mantissa, _, exponent = text.partition("e")
-    digits = mantissa.replace(".", "").replace("-", "").rstrip("0") or "0"
-    power = int(exponent)
-    sign = "-" if single < 0 or (single == 0 and math.copysign(1, single) < 0) else ""
-    if single == 0:
-        return sign + "0"
-    if power < -4 or power >= 6:  # shortest %g: exponent form from 1e+06 on
-        tail = "." + digits[1:] if len(digits) > 1 else ""
-        return f"{sign}{digits[0]}{tail}e{'+' if power >= 0 else '-'}{abs(power):02d}"
-    point = power + 1
-    if point <= 0:
-        return sign + "0." + "0" * -point + digits
-    if point >= len(digits):
-        return sign + digits + "0" * (point - len(digits))
-    return sign + digits[:point] + "." + digits[point:]
 
 
 def _manifest_files(root: Path, label: str) -> Iterator[Path]:
@@ -276,7 +248,7 @@ def _fold_properties(csv: Obj, root: Path, label: str, csv_name: str) -> None:
 def _property(type_: Any, raw_value: str, where: str) -> str:
     if not isinstance(type_, str):
         raise BundleInputError(f"{where}: a property's \"type\" must be a string")
-    return '{"type":' + go_json(type_) + ',"value":' + raw_value + "}"
+    return '{"type":' + go_marshal_json(type_) + ',"value":' + raw_value + "}"
 
 
 def _file_properties(document: Any, name: str) -> list[str]:
@@ -303,7 +275,7 @@ def _file_properties(document: Any, name: str) -> list[str]:
         type_ = _go_field(item, "type", null_kept=False)
         if type_ is not None and not isinstance(type_, (dict, list)):
             type_ = _scalar_text(type_)
-        out.append(_property(type_ if type_ is not None else "", go_json(value), where))
+        out.append(_property(type_ if type_ is not None else "", go_marshal_json(value), where))
     return out
 
 
@@ -348,7 +320,7 @@ def _csv_properties(text: Any, csv_name: str) -> list[str]:
                 if (decoded := json.loads(span)) is not None:  # Go leaves a string as it was on null
                     type_ = decoded
             elif go_fold(key) == "VALUE":
-                raw = go_json_compact(span)
+                raw = go_compact_json(span)
         out.append(_property(type_ if type_ is not None else "", raw, f"{where}: item {index}"))
     return out
 

@@ -2,9 +2,10 @@
 
 Why a separate step: OLM v1 decodes the whole CSV into ``v1alpha1.ClusterServiceVersion`` and every CRD into
 ``apiextensionsv1.CustomResourceDefinition`` before rendering, and every rule downstream (validators,
-generators, the RBAC name hash, the ``deploymentConfig`` merge) works on those typed values. Decoding once, here,
-gives the rest plain dicts already in their Go shape (:mod:`.gotypes`), and turns a value that Go cannot decode
-into a :class:`~.model.BundleInputError` that names the object and the field, as OLM v1 fails loading it.
+generators, the RBAC name hash, the ``deploymentConfig`` merge) works on those typed values. Decoding once, here
+(and once per install: :func:`.install.render_bundle` hands the result to the refusals and to the renderer),
+gives the rest plain dicts already in their Go shape (:mod:`.gounstructured`), and turns a value that Go cannot
+decode into a :class:`~.model.BundleInputError` that names the object and the field, as OLM v1 fails loading it.
 
 Other manifests stay as they are: OLM v1 keeps them ``unstructured``.
 """
@@ -16,7 +17,7 @@ from typing import Any
 
 from common.contract.objects import Obj, copy_json
 
-from .gotypes import GoTypeError, roundtrip
+from .gounstructured import GoTypeError, roundtrip
 from .model import BundleInputError, RegistryV1
 
 # install mode types (v1alpha1.InstallModeType)

@@ -3,7 +3,7 @@
 OLM v1 runs every validator of its ``BundleValidator`` list before it renders anything and refuses the bundle
 with all their errors joined by newlines (Go's ``errors.Join``). Each validator orders its own errors as OLM v1
 does (sorted by name where OLM sorts), so the joined message is deterministic. ``%v`` of a Go slice prints
-``[a b]`` (:func:`go_list`) and ``%q`` a Go-quoted string (:func:`.config.go_quote`).
+``[a b]`` (:func:`.gotext.go_list`) and ``%q`` a Go-quoted string (:func:`.gotext.go_quote`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from .config import go_quote
+from .gotext import go_list, go_quote
 from .typed import ALL_NAMESPACES, CONVERSION_WEBHOOK, TypedBundle
 
 # operator-registry's IsSupported: the kinds a registry+v1 bundle may carry, and whether each is namespaced (as
@@ -59,11 +59,6 @@ _FORBIDDEN_ADMISSION_RESOURCES: Final = frozenset({
     "validatingwebhookconfiguration",
     "validatingwebhookconfigurations",
 })
-
-
-def go_list(items: list[str]) -> str:
-    """Go's ``%v`` of a ``[]string``: ``[a b c]``."""
-    return "[" + " ".join(items) + "]"
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:

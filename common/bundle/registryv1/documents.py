@@ -1,0 +1,37 @@
+"""Reading the YAML and JSON files of a bundle and of a configuration, as kubectl reads them.
+
+One reader for both, because both must mean the same thing by the same text: YAML as Kubernetes reads it
+(:mod:`common.bundle.k8syaml`: YAML 1.1 scalars as Go's YAML-to-JSON converts them, several documents per file),
+and every problem named ``file:index`` so that a refusal says where to look.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from common.bundle import k8syaml
+
+
+def read_documents(path: Path, name: str, problems: list[str]) -> list[tuple[int, Any]]:
+    """(index, value) of each non-empty document of the YAML or JSON file ``path``, read as kubectl reads it
+    (:mod:`common.bundle.k8syaml`); what keeps the file or a document from being read goes to ``problems`` as
+    ``name:index: ...``. An empty file is no problem here: a bundle's manifest file or a configuration may be
+    empty (OLM reads nothing from it)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        problems.append(f"{name}: not UTF-8 text")
+        return []
+    except OSError as exc:
+        problems.append(f"{name}: cannot read: {exc.strerror or exc}")
+        return []
+    found = []
+    for document in k8syaml.read_stream(text).documents:
+        if document.error is not None:
+            what = "invalid JSON" if document.is_json else "invalid YAML"
+            problems.append(f"{name}:{document.index}: {what}: {document.error}")
+        elif document.value is not None:
+            found.append((document.index, document.value))
+    return found
+
