@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from common.contract import conditions
 from common.contract.api import API_VERSION, KIND, LABEL_OWNER_NAME
 from common.testing.memcluster import MemCluster
-from reconciler import drift
-from reconciler.engine import reconcile
+from reconciler.engine import Memory, reconcile
 
 PHASES, PER_PHASE = 20, 50
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -90,9 +90,7 @@ def mark_ready(mc: MemCluster) -> None:
 
 
 def succeeded(mc: MemCluster) -> bool:
-    cos = mc.peek(API_VERSION, KIND, "bench-1") or {}
-    return any(c["type"] == "Succeeded" and c["status"] == "True"
-               for c in (cos.get("status") or {}).get("conditions") or [])
+    return conditions.succeeded(mc.peek(API_VERSION, KIND, "bench-1") or {})
 
 
 def main() -> int:
@@ -126,7 +124,7 @@ def main() -> int:
     # a restart: the new process remembers none of our writes, so each object costs one dry run, no write
     mc.reset_requests()
     t = time.process_time()
-    restart = reconcile(mc, "bench-1", now=NOW, memory=drift.AppliedMemory())
+    restart = reconcile(mc, "bench-1", now=NOW, memory=Memory())
     restart_cpu = (time.process_time() - t) * 1000
     restart_requests = dict(sorted(mc.requests.items()))
     restart_writes = mc.writes

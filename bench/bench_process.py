@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from common.cluster.kube import KubeCluster
-from reconciler.process import ProcessConfig, ReconcilerProcess, settled
+from common.contract.conditions import settled
+from reconciler.process import ProcessConfig, ReconcilerProcess
 from tests.support.fake_apiserver import FakeApiServer
 
 WRITE_VERBS = ("create", "update", "patch", "apply", "delete")

@@ -47,9 +47,10 @@ sys.path.insert(0, str(ROOT))
 
 from common.cluster.interface import AlreadyExists, ApiError, NotFound
 from common.cluster.kube import KubeCluster
-from common.contract import api
-from reconciler.parallel import prepare_client
-from reconciler.process import COS_KEY, MANAGED_SELECTOR, ProcessConfig, ReconcilerProcess
+from common.contract import api, conditions
+from common.runtime.parallel import RETRY_JITTER, WATCH_CONNECTIONS
+from reconciler.process import ProcessConfig, ReconcilerProcess
+from reconciler.watches import COS_KEY, MANAGED_SELECTOR
 
 CRD_FILE = ROOT / "deploy" / "crd" / "olm.operatorframework.io_clusterobjectsets.yaml"
 CRD_API = "apiextensions.k8s.io/v1"
@@ -208,10 +209,7 @@ def floor(kube: KubeCluster, ns: str, objects: int, connections: int, cpu: list[
 
 
 def succeeded(cos: dict | None) -> bool:
-    for c in ((cos or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Succeeded":
-            return bool(c.get("status") == "True")
-    return False
+    return conditions.succeeded(cos or {})
 
 
 def rollout(kubeconfig: str, admin: KubeCluster, ns: str, objects: int, phases: int, concurrency: int,
@@ -287,8 +285,8 @@ def main() -> int:
     modes = {"process": [False], "service-account": [True], "both": [False, True]}[args.identity]
     path = kubeconfig_or_skip(args.kubeconfig)
 
-    admin = KubeCluster.from_kubeconfig(path)
-    prepare_client(admin, requests=args.floor_connections)
+    admin = KubeCluster.from_kubeconfig(path, pool_size=args.floor_connections + WATCH_CONNECTIONS,
+                                        retry_jitter=RETRY_JITTER)
     ensure_crd(admin)
     ns = make_namespace(admin, "cos-bench")
     if True in modes:

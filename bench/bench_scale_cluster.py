@@ -49,8 +49,9 @@ from bench_rollout_cluster import (  # the same cluster helpers
 from common.cluster.interface import ApiError, NotFound
 from common.cluster.kube import KubeCluster
 from common.contract import api
-from reconciler.parallel import prepare_client
-from reconciler.process import MANAGED_SELECTOR, settled
+from common.contract.conditions import settled
+from common.runtime.parallel import RETRY_JITTER, WATCH_CONNECTIONS
+from reconciler.watches import MANAGED_SELECTOR
 
 METRIC = re.compile(r'^cos_api_requests_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$')
 
@@ -180,8 +181,7 @@ def main() -> int:
     p.add_argument("--steady-seconds", type=float, default=30.0)
     args = p.parse_args()
     path = kubeconfig_or_skip(args.kubeconfig)
-    admin = KubeCluster.from_kubeconfig(path)
-    prepare_client(admin, requests=8)
+    admin = KubeCluster.from_kubeconfig(path, pool_size=8 + WATCH_CONNECTIONS, retry_jitter=RETRY_JITTER)
     ensure_crd(admin)
     rows = []
     for count in args.counts:

@@ -27,7 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: python bench/...
 
 from common.cluster.kube import KubeCluster
-from reconciler.process import ProcessConfig, ReconcilerProcess, settled
+from common.contract.conditions import settled
+from reconciler.process import ProcessConfig, ReconcilerProcess
 from tests.support import mixed_shapes
 
 COS_API, KIND = "olm.operatorframework.io/v1", "ClusterObjectSet"

@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 
 from common.cluster.interface import NotFound
 from common.cluster.kube import KubeCluster
-from reconciler.process import ProcessConfig, ReconcilerProcess, settled
+from common.contract.conditions import settled
+from reconciler.process import ProcessConfig, ReconcilerProcess
 
 COS_API, KIND = "olm.operatorframework.io/v1", "ClusterObjectSet"
 FINALIZER = "olm.operatorframework.io/teardown"

@@ -8,7 +8,6 @@ v1's operator-controller is running (:mod:`reconciler.olm_guard`: it reconciles 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -18,9 +17,10 @@ import threading
 import uuid
 from typing import Any
 
-from common.contract import api
+from common.contract import api, conditions
+from common.runtime.logs import JsonFormatter
+from common.runtime.parallel import DEFAULT_CONCURRENCY
 from reconciler.olm_guard import EXIT_OTHER_CONTROLLER, SKIP_FLAG
-from reconciler.parallel import DEFAULT_CONCURRENCY
 
 log = logging.getLogger("cos-reconciler")
 
@@ -35,26 +35,10 @@ def user_agent() -> str:
         return "cos-reconciler/dev"
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: what log pipelines parse without regexes."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {
-            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        if record.exc_info:
-            out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out, ensure_ascii=False)
-
-
 def setup_logging(fmt: str, level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
-        formatter: logging.Formatter = JsonFormatter()
-        formatter.converter = __import__("time").gmtime
+        formatter: logging.Formatter = JsonFormatter()   # whole tracebacks: our messages name objects, not values
     else:
         formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler.setFormatter(formatter)
@@ -117,11 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log_format, args.log_level)
 
     from common.cluster.kube import KubeCluster
-    from reconciler.health import HealthServer, parse_bind
-    from reconciler.leader import LeaderConfig
+    from common.runtime.health import HealthServer, parse_bind
+    from common.runtime.leader import LeaderConfig
     from reconciler.metrics import Metrics
     from reconciler.olm_guard import check_start
-    from reconciler.process import ProcessConfig, ReconcilerProcess, run_until_settled, settled
+    from reconciler.process import ProcessConfig, ReconcilerProcess, client_options, run_until_settled
 
     if args.workers < 1:
         log.error("--workers must be at least 1, got %d", args.workers)
@@ -135,8 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         log.error("%s", e)
         return 2
+    metrics = Metrics()
     try:
-        kube = KubeCluster.auto(args.kubeconfig, context=args.context, user_agent=user_agent())
+        # made once, as the process needs it: its pool, its jitter, its metrics
+        kube = KubeCluster.auto(args.kubeconfig, context=args.context, user_agent=user_agent(),
+                                observer=metrics.observe_request,
+                                **client_options(ProcessConfig(workers=args.workers,
+                                                               rollout_concurrency=args.rollout_concurrency)))
     except Exception as e:  # kubernetes.config raises several types for missing/broken files
         where = args.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         log.error("cannot load Kubernetes configuration (in-cluster, then %s): %s", where, e)
@@ -150,9 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                                       workers=args.workers, rollout_concurrency=args.rollout_concurrency,
                                       require_service_account=args.require_service_account)
         for cos in items:
-            conds = {c.get("type"): c for c in (cos.get("status") or {}).get("conditions") or []}
-            prog = conds.get("Progressing") or {}
-            print(f"{cos['metadata']['name']}: {'settled' if settled(cos) else 'not settled'} "
+            prog = conditions.condition(cos, conditions.PROGRESSING)
+            print(f"{cos['metadata']['name']}: {'settled' if conditions.settled(cos) else 'not settled'} "
                   f"(Progressing {prog.get('status', '?')}/{prog.get('reason', '?')}: {prog.get('message', '')})")
         return 0 if ok else 1
 
@@ -165,7 +153,6 @@ def main(argv: list[str] | None = None) -> int:
     if not (leader.lease_duration > leader.renew_deadline > leader.retry_period > 0):
         log.error("leader election timings must satisfy --lease-duration > --renew-deadline > --retry-period > 0")
         return 2
-    metrics = Metrics()
     proc = ReconcilerProcess(kube, ProcessConfig(system_namespace=args.system_namespace, workers=args.workers,
                                                  leader_elect=args.leader_elect, leader=leader,
                                                  shutdown_grace=args.shutdown_grace, identity=identity,

@@ -21,8 +21,9 @@ import yaml
 
 from common.cluster.interface import AlreadyExists, ApiError, NotFound
 from common.cluster.kube import KubeCluster
-from common.contract import api
-from reconciler.process import run_until_settled, settled
+from common.contract import api, conditions
+from common.contract.conditions import settled
+from reconciler.process import run_until_settled
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD_FILE = ROOT / "deploy" / "crd" / "olm.operatorframework.io_clusterobjectsets.yaml"
@@ -94,8 +95,8 @@ def run_on_cluster(kubeconfig: str, examples: Iterable[Path | dict[str, Any]], *
     by_name = {c["metadata"]["name"]: c for c in items}
     for name in names:
         cos = by_name.get(name) or {}
-        conds = {c.get("type"): c for c in (cos.get("status") or {}).get("conditions") or []}
-        prog, avail = conds.get("Progressing") or {}, conds.get("Available") or {}
+        prog = conditions.condition(cos, conditions.PROGRESSING)
+        avail = conditions.condition(cos, conditions.AVAILABLE)
         line = (f"{name}: Progressing={prog.get('status', '?')} {prog.get('reason', '')}: {prog.get('message', '')}"
                 f" | Available={avail.get('status', '?')} {avail.get('reason', '')}")
         if avail.get("status") != "True" and avail.get("message"):

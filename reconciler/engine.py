@@ -19,75 +19,33 @@ with its own ServiceAccount, and a revision adopting objects from an older one d
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from common.bundle import refs
 from common.cluster.interface import ApiError, Cluster, Forbidden, NotFound
 from common.cluster.tokens import ServiceAccountTokenError
-from common.contract import probes, serviceaccount
+from common.contract import conditions, probes, serviceaccount
 from common.contract.api import (
     ANNOTATION_BUNDLE_VERSION,
     API_VERSION,
-    DEFAULT_SYSTEM_NAMESPACE,
     FINALIZER_TEARDOWN,
     KIND,
     LABEL_OWNER_NAME,
     LIFECYCLE_ARCHIVED,
 )
+from common.contract.conditions import Situation
 from common.contract.fielderrors import go_quote
 from common.contract.objects import Obj, copy_json
 from common.contract.serviceaccount import ServiceAccountMissing, ServiceAccountRef
-from reconciler import collisions, conditions, digest, drift
-from reconciler.conditions import Situation
-from reconciler.parallel import SEQUENTIAL, Fanout
+from reconciler import collisions, digest
 from reconciler.resolve import Resolution, inline_kinds, referenced_secrets, resolve
+from reconciler.result import EngineConfig, Event, Memory, Result, Writer
 from reconciler.rollout import ObjectError, Outcome, Owner, reconcile_object
-from reconciler.teardown import SentDeletes, TeardownProgress, teardown
+from reconciler.teardown import TeardownProgress, teardown
 
 COLLISION_REQUEUE = 10.0
 TEARDOWN_REQUEUE = 5.0
 ORPHAN_FINALIZER = "orphan"
-
-
-# writer(cluster, account) -> the Cluster whose writes carry ``account``'s token (reads stay ``cluster``'s)
-Writer = Callable[[Cluster, ServiceAccountRef], Cluster]
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    system_namespace: str = DEFAULT_SYSTEM_NAMESPACE
-    # how the objects of one phase are walked: one by one (the default) or a process-wide bounded pool
-    fanout: Fanout = SEQUENTIAL
-    # refuse a COS naming no ServiceAccount (OLM v1's behaviour) instead of writing it as the process
-    require_service_account: bool = False
-    # how to write as a ServiceAccount; None: a COS naming one is refused (never written with our own rights)
-    writer: Writer | None = None
-
-
-@dataclass
-class Event:
-    """A Kubernetes Event to record on the COS."""
-
-    type: str       # "Normal" | "Warning"
-    reason: str
-    message: str
-
-
-@dataclass
-class Result:
-    requeue_after: float | None = None
-    error: Exception | None = None
-    events: list[Event] = field(default_factory=list)
-    watched_kinds: set[tuple[str, str]] = field(default_factory=set)
-    referenced_secrets: set[tuple[str, str]] = field(default_factory=set)
-    # For the metrics: the COS's Progressing reason as this reconcile wrote it (or, when it wrote no status or
-    # the write failed, as it read it; None without one), its owner-name label, and, when this reconcile set
-    # Succeeded True for the first time and the write went through, seconds from its creationTimestamp.
-    state: str | None = None
-    owner: str = ""
-    rollout_seconds: float | None = None
 
 
 class IdentityUnavailable(ServiceAccountMissing):
@@ -102,35 +60,24 @@ class ReconcileError(Exception):
         self.cause = cause
 
 
-_MEMORIES: weakref.WeakKeyDictionary[Cluster, drift.AppliedMemory] = weakref.WeakKeyDictionary()
-_SENT: weakref.WeakKeyDictionary[Cluster, SentDeletes] = weakref.WeakKeyDictionary()
+_MEMORY: weakref.WeakKeyDictionary[Cluster, Memory] = weakref.WeakKeyDictionary()
 
 
-def memory_for(cluster: Cluster) -> drift.AppliedMemory:
-    """The memory of our writes through ``cluster`` (one per cluster object, as long as it lives)."""
-    memory = _MEMORIES.get(cluster)
+def memory_for(cluster: Cluster) -> Memory:
+    """The engine's memory of its work through ``cluster`` (one per cluster object, as long as it lives)."""
+    memory = _MEMORY.get(cluster)
     if memory is None:
-        memory = _MEMORIES[cluster] = drift.AppliedMemory()
+        memory = _MEMORY[cluster] = Memory()
     return memory
 
 
-def sent_for(cluster: Cluster) -> SentDeletes:
-    """The DELETEs sent through ``cluster`` whose going no read has confirmed yet (one per cluster object)."""
-    sent = _SENT.get(cluster)
-    if sent is None:
-        sent = _SENT[cluster] = SentDeletes()
-    return sent
-
-
 def reconcile(cluster: Cluster, name: str, *, config: EngineConfig = EngineConfig(),
-              now: datetime | None = None, memory: drift.AppliedMemory | None = None,
-              sent: SentDeletes | None = None) -> Result:
+              now: datetime | None = None, memory: Memory | None = None) -> Result:
     """Reconcile the ClusterObjectSet ``name`` once (reads it with ``cluster.get``; NotFound = nothing to do).
 
-    ``memory`` is what earlier writes returned (:mod:`reconciler.drift`); by default the one kept for
-    ``cluster``, so reconciling again through the same cluster object is free at steady state. ``sent`` is the
-    teardown's memory of the DELETEs it sent (:class:`reconciler.teardown.SentDeletes`), by default also the
-    one kept for ``cluster``, so a teardown never deletes an object twice."""
+    ``memory`` is what the engine remembers from earlier reconciles (:class:`Memory`); by default the one kept for
+    ``cluster``, so reconciling again through the same cluster object is free at steady state and a teardown never
+    deletes an object twice. Pass a new one to see what a restarted process would do."""
     now = now or datetime.now(UTC)
     try:
         cos = cluster.get(API_VERSION, KIND, name)
@@ -138,9 +85,7 @@ def reconcile(cluster: Cluster, name: str, *, config: EngineConfig = EngineConfi
         return Result()
     except ApiError as exc:
         return Result(error=ReconcileError(f"getting ClusterObjectSet {name}: {exc}", exc))
-    run = _Run(cluster, cos, config, now)
-    run.memory = memory if memory is not None else memory_for(cluster)
-    run.sent = sent if sent is not None else sent_for(cluster)
+    run = _Run(cluster, cos, config, now, memory if memory is not None else memory_for(cluster))
     if cos["metadata"].get("deletionTimestamp"):
         result = run.deleted()
     elif (cos.get("spec") or {}).get("lifecycleState") == LIFECYCLE_ARCHIVED:
@@ -153,10 +98,8 @@ def reconcile(cluster: Cluster, name: str, *, config: EngineConfig = EngineConfi
 class _Run:
     """State of one reconcile of one COS."""
 
-    def __init__(self, cluster: Cluster, cos: Obj, config: EngineConfig, now: datetime) -> None:
-        self.cluster, self.cos, self.config, self.now = cluster, cos, config, now
-        self.memory = drift.AppliedMemory()
-        self.sent = SentDeletes()
+    def __init__(self, cluster: Cluster, cos: Obj, config: EngineConfig, now: datetime, memory: Memory) -> None:
+        self.cluster, self.cos, self.config, self.now, self.memory = cluster, cos, config, now, memory
         self.spec: Obj = cos.get("spec") or {}
         meta = cos["metadata"]
         self.name: str = meta["name"]
@@ -216,8 +159,15 @@ class _Run:
                                       "this reconciler cannot write as a ServiceAccount")
         return self.config.writer(self.cluster, self.account)
 
-    def set(self, situation: Situation) -> None:
+    def set(self, situation: Situation, *, failing_object: str = "") -> None:
+        """Set the conditions of ``situation``; ``failing_object``: the object a ProbeFailure names. What the
+        Available condition says about a failing object is also kept as data (:attr:`Memory.failing`), for as
+        long as the condition says it: only a blocked COS leaves Available as it was."""
         conditions.apply(self.conds, situation, generation=self.generation, now=self.now)
+        if failing_object:
+            self.memory.failing[self.uid] = failing_object
+        elif situation.kind != "blocked":
+            self.memory.failing.pop(self.uid, None)
 
     def write_status(self) -> Result:
         """Write status only when it changed; a failed write becomes the result's (retryable) error."""
@@ -333,14 +283,14 @@ class _Run:
         owner = Owner(self.name, self.uid, self.revision, self.owner_name,
                       {uid: s["metadata"]["name"] for uid, s in siblings.items()}, self.cos)
         # 5. phase walk
-        previous_failure = self.previous_failing_object()
+        previous_failure = self.memory.failing.get(self.uid, "")
         was_succeeded = conditions.is_true(self.conds, conditions.SUCCEEDED)
         for index, phase in enumerate(resolution.phases):
             try:
                 outcomes = self.config.fanout.map(
                     lambda o: reconcile_object(objects, o.manifest, owner,
                                                collisions.effective_protection(self.spec, o.phase, o.entry),
-                                               progression, self.memory),
+                                               progression, self.memory.applied),
                     phase.objects)
             except ObjectError as exc:
                 return self.object_failed(exc)
@@ -363,10 +313,10 @@ class _Run:
                     continue
                 except ApiError as exc:
                     return self.fail(f"archiving ClusterObjectSet {sibling['metadata']['name']}: {exc}", exc)
-                self.event("Normal", "Archived", f"Archived revision {_revision(sibling)} "
+                self.event("Normal", conditions.ARCHIVED, f"Archived revision {_revision(sibling)} "
                            f"({sibling['metadata']['name']}): revision {self.revision} has rolled out")
         if not was_succeeded:
-            self.event("Normal", "Succeeded", f"Revision {self.version} has rolled out.")
+            self.event("Normal", conditions.REASON_SUCCEEDED, f"Revision {self.version} has rolled out.")
         self.set(Situation("complete", version=self.version))
         return self.write_status()
 
@@ -387,18 +337,10 @@ class _Run:
             and not s["metadata"].get("deletionTimestamp")
         }
 
-    def previous_failing_object(self) -> str:
-        """The object the last reconcile's ProbeFailure named (to report its phase completing)."""
-        available = conditions.find(self.conds, conditions.AVAILABLE)
-        if not available or available.get("reason") != conditions.PROBE_FAILURE:
-            return ""
-        first = str(available.get("message") or "").split("\n", 1)[0]
-        return first[len("Object "):].split(":", 1)[0] if first.startswith("Object ") else ""
-
     def blocked(self, message: str) -> Result:
         old = conditions.find(self.conds, conditions.PROGRESSING)
         if not old or old.get("reason") != conditions.BLOCKED or old.get("message") != message:
-            self.event("Warning", "Blocked", message)
+            self.event("Warning", conditions.BLOCKED, message)
         self.set(Situation("blocked", message=message))
         return self.write_status()
 
@@ -413,11 +355,12 @@ class _Run:
         return self.write_status()
 
     def rolling_out(self, first: Outcome) -> Result:
-        failure = ""
+        failure = what = ""
         if first.probe.messages:
-            failure = f"Object {collisions.describe_object(first.manifest)}: " + " and ".join(first.probe.messages)
+            what = collisions.describe_object(first.manifest)
+            failure = f"Object {what}: " + " and ".join(first.probe.messages)
         self.set(Situation("rolling_out", version=self.version, probe_failure=failure,
-                           deadline_minutes=self.deadline_passed()))
+                           deadline_minutes=self.deadline_passed()), failing_object=what)
         minutes = self.deadline_minutes()
         at = self.deadline_at(minutes) if minutes else None
         if at is not None and self.now < at:
@@ -475,7 +418,7 @@ class _Run:
             self.event("Warning", "TeardownSkipped", f"{exc}; the garbage collector removes what this "
                        "revision still owns once it is gone")
         return teardown(objects, [[o.manifest for o in p.objects] for p in resolution.phases],
-                        cos_name=self.name, cos_uid=self.uid, sent=self.sent)
+                        cos_name=self.name, cos_uid=self.uid, sent=self.memory.sent)
 
     def waiting(self, progress: TeardownProgress) -> None:
         """Conditions while the teardown waits (archived or deleted), and come back in 5 s (the watch event of
@@ -494,6 +437,7 @@ class _Run:
         self.result.requeue_after = TEARDOWN_REQUEUE
 
     def deleted(self) -> Result:
+        self.memory.failing.pop(self.uid, None)   # it will not roll out again
         finalizers = list(self.cos["metadata"].get("finalizers") or [])
         if FINALIZER_TEARDOWN not in finalizers:
             return self.result
@@ -532,4 +476,5 @@ def _revision(cos: Obj) -> int:
         return 0
 
 
-__all__ = ["EngineConfig", "Event", "IdentityUnavailable", "ReconcileError", "Result", "Writer", "reconcile"]
+__all__ = ["EngineConfig", "Event", "IdentityUnavailable", "Memory", "ReconcileError", "Result", "Writer",
+           "memory_for", "reconcile"]

@@ -46,6 +46,9 @@ class Metrics:
     def observe_request(self, verb: str, code: int) -> None:
         self.api_requests.labels(verb=verb, code=str(code)).inc()
 
+    def count_event(self, etype: str, reason: str) -> None:
+        self.events.labels(type=etype, reason=reason).inc()
+
     def bind_gauges(self, queue_depth: Callable[[], float], objects_managed: Callable[[], float],
                     watches: Callable[[], float]) -> None:
         """Gauges read at scrape time, so they cost nothing between scrapes."""

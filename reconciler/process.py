@@ -1,293 +1,66 @@
-"""The long-running reconciler: caches, work queue, workers, leader election, events, health, metrics.
+"""The long-running reconciler: the COS controller on the generic controller machinery of ``common.runtime``.
 
-The engine (``reconciler.engine.reconcile``) is a plain function over ``Cluster``; this module gives it a
-``CachedCluster`` whose reads come from watch-fed caches and whose writes go to the API server, and turns
-watch events into queue items:
-
-- a ClusterObjectSet event enqueues that COS;
-- an event on a managed object enqueues every COS named in its ownerReferences (the controller and any
-  revision it was handed over from, so teardown waiting on an object wakes up);
-- an event on a referenced Secret enqueues every COS referencing it (creating or fixing a Secret retriggers);
-- a CustomResourceDefinition event refreshes discovery of its group, so a CR in a later phase is applied
-  as soon as its CRD is served.
+The engine (:func:`reconciler.engine.reconcile`) is a plain function over ``Cluster`` that returns a typed
+:class:`~reconciler.engine.Result`; this module runs it from a work queue of COS names with reconcile workers,
+under leader election, and gives it a :class:`~common.runtime.client.CachedCluster` whose reads come from
+watch-fed caches and whose writes go to the API server. What each result says goes where it belongs: the
+watches the COS needs and what it waits for to the :class:`~reconciler.watches.WatchSet`, its Events to the
+recorder, its state to the metrics, and its next turn to the queue (an error backs off, a requeue waits).
 
 A COS that names a ServiceAccount has its objects written with that ServiceAccount's token (one
 ``KubeCluster.with_bearer`` view per ServiceAccount, tokens from :class:`~common.cluster.tokens.ServiceAccountTokens`,
-renewed before they expire); reads still come from the caches. A reconcile that failed for want of something
-outside the COS is retried at once when that thing appears, not at its next backoff: a namespace (watched while
-some COS waits for one), a ServiceAccount its token could not be issued for (its namespace's ServiceAccounts
-are watched meanwhile), and a 403 (RBAC: Roles, ClusterRoles and their bindings are watched while some COS was
-refused, and any change to them retries every such COS, since a grant may come through a group, a binding or a
-role). Only changes after a watch's first list count, so starting a watch retries nothing.
+renewed before they expire); reads still come from the caches.
 
-Managed kinds are cached through the label selector ``app.kubernetes.io/managed-by=olm.operatorframework.io``,
-so the process holds only what it manages, not every ConfigMap in the cluster. A read that misses such a
-filtered cache answers NotFound; the engine then creates, and an ``AlreadyExists`` marks the object as
-"exists outside the cache" so the engine's next read of it goes to the API server (spec section 2.4).
+A read that misses a label-filtered cache answers NotFound; the engine then creates, and an ``AlreadyExists``
+marks the object as "exists outside the cache" so the engine's next read of it goes to the API server (spec
+section 2.4).
 """
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from common.cluster.interface import AlreadyExists, ApiError, Cluster, Forbidden, NotFound
+from common.cluster.interface import Cluster
 from common.cluster.kube import KubeCluster
-from common.cluster.tokens import DEFAULT_EXPIRATION_SECONDS, ServiceAccountTokenError, ServiceAccountTokens
-from common.contract import api, labels
-from common.contract.objects import GVK, Obj
+from common.cluster.tokens import DEFAULT_EXPIRATION_SECONDS, ServiceAccountTokens
+from common.contract import api
+from common.contract.conditions import settled
+from common.contract.objects import Obj
 from common.contract.serviceaccount import ServiceAccountRef
-from reconciler.cache import Caches, Informer, InformerKey
-from reconciler.leader import LeaderConfig, LeaderElector
+from common.runtime.cache import Caches, InformerKey
+from common.runtime.client import CachedCluster
+from common.runtime.leader import LeaderConfig, LeaderElector
+from common.runtime.parallel import DEFAULT_CONCURRENCY, RETRY_JITTER, SEQUENTIAL, WATCH_CONNECTIONS, Fanout
+from common.runtime.queue import ShutDown, WorkQueue
+from common.runtime.recorder import EventRecorder
+from reconciler.engine import reconcile
 from reconciler.metrics import Metrics
-from reconciler.parallel import DEFAULT_CONCURRENCY, SEQUENTIAL, Fanout, prepare_client
-from reconciler.queue import ShutDown, WorkQueue
+from reconciler.result import EngineConfig, Result, Writer
+from reconciler.watches import COS_KEY, CRD_API_VERSION, WatchSet
 
 log = logging.getLogger(__name__)
 
-MANAGED_SELECTOR = f"{api.LABEL_MANAGED_BY}={api.MANAGED_BY_VALUE}"
-COS_KEY = InformerKey(api.API_VERSION, api.KIND)
-# Every namespace, watched only while some COS waits for one to appear (see ``missing_namespace``).
-NAMESPACES_KEY = InformerKey("v1", "Namespace")
-# RBAC objects, every one, watched only while some COS was refused with a 403 (see ``forbidden``).
-RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
-RBAC_KEYS = frozenset(InformerKey(RBAC_API_VERSION, kind)
-                      for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"))
-CRD_API_VERSION = "apiextensions.k8s.io/v1"
-EVENT_DEDUP_SECONDS = 300.0
-
-
-@dataclass
-class ReconcileOutcome:
-    """What the process needs back from one reconcile (the engine's ``Result``, duck-typed)."""
-
-    requeue_after: float | None = None
-    error: Exception | None = None
-    events: list[Any] = field(default_factory=list)
-    watched_kinds: set[tuple[str, str]] = field(default_factory=set)
-    referenced_secrets: set[tuple[str, str]] = field(default_factory=set)
-    state: str | None = None               # Progressing reason written/read (cos_revision_state)
-    owner: str = ""
-    rollout_seconds: float | None = None   # set once, when this reconcile made Succeeded True
-
-
-# reconcile(cluster, name) -> an object with the fields of ReconcileOutcome (the engine's Result)
-ReconcileFn = Callable[[Cluster, str], Any]
+# reconcile(cluster, name): one pass of the engine over one COS
+ReconcileFn = Callable[[Cluster, str], Result]
 
 
 def engine_reconcile(system_namespace: str, fanout: Fanout | None = None, *, require_service_account: bool = False,
-                     writer: Any = None) -> ReconcileFn:
-    """The real engine, bound to its configuration (``writer``: ``reconciler.engine.Writer``)."""
-    from reconciler import drift, engine
+                     writer: Writer | None = None) -> ReconcileFn:
+    """The real engine, bound to its configuration. What it remembers between reconciles is kept for the cluster
+    object it is called with (:func:`reconciler.engine.memory_for`): the process's CachedCluster, for as long as
+    the process lives."""
+    config = EngineConfig(system_namespace=system_namespace, fanout=fanout or SEQUENTIAL,
+                          require_service_account=require_service_account, writer=writer)
 
-    config = engine.EngineConfig(system_namespace=system_namespace, fanout=fanout or SEQUENTIAL,
-                                 require_service_account=require_service_account, writer=writer)
-    memory = drift.AppliedMemory()   # what our writes returned: steady state judged without a request
-
-    def run(cluster: Cluster, name: str) -> Any:
-        return engine.reconcile(cluster, name, config=config, memory=memory)
+    def run(cluster: Cluster, name: str) -> Result:
+        return reconcile(cluster, name, config=config)
 
     return run
-
-
-class CachedCluster:
-    """``Cluster`` for the engine: reads from the caches when one covers them, writes to the API server
-    (and straight into the cache, so the next reconcile does not act on what it just changed).
-
-    Reads go through ``kube`` (the process's identity), writes through ``writer``: the same, or, for the view
-    :meth:`writing_as` makes, a ``KubeCluster`` writing with a ServiceAccount's token. Views share the caches
-    and the memory of objects found outside them."""
-
-    def __init__(self, kube: KubeCluster, caches: Caches,
-                 lazy: Callable[[str, str], Informer | None] | None = None) -> None:
-        self.kube = kube
-        self.writer = kube
-        self.caches = caches
-        self.lazy = lazy  # starts (and waits for) the managed-objects cache of a kind on its first read
-        self._outside: set[tuple[str, str, str, str]] = set()  # (apiVersion, kind, ns, name) not in caches
-        self._lock = threading.Lock()
-
-    def writing_as(self, writer: KubeCluster) -> CachedCluster:
-        """This cluster with its writes sent through ``writer`` (same caches, same reads)."""
-        view = copy.copy(self)   # shallow: the caches, the set of objects outside them and its lock are shared
-        view.writer = writer
-        return view
-
-    def _informers(self, api_version: str, kind: str) -> list[Informer]:
-        return [i for i in self.caches.informers()
-                if i.key.api_version == api_version and i.key.kind == kind and i.synced.is_set()]
-
-    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
-        ns = namespace or ""
-        infs = self._informers(api_version, kind)
-        if not infs and self.lazy is not None and (api_version, kind) != ("v1", "Secret"):
-            # First read of a kind: one list+watch instead of a GET per object. Secrets are the exception:
-            # referenced object-data Secrets carry no managed-by label, so they are read live until their
-            # namespace is watched.
-            inf = self.lazy(api_version, kind)
-            infs = [inf] if inf is not None else []
-        full = [i for i in infs if i.covers(ns, None)]
-        filtered = [i for i in infs if i.key.label_selector and
-                    (i.key.namespace is None or i.key.namespace == ns)]
-        for inf in full + filtered:
-            obj = inf.get(ns, name)
-            if obj is not None:
-                with self._lock:
-                    self._outside.discard((api_version, kind, ns, name))
-                return obj
-        if full:
-            raise self._not_found(api_version, kind, name)
-        if filtered:
-            key = (api_version, kind, ns, name)
-            with self._lock:
-                outside = key in self._outside
-            if not outside and not any(i.left(ns, name) for i in filtered):
-                raise self._not_found(api_version, kind, name)
-            try:
-                return self.kube.get(api_version, kind, name, namespace)
-            except NotFound:
-                with self._lock:
-                    self._outside.discard(key)
-                for inf in filtered:
-                    inf.forget_left(ns, name)
-                raise
-        return self.kube.get(api_version, kind, name, namespace)
-
-    def _not_found(self, api_version: str, kind: str, name: str) -> NotFound:
-        """NotFound in the API server's words: ``secrets "x" not found``, ``deployments.apps "x" not found``."""
-        res = self.kube.resource(api_version, kind)
-        resource = f"{res.plural}.{res.gvk.group}" if res.gvk.group else res.plural
-        message = f'{resource} "{name}" not found'
-        return NotFound(message, status={"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                         "message": message, "reason": "NotFound",
-                                         "details": {"name": name, **({"group": res.gvk.group} if res.gvk.group
-                                                                       else {}), "kind": res.plural},
-                                         "code": 404})
-
-    def list(self, api_version: str, kind: str, namespace: str | None = None,
-             label_selector: str | None = None) -> list[Obj]:
-        sel = labels.parse(label_selector)
-        inf = self.caches.find(api_version, kind, namespace, sel)
-        if inf is None or (namespace is None and inf.key.namespace is not None):
-            return self.kube.list(api_version, kind, namespace, label_selector)
-        return [o for o in inf.items()
-                if (namespace is None or (o.get("metadata") or {}).get("namespace", "") == namespace)
-                and sel.matches((o.get("metadata") or {}).get("labels"))]
-
-    def _written(self, obj: Obj) -> Obj:
-        gvk = GVK.of(obj)
-        for inf in self._informers(gvk.api_version, gvk.kind):
-            inf.write_through(obj)
-        return obj
-
-    def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str | None = None) -> Obj:
-        try:
-            out = self.writer.create(obj, dry_run=dry_run, field_manager=field_manager)
-        except AlreadyExists:
-            meta = obj.get("metadata") or {}
-            with self._lock:
-                self._outside.add((str(obj.get("apiVersion")), str(obj.get("kind")),
-                                   str(meta.get("namespace") or ""), str(meta.get("name") or "")))
-            raise
-        return out if dry_run else self._written(out)
-
-    def apply(self, obj: Obj, *, field_manager: str, force: bool = True, dry_run: bool = False) -> Obj:
-        out = self.writer.apply(obj, field_manager=field_manager, force=force, dry_run=dry_run)
-        return out if dry_run else self._written(out)
-
-    def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
-                    resource_version: str | None = None) -> Obj:
-        return self._written(self.writer.merge_patch(api_version, kind, name, namespace, patch,
-                                                     resource_version=resource_version))
-
-    def update(self, obj: Obj) -> Obj:
-        return self._written(self.writer.update(obj))
-
-    def update_status(self, obj: Obj) -> Obj:
-        return self._written(self.writer.update_status(obj))
-
-    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
-               uid: str | None = None, resource_version: str | None = None,
-               propagation_policy: str | None = None) -> Obj | None:
-        """DELETE. Gone is left for the server to say: its watch's DELETED event drops the object from the
-        cache (a read then answers NotFound). When the answer shows the object marked
-        (``metadata.deletionTimestamp``: finalizers, a Namespace being emptied, a Pod's grace period), the cache
-        stores that at once, so the next read already shows it being deleted. Only a 404 answer, the server
-        saying it is not there, drops it here (a tombstone: no second DELETE from a stale cache)."""
-        last = None
-        for inf in self._informers(api_version, kind):
-            last = last or inf.get(namespace, name)
-        try:
-            answer = self.writer.delete(api_version, kind, name, namespace, uid=uid,
-                                      resource_version=resource_version, propagation_policy=propagation_policy)
-        except NotFound:
-            self._gone(api_version, kind, name, namespace, last)
-            raise
-        if answer is not None and (answer.get("metadata") or {}).get("deletionTimestamp"):
-            self._written(answer)
-        return answer
-
-    def _gone(self, api_version: str, kind: str, name: str, namespace: str | None, last: Obj | None) -> None:
-        obj = last or {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace}}
-        for inf in self._informers(api_version, kind):
-            inf.deleted(obj)
-
-    def is_namespaced(self, api_version: str, kind: str) -> bool:
-        return self.kube.is_namespaced(api_version, kind)
-
-
-class EventRecorder:
-    """Records ``core/v1`` Events on ClusterObjectSets. COSs are cluster-scoped, so, as client-go does, the
-    Events go to the ``default`` namespace. An identical event (same COS, type, reason, message) within
-    five minutes is not written again: a collision requeued every 10 s must not write every 10 s."""
-
-    def __init__(self, kube: KubeCluster, component: str, instance: str, metrics: Metrics | None = None,
-                 namespace: str = "default") -> None:
-        self.kube, self.component, self.instance = kube, component, instance
-        self.metrics = metrics
-        self.namespace = namespace
-        self._recent: dict[tuple[str, str, str, str], float] = {}
-        self._lock = threading.Lock()
-
-    def record(self, cos: Obj, etype: str, reason: str, message: str) -> bool:
-        meta = cos.get("metadata") or {}
-        key = (str(meta.get("uid") or meta.get("name")), etype, reason, message)
-        now = time.monotonic()
-        with self._lock:
-            if now - self._recent.get(key, -EVENT_DEDUP_SECONDS) < EVENT_DEDUP_SECONDS:
-                return False
-            self._recent[key] = now
-            for k in [k for k, t in self._recent.items() if now - t >= EVENT_DEDUP_SECONDS]:
-                del self._recent[k]
-        ts = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        micro = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        event = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{meta.get('name', 'cos')}.", "namespace": self.namespace},
-            "involvedObject": {"apiVersion": api.API_VERSION, "kind": api.KIND, "name": meta.get("name", ""),
-                               "uid": meta.get("uid", ""), "resourceVersion": meta.get("resourceVersion", "")},
-            "type": etype, "reason": reason[:128],
-            # the API server refuses Event messages over 1 KiB (bytes, not characters)
-            "message": message.encode()[:1024].decode("utf-8", "ignore"),
-            "firstTimestamp": ts, "lastTimestamp": ts, "eventTime": micro, "count": 1,
-            "source": {"component": self.component},
-            "reportingComponent": self.component, "reportingInstance": self.instance,
-            "action": reason,
-        }
-        try:
-            self.kube.create(event)
-        except ApiError as e:
-            log.warning("could not record event %s on %s: %s", reason, meta.get("name"), e.message)
-            return False
-        if self.metrics:
-            self.metrics.events.labels(type=etype, reason=reason).inc()
-        return True
 
 
 @dataclass
@@ -299,9 +72,18 @@ class ProcessConfig:
     sync_timeout: float = 60.0
     shutdown_grace: float = 20.0
     identity: str = "cos-reconciler"
-    rollout_concurrency: int = DEFAULT_CONCURRENCY  # object writes in flight, process-wide (reconciler.parallel)
+    rollout_concurrency: int = DEFAULT_CONCURRENCY  # object writes in flight, process-wide (common.runtime.parallel)
     require_service_account: bool = False  # refuse COSs naming no ServiceAccount (OLM v1's rule)
     token_expiration_seconds: int = DEFAULT_EXPIRATION_SECONDS  # asked of the TokenRequest API
+
+
+def client_options(config: ProcessConfig) -> dict[str, Any]:
+    """The client settings a process of ``config`` needs: a connection kept for every request it may have in
+    flight (each worker's own writes, the fan-out's object writes) plus the watches', and jittered 429 retries
+    (its workers are throttled together). The CLI makes its client with them; ``ReconcilerProcess`` makes one
+    of its own from a client made otherwise."""
+    requests = max(1, config.workers) + config.rollout_concurrency
+    return {"pool_size": requests + WATCH_CONNECTIONS, "retry_jitter": RETRY_JITTER}
 
 
 class ReconcilerProcess:
@@ -309,13 +91,17 @@ class ReconcilerProcess:
 
     def __init__(self, kube: KubeCluster, config: ProcessConfig, *, reconcile: ReconcileFn | None = None,
                  metrics: Metrics | None = None, watch_timeout: int = 300) -> None:
-        self.kube = kube
         self.config = config
         self.metrics = metrics or Metrics()
-        if kube.observer is None:
-            kube.observer = self.metrics.observe_request
+        # The process's client as its budget needs it (``kube`` itself when it was made so, as the CLI does);
+        # otherwise one of its own over the same configuration, closed on stop.
+        wanted = client_options(config)
+        self.kube = kube.with_options(pool_size=max(kube.pool_size, wanted["pool_size"]),
+                                      retry_jitter=max(kube.options.retry_jitter, wanted["retry_jitter"]),
+                                      observer=kube.options.observer or self.metrics.observe_request)
+        self._own_client = self.kube is not kube
+        kube = self.kube
         self.fanout = Fanout(config.rollout_concurrency)
-        prepare_client(kube, requests=max(1, config.workers) + config.rollout_concurrency)
         self.tokens = ServiceAccountTokens(
             lambda ns, name, seconds: kube.request_token(ns, name, expiration_seconds=seconds),
             expiration_seconds=config.token_expiration_seconds)
@@ -324,20 +110,15 @@ class ReconcilerProcess:
             config.system_namespace, self.fanout, require_service_account=config.require_service_account,
             writer=self.writer_for)
         self.queue = WorkQueue()
-        self.caches = Caches(kube, self._on_event, watch_timeout=watch_timeout)
-        self.cluster = CachedCluster(kube, self.caches, lazy=self._lazy_informer)
-        self._lazy: dict[InformerKey, float] = {}  # informers started by a read, kept while reconciles run
-        self._in_flight = 0
-        self.recorder = EventRecorder(kube, "cos-reconciler", config.identity, self.metrics)
-        self.metrics.bind_gauges(lambda: len(self.queue), self._objects_managed,
+        # managedFields are stripped from cached objects but our own: drift is judged by them (reconciler.drift)
+        self.caches = Caches(kube, self._on_event, watch_timeout=watch_timeout,
+                             keep_managers=frozenset({api.FIELD_MANAGER}))
+        self.watches = WatchSet(self.caches, kube, config.system_namespace)
+        self.cluster = CachedCluster(kube, self.caches, lazy=self.watches.informer_for_read)
+        self.recorder = EventRecorder(kube, "cos-reconciler", config.identity, on_recorded=self.metrics.count_event)
+        self.metrics.bind_gauges(lambda: len(self.queue), lambda: float(self.watches.managed_objects()),
                                  lambda: len(self.caches.informers()))
-        self._lock = threading.Lock()
-        self._kinds: dict[str, set[tuple[str, str]]] = {}       # COS -> managed (apiVersion, kind)
-        self._secrets: dict[str, set[tuple[str, str]]] = {}     # COS -> referenced (namespace, name)
-        self._secret_users: dict[tuple[str, str], set[str]] = {}
-        self._ns_waiters: dict[str, set[str]] = {}              # missing namespace -> COSs waiting for it
-        self._sa_waiters: dict[ServiceAccountRef, set[str]] = {}  # missing ServiceAccount -> COSs waiting
-        self._rbac_waiters: set[str] = set()                    # COSs refused with a 403
+        self._lock = threading.Lock()   # the writers
         # Orders "is the COS still in the cache? then set its state" against its DELETED event removing the
         # series, and both against losing the lease: no stale cos_revision_state series survives either.
         self._state_lock = threading.Lock()
@@ -357,8 +138,7 @@ class ReconcilerProcess:
             # Lease calls get their own client settings: no retries and a short timeout, so a hung API server
             # cannot keep one renewal attempt going past the renew deadline (the lease would expire while
             # this replica still believed it led).
-            lease_kube = KubeCluster(kube.api_client, max_retries=0, request_timeout=max(1.0, lc.renew_deadline / 4),
-                                     observer=kube.observer)
+            lease_kube = kube.with_options(max_retries=0, request_timeout=max(1.0, lc.renew_deadline / 4))
             self.elector = LeaderElector(lease_kube, lc, on_started_leading=self._start_workers,
                                          on_stopped_leading=self._lost_lease)
 
@@ -432,6 +212,8 @@ class ReconcilerProcess:
         self._stop_exporting_states()
         self.caches.stop_all()
         self.fanout.close()
+        if self._own_client:
+            self.kube.close()
         self._done.set()
 
     def _stop_exporting_states(self) -> None:
@@ -439,20 +221,22 @@ class ReconcilerProcess:
             self._exporting_states = False
             self.metrics.clear_revision_states()
 
-    def _report_state(self, name: str, result: Any) -> None:
+    def _report_state(self, name: str, result: Result) -> None:
         """cos_revision_state and cos_rollout_duration_seconds from what the reconcile wrote or read."""
-        seconds = getattr(result, "rollout_seconds", None)
-        state = getattr(result, "state", None)
         with self._state_lock:
             if not self._exporting_states:
                 return
-            if seconds is not None:
-                self.metrics.rollout_duration.observe(float(seconds))
-            cos_inf = self.caches.get(COS_KEY)
-            if cos_inf is not None and cos_inf.synced.is_set() and cos_inf.get(None, name) is None:
+            if result.rollout_seconds is not None:
+                self.metrics.rollout_duration.observe(result.rollout_seconds)
+            if self._gone(name):
                 self.metrics.forget_revision(name)   # deleted meanwhile
-            elif state:
-                self.metrics.set_revision_state(name, str(getattr(result, "owner", "") or ""), str(state))
+            elif result.state:
+                self.metrics.set_revision_state(name, result.owner, result.state)
+
+    def _gone(self, name: str) -> bool:
+        """Whether the (synced) COS cache no longer holds ``name``."""
+        cos_inf = self.caches.get(COS_KEY)
+        return cos_inf is not None and cos_inf.synced.is_set() and cos_inf.get(None, name) is None
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
@@ -480,151 +264,28 @@ class ReconcilerProcess:
 
         return {"informer-sync": synced, "leader-election": role}
 
-    def _objects_managed(self) -> float:
-        return float(sum(len(i) for i in self.caches.informers() if i.key.label_selector == MANAGED_SELECTOR))
-
     @property
     def leading(self) -> bool:
         return self.elector is None or self.elector.leading.is_set()
 
     # --------------------------------------------------------------------------------------- events
     def _on_event(self, key: InformerKey, etype: str, obj: Obj, prev: Obj | None) -> None:
-        meta = obj.get("metadata") or {}
         if key == COS_KEY:
-            name = str(meta.get("name") or "")
+            name = str((obj.get("metadata") or {}).get("name") or "")
             if etype == "DELETED":
                 with self._state_lock:
                     self.metrics.forget_revision(name)
-                self._forget(name)
+                self.watches.forget(name)
             self.queue.add(name)
             return
-        if key.kind == "Secret" and key.label_selector is None:
-            with self._lock:
-                users = set(self._secret_users.get((str(meta.get("namespace") or ""), str(meta.get("name"))), ()))
-            for name in users:
-                self.queue.add(name)
-            if key.namespace is not None:
-                return
-        if key in RBAC_KEYS:
-            inf = self.caches.get(key)
-            if inf is not None and inf.synced.is_set():   # a change, not the watch's first list
-                with self._lock:
-                    refused = set(self._rbac_waiters)
-                for name in refused:
-                    self.queue.forget(name)   # refused by RBAC: it may be allowed now, no backoff
-                    self.queue.add(name)
-            return
-        if key.kind == "ServiceAccount" and key.label_selector is None:
-            if etype != "DELETED":
-                account = ServiceAccountRef(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-                with self._lock:
-                    waiting = set(self._sa_waiters.get(account, ()))
-                for name in waiting:
-                    self.queue.forget(name)
-                    self.queue.add(name)
-            return
-        if key == NAMESPACES_KEY:
-            if etype != "DELETED":
-                with self._lock:
-                    waiting = set(self._ns_waiters.get(str(meta.get("name") or ""), ()))
-                for name in waiting:
-                    self.queue.forget(name)   # it failed for want of this namespace: no backoff now
-                    self.queue.add(name)
-            return
         if key.kind == "CustomResourceDefinition" and key.api_version == CRD_API_VERSION:
+            # a CR in a later phase is applied as soon as its CRD is served
             self.kube.invalidate_discovery(str((obj.get("spec") or {}).get("group") or "") or None)
-        for o in (obj, prev):
-            for ref in ((o or {}).get("metadata") or {}).get("ownerReferences") or []:
-                if ref.get("kind") == api.KIND and GVK.parse(str(ref.get("apiVersion", "")), "x").group == api.GROUP:
-                    self.queue.add(str(ref.get("name")))
-
-    def _wait_for(self, name: str, namespace: str | None, account: ServiceAccountRef | None, rbac: bool) -> None:
-        """Record what the last reconcile of ``name`` failed for want of (``None``/``False``: nothing), so the
-        matching watch event retries it; the watches run while someone waits."""
-        with self._lock:
-            before = self._waited_keys()
-            for ns in [n for n, users in self._ns_waiters.items() if name in users and n != namespace]:
-                self._ns_waiters[ns].discard(name)
-                if not self._ns_waiters[ns]:
-                    del self._ns_waiters[ns]
-            if namespace is not None:
-                self._ns_waiters.setdefault(namespace, set()).add(name)
-            for ref in [r for r, users in self._sa_waiters.items() if name in users and r != account]:
-                self._sa_waiters[ref].discard(name)
-                if not self._sa_waiters[ref]:
-                    del self._sa_waiters[ref]
-            if account is not None:
-                self._sa_waiters.setdefault(account, set()).add(name)
-            if rbac:
-                self._rbac_waiters.add(name)
-            else:
-                self._rbac_waiters.discard(name)
-            changed = before != self._waited_keys()
-        if changed:
-            self._sync_informers()
-
-    def _waited_keys(self) -> set[InformerKey]:
-        """The watches the waiting COSs need (call with ``_lock`` held)."""
-        keys = {InformerKey("v1", "ServiceAccount", ref.namespace, None) for ref in self._sa_waiters}
-        if self._ns_waiters:
-            keys.add(NAMESPACES_KEY)
-        if self._rbac_waiters:
-            keys |= RBAC_KEYS
-        return keys
-
-    def _forget(self, name: str) -> None:
-        self._wait_for(name, None, None, False)
-        with self._lock:
-            self._kinds.pop(name, None)
-            for ref in self._secrets.pop(name, set()):
-                users = self._secret_users.get(ref)
-                if users:
-                    users.discard(name)
-                    if not users:
-                        del self._secret_users[ref]
-        self._sync_informers()
-
-    def _remember(self, name: str, kinds: set[tuple[str, str]], secrets: set[tuple[str, str]]) -> None:
-        with self._lock:
-            changed = self._kinds.get(name) != kinds or self._secrets.get(name) != secrets
-            if not changed:
-                return
-            self._kinds[name] = set(kinds)
-            for ref in self._secrets.get(name, set()) - secrets:
-                users = self._secret_users.get(ref)
-                if users:
-                    users.discard(name)
-                    if not users:
-                        del self._secret_users[ref]
-            for ref in secrets:
-                self._secret_users.setdefault(ref, set()).add(name)
-            self._secrets[name] = set(secrets)
-        self._sync_informers()
-
-    def _lazy_informer(self, api_version: str, kind: str) -> Informer | None:
-        """Start the managed-objects cache of a kind on its first read and wait (bounded) for it."""
-        self.kube.resource(api_version, kind)  # UnknownKind for a kind not served yet: nothing to watch
-        key = InformerKey(api_version, kind, None, MANAGED_SELECTOR)
-        with self._lock:
-            self._lazy[key] = time.monotonic()
-        inf = self.caches.ensure(key)
-        return inf if inf.synced.wait(10.0) else None
-
-    def _sync_informers(self) -> None:
-        """Watch exactly what some COS needs: its managed kinds (label-filtered, all namespaces) and the
-        namespaces of its referenced Secrets."""
-        with self._lock:
-            wanted = {COS_KEY}
-            for kinds in self._kinds.values():
-                for av, kind in kinds:
-                    wanted.add(InformerKey(av, kind, None, MANAGED_SELECTOR))
-            for ns, _ in self._secret_users:
-                wanted.add(InformerKey("v1", "Secret", ns or self.config.system_namespace, None))
-            wanted |= self._waited_keys()
-            # An informer a read started is kept, even if no result names its kind yet, until no
-            # reconcile is running any more: the one that started it has then reported its kinds.
-            keep = set(self._lazy)
-        self.caches.retain(wanted, keep)
+        wake = self.watches.woken(key, etype, obj, prev)
+        for name in wake.names:
+            if wake.at_once:
+                self.queue.forget(name)
+            self.queue.add(name)
 
     # -------------------------------------------------------------------------------------- workers
     def _worker(self) -> None:
@@ -639,18 +300,8 @@ class ReconcilerProcess:
                 self.queue.done(name)
 
     def _process(self, name: str) -> None:
-        with self._lock:
-            self._in_flight += 1
-        try:
+        with self.watches.reconciling():
             self._reconcile_one(name)
-        finally:
-            with self._lock:
-                self._in_flight -= 1
-                release = self._in_flight == 0 and bool(self._lazy)
-                if release:
-                    self._lazy.clear()
-            if release:
-                self._sync_informers()
 
     def _reconcile_one(self, name: str) -> None:
         started = time.monotonic()
@@ -658,96 +309,34 @@ class ReconcilerProcess:
             result = self.reconcile_fn(self.cluster, name)
         except Exception as e:  # the engine returns errors; an exception here is a bug or an API error
             log.exception("reconcile %s raised", name)
-            result = ReconcileOutcome(error=e)
+            result = Result(error=e)
         finally:
             self.metrics.reconcile_duration.observe(time.monotonic() - started)
             self.reconcile_count += 1
-        error = getattr(result, "error", None)
-        requeue_after = getattr(result, "requeue_after", None)
         self._report_state(name, result)
-        kinds = set(getattr(result, "watched_kinds", set()) or set())
-        secrets = set(getattr(result, "referenced_secrets", set()) or set())
-        cos_inf = self.caches.get(COS_KEY)
-        if cos_inf is not None and cos_inf.synced.is_set() and cos_inf.get(None, name) is None:
-            self._forget(name)  # deleted meanwhile (its DELETED event may have come before this result)
+        if self._gone(name):
+            self.watches.forget(name)  # deleted meanwhile (its DELETED event may have come before this result)
         else:
-            if kinds or secrets or name in self._kinds:
-                self._remember(name, kinds, secrets)
-            self._wait_for(name, missing_namespace(error), missing_service_account(error), forbidden(error))
-        events = list(getattr(result, "events", []) or [])
-        if events:
+            self.watches.reported(name, result.watched_kinds, result.referenced_secrets, result.error)
+        if result.events:
             cos_inf = self.caches.get(COS_KEY)
-            cos = (cos_inf.get(None, name) if cos_inf else None) or {"metadata": {"name": name}}
-            for ev in events:
+            cos = (cos_inf.get(None, name) if cos_inf else None) or {
+                "apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": name}}
+            for ev in result.events:
                 self.recorder.record(cos, ev.type, ev.reason, ev.message)
         if self._stopping.is_set() and self.exit_code:
             return  # lost the lease: no more requeues
-        if error is not None:
+        if result.error is not None:
             delay = self.queue.add_rate_limited(name)
             self.metrics.reconciles.labels(result="error").inc()
-            log.warning("reconcile %s failed: %s (retry in %.3fs)", name, error, delay)
-        elif requeue_after is not None:
+            log.warning("reconcile %s failed: %s (retry in %.3fs)", name, result.error, delay)
+        elif result.requeue_after is not None:
             self.queue.forget(name)
-            self.queue.add_after(name, float(requeue_after))
+            self.queue.add_after(name, result.requeue_after)
             self.metrics.reconciles.labels(result="requeue").inc()
         else:
             self.queue.forget(name)
             self.metrics.reconciles.labels(result="success").inc()
-
-
-def missing_namespace(error: BaseException | None) -> str | None:
-    """The namespace whose absence made a reconcile fail, if that is why it failed.
-
-    The API server refuses a new object in a namespace that does not exist with 404 and Status details
-    ``{"kind": "namespaces", "name": <ns>}`` (its NamespaceLifecycle admission). Such a COS is Retrying with
-    exponential backoff like any error, which could leave it waiting up to 1000 s after the namespace appears;
-    the process watches namespaces while some COS waits for one and wakes it up when it is created."""
-    seen = 0
-    while error is not None and seen < 10:
-        if isinstance(error, NotFound):
-            details = error.status.get("details") if isinstance(error.status, dict) else None
-            if isinstance(details, dict) and details.get("kind") == "namespaces" and details.get("name"):
-                return str(details["name"])
-            return None
-        error = getattr(error, "cause", None) or error.__cause__
-        seen += 1
-    return None
-
-
-def _causes(error: BaseException | None) -> list[BaseException]:
-    """``error`` and what caused it (``cause`` attributes, then ``__cause__``), at most 10 deep."""
-    out: list[BaseException] = []
-    while error is not None and len(out) < 10:
-        out.append(error)
-        error = getattr(error, "cause", None) or error.__cause__
-    return out
-
-
-def missing_service_account(error: BaseException | None) -> ServiceAccountRef | None:
-    """The ServiceAccount whose absence made a reconcile fail (no token could be issued: 404), if that is
-    why it failed."""
-    for e in _causes(error):
-        if isinstance(e, ServiceAccountTokenError):
-            return e.ref if e.missing else None
-    return None
-
-
-def forbidden(error: BaseException | None) -> bool:
-    """Whether the API server refused a reconcile's request with 403 (RBAC, most likely: a grant may fix it)."""
-    return any(isinstance(e, Forbidden) for e in _causes(error))
-
-
-def settled(cos: Obj) -> bool:
-    """Whether a COS needs nothing more from the reconciler: rolled out (Available True at the current
-    generation), archived and torn down, or blocked waiting for a human."""
-    meta = cos.get("metadata") or {}
-    conds = {c.get("type"): c for c in (cos.get("status") or {}).get("conditions") or []}
-    prog = conds.get("Progressing") or {}
-    if prog.get("observedGeneration") not in (None, meta.get("generation")):
-        return False
-    if prog.get("reason") in ("Archived", "Blocked"):
-        return True
-    return (conds.get("Available") or {}).get("status") == "True" and prog.get("reason") == "Succeeded"
 
 
 def run_until_settled(kube: KubeCluster, *, system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE,

@@ -23,7 +23,8 @@ from common.contract.api import (
     owner_reference,
 )
 from common.contract.objects import Obj
-from reconciler import collisions, drift, quantity
+from common.contract.quantity import same_value
+from reconciler import collisions, drift
 from reconciler.collisions import ADOPT, COLLISION, CREATE, PROGRESSED, Decision
 
 IDLE = "Idle"
@@ -88,7 +89,7 @@ def is_subset(desired: Any, live: Any) -> bool:
     if isinstance(desired, bool) or isinstance(live, bool):
         return desired is live
     if isinstance(desired, str) and isinstance(live, str) and desired != live:
-        return quantity.same(desired, live)  # the server stores quantities canonically (1000m -> 1)
+        return same_value(desired, live)  # the server stores quantities canonically (1000m -> 1)
     return bool(desired == live)
 
 

@@ -15,9 +15,10 @@ run over and over:
   second replica) it reads again and re-decides, so two runs never leave a mismatched CA and bundle;
 - it refuses to overwrite a Secret it did not create (for example one managed by cert-manager).
 
-The decision is a pure function (``plan``) over the Secret's data and the clock; the Kubernetes client is a
-thin adapter (``KubeApi``) reading and writing raw JSON so that no field of the webhook configurations that
-the client library does not model is ever dropped on write. Key material never appears in output or errors.
+The decision is a pure function (``plan``) over the Secret's data and the clock; the Kubernetes client is the
+project's one client behind a thin adapter (``KubeApi``) reading and writing raw JSON so that no field of the
+webhook configurations that the client library does not model is ever dropped on write. Key material never
+appears in output or errors.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from common.cluster.interface import AlreadyExists, ApiError, Conflict, NotFound, error_from_status
+from common.cluster.backoff import Backoff
+from common.cluster.connection import ConfigError
+from common.cluster.interface import AlreadyExists, ApiError, Conflict, NotFound, Unreachable
+from common.cluster.kube import KubeCluster
 from common.contract import api as cos_api
 from webhook.argtypes import positive_int
 
@@ -51,7 +55,7 @@ CONFIG_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"
 IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 MAX_ATTEMPTS = 5
 EXIT_CHANGES_NEEDED = 3
-CONFIG_POLL_SECONDS = 1.0
+CONFIG_POLL = Backoff(1.0, 1.0)   # while waiting for webhook configurations: every second
 
 
 class CertsError(Exception):
@@ -294,65 +298,29 @@ class Api(Protocol):
 
 
 class KubeApi:
-    """Raw-JSON requests through the ``kubernetes`` client's REST layer (its TLS, proxy and authentication
-    setup, including in-cluster token refresh); failures become ``common.cluster.interface`` ``ApiError``s.
+    """:class:`Api` over the project's one Kubernetes client (:class:`~common.cluster.kube.KubeCluster`: its
+    configuration loading, TLS, proxy and authentication, including in-cluster token refresh), reading and
+    writing raw JSON; failures are ``common.cluster.interface`` ``ApiError``s.
 
-    The typed API methods are not used on purpose: they validate bodies against the client's own models,
-    which rejects (or, in older versions, drops) fields of webhook configurations newer than the client, and
-    a replace must send back exactly what it read.
+    Raw JSON on purpose: the ``kubernetes`` client's typed models would validate bodies against its own
+    models, which rejects (or, in older versions, drops) fields of webhook configurations newer than the
+    client, and a replace must send back exactly what it read. One attempt per request (``max_retries=0``): a
+    run that fails is the Job's to retry, and says why at once.
     """
 
     def __init__(self, kubeconfig: str | None, timeout: float = 30.0) -> None:
-        from kubernetes import client, config
-
         try:
-            if kubeconfig:
-                api_client = config.new_client_from_config(config_file=kubeconfig)
-            elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-                configuration = client.Configuration()
-                config.load_incluster_config(client_configuration=configuration)
-                api_client = client.ApiClient(configuration)
-            else:
-                api_client = config.new_client_from_config()
-        except (config.ConfigException, OSError, ValueError, TypeError) as exc:
+            self.kube = KubeCluster.auto(kubeconfig, max_retries=0, request_timeout=timeout)
+        except ConfigError as exc:
             raise CertsError(f"cannot load Kubernetes client configuration: {exc}") from None
-        self.configuration = api_client.configuration
-        self.host = str(self.configuration.host).rstrip("/")
-        self.rest = api_client.rest_client
-        self.timeout = timeout
+        self.host = str(self.kube.api_client.configuration.host).rstrip("/")
 
     def request(self, what: str, method: str, path: str, body: Obj | None = None) -> Obj:
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        for auth in self.configuration.auth_settings().values():
-            if auth.get("in") == "header" and auth.get("value"):
-                headers[auth["key"]] = auth["value"]
         try:
-            resp = self.rest.request(method, self.host + path, headers=headers, body=body,
-                                     _request_timeout=self.timeout)
-            data = resp.read() if hasattr(resp, "read") else resp.data
-            code = int(resp.status)
-        except ApiException as exc:  # client generations that raise on non-2xx themselves
-            code, data = int(exc.status or 0), exc.body
-        except HTTPError as exc:
-            raise CertsError(f"{what}: cannot reach the API server at {self.host}: {exc}") from None
-        if not 200 <= code < 300:
-            try:
-                status = json.loads(data) if data else None
-            except ValueError:
-                status = None
-            if not isinstance(status, dict) or status.get("kind") != "Status":
-                status = None
-            raise error_from_status(code, status)
-        try:
-            obj = json.loads(data)
-        except ValueError as exc:
-            raise CertsError(f"{what}: the API server answered with something that is not JSON: {exc}") from None
-        if not isinstance(obj, dict):
+            obj = self.kube.request(method.lower(), method, path, body=body)
+        except Unreachable as exc:
+            raise CertsError(f"{what}: cannot reach the API server at {self.host}: {exc.cause}") from None
+        if not isinstance(obj, dict) or not obj:
             raise CertsError(f"{what}: the API server answered with something that is not an object")
         return obj
 
@@ -458,13 +426,14 @@ def ensure(api: Api, policy: Policy, secret_name: str, config_name: str, *, now:
 
     for kind in CONFIG_KINDS:
         what = f"{kind} {config_name}"
-        attempts = 0
+        attempts = polls = 0
         while attempts < MAX_ATTEMPTS:
             try:
                 config = api.get_config(kind, config_name)
             except NotFound:
                 if time.monotonic() < deadline:
-                    time.sleep(CONFIG_POLL_SECONDS)
+                    polls += 1
+                    time.sleep(CONFIG_POLL.delay(polls))
                     continue
                 raise CertsError(f"{what} not found; apply the deploy/ manifests first (it is created "
                                  "without a caBundle, which this command fills in)") from None

@@ -1,48 +1,27 @@
-"""Structured logging: one JSON object per line, built only from the fields a call names explicitly.
+"""Structured logging: the project's one JSON line format (:mod:`common.runtime.logs`), as the webhook says it.
 
-Log records carry their data in ``extra={"fields": {...}}``. The formatter prints the message and those
-fields and nothing else: no request bodies, no exception messages (which could quote a value), so Secret
-data cannot reach the log through this path. Exceptions are reduced to their type and where they were raised.
+Log records carry their data in ``extra={"fields": {...}}``. The webhook's own records print the message as
+written and those fields and nothing else: no request bodies, no interpolated arguments, no exception messages
+(which could quote a value), so Secret data cannot reach the log through this path. Exceptions are reduced to
+their type and where they were raised.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
-import time
-import traceback
 from typing import Any, TextIO
 
+from common.runtime.logs import JsonFormatter, exception_site
 
-class JSONFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "pid": record.process,
-            # Our own records never interpolate args (they could carry values); gunicorn's carry pids,
-            # addresses and signal names only.
-            "msg": str(record.msg) if record.name.startswith("cos_webhook") else record.getMessage(),
-        }
-        fields = getattr(record, "fields", None)
-        if isinstance(fields, dict):
-            out.update(fields)
-        if record.exc_info and record.exc_info[0] is not None:
-            out["exception"] = exception_site(record.exc_info[1])
-        return json.dumps(out, separators=(",", ":"), default=str)
+LOGGER = "cos_webhook"
 
 
-def exception_site(exc: BaseException | None) -> str:
-    """``TypeName at file:line in function`` of the innermost frame: enough to find the bug, no values."""
-    if exc is None:
-        return ""
-    frames = traceback.extract_tb(exc.__traceback__)
-    if not frames:
-        return type(exc).__name__
-    last = frames[-1]
-    return f"{type(exc).__name__} at {last.filename}:{last.lineno} in {last.name}"
+def json_formatter() -> JsonFormatter:
+    """The formatter of every webhook log line (gunicorn's too): our own records never interpolate arguments
+    (they could carry values; gunicorn's carry pids, addresses and signal names only), exceptions only say
+    where they were raised."""
+    return JsonFormatter(literal=(LOGGER,), tracebacks=False)
 
 
 class StderrHandler(logging.StreamHandler[TextIO]):
@@ -68,7 +47,7 @@ def gunicorn_config(level: str) -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": "webhook.logs.JSONFormatter"}},
+        "formatters": {"json": {"()": "webhook.logs.json_formatter"}},
         "handlers": {"json": {"()": "webhook.logs.StderrHandler", "formatter": "json"}},
         "root": {"level": "WARNING", "handlers": ["json"]},
         "loggers": {
@@ -80,12 +59,15 @@ def gunicorn_config(level: str) -> dict[str, Any]:
 
 def setup(level: int = logging.INFO) -> None:
     """Send the ``cos_webhook`` loggers to stderr as JSON lines (once per process)."""
-    root = logging.getLogger("cos_webhook")
+    root = logging.getLogger(LOGGER)
     if any(getattr(h, "_cos_webhook", False) for h in root.handlers):
         return
     handler = StderrHandler()
-    handler.setFormatter(JSONFormatter())
+    handler.setFormatter(json_formatter())
     handler._cos_webhook = True
     root.addHandler(handler)
     root.setLevel(level)
     root.propagate = False
+
+
+__all__ = ["LOGGER", "StderrHandler", "exception_site", "gunicorn_config", "json_formatter", "setup"]

@@ -35,6 +35,7 @@ from typing import Any
 from common.bundle.phasing import Phase
 from common.contract import api
 from common.contract.api import API_SERVER_MAX_REQUEST_BYTES, MAX_DECOMPRESSED_BYTES
+from common.contract.objectdata import content_key
 from common.contract.objects import GVK, Obj
 
 MAX_VALUE_BYTES = 900 * 1024  # 921600: the most one stored object may take
@@ -99,11 +100,6 @@ def gzip_deterministic(data: bytes) -> bytes:
     compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
     body = compressor.compress(data) + compressor.flush()
     return _GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
-
-
-def content_key(stored: bytes) -> str:
-    """The data key of a stored value: SHA-256, base64url, no padding (43 characters)."""
-    return base64.urlsafe_b64encode(hashlib.sha256(stored).digest()).rstrip(b"=").decode("ascii")
 
 
 def stored_bytes(obj: Obj, *, where: str = "") -> bytes:

@@ -32,10 +32,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, content_key, pack, stored_bytes
+from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, pack, stored_bytes
 from common.bundle.phasing import Phase
 from common.cluster.interface import AlreadyExists, Cluster, Conflict, NotFound
 from common.contract import api
+from common.contract.objectdata import content_key
 from common.contract.objects import Obj
 from common.contract.serviceaccount import ServiceAccountRef, declared, with_service_account
 

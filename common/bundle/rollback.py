@@ -26,6 +26,7 @@ from common.bundle.publish import (
 )
 from common.cluster.interface import Cluster
 from common.contract import api
+from common.contract.conditions import succeeded
 from common.contract.objects import Obj
 from common.contract.serviceaccount import ServiceAccountRef
 
@@ -34,12 +35,6 @@ _ENTRY_FIELDS = ("collisionProtection",)
 
 class RollbackError(PublishError):
     """The rollback target does not exist or cannot be restored; nothing was written."""
-
-
-def succeeded(cos: Obj) -> bool:
-    """Whether the revision ever rolled out completely (``Succeeded`` latches True, even once archived)."""
-    return any(c.get("type") == "Succeeded" and c.get("status") == "True"
-               for c in (cos.get("status") or {}).get("conditions") or [])
 
 
 def choose_target(revisions: Sequence[Obj], owner: str, to_revision: int | None) -> Obj:

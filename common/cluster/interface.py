@@ -96,6 +96,15 @@ class Timeout(ApiError):
     code, reason = 504, "Timeout"
 
 
+class Unreachable(ServiceUnavailable):
+    """The API server did not answer at all (connection refused or reset, TLS failure, timeout): no Status.
+    ``cause`` is the connection's own error."""
+
+    def __init__(self, message: str, cause: Exception) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
 class UnknownKind(NotFound):
     """The API server does not serve this apiVersion/kind (yet): e.g. a CR whose CRD is in an earlier phase."""
 

@@ -1,12 +1,14 @@
 """The production ``Cluster``: a thin adapter from ``common.cluster.interface.Cluster`` to a real API server.
 
-Built on the ``kubernetes`` client's ``ApiClient`` (kubeconfig and in-cluster loading, auth plugins, TLS,
-token refresh) but with our own request layer, because the reconciler and the producer work on plain
+Built on the ``kubernetes`` client's ``ApiClient`` (auth plugins, TLS, token refresh), made once with its
+:class:`~common.cluster.connection.ClientOptions` from the configuration :mod:`common.cluster.connection`
+loads, but with our own request layer, because the reconciler and the producer work on plain
 ``dict`` manifests of any kind: paths come from discovery, bodies are JSON, and every error answer becomes
 the specific ``ApiError`` subclass with the server's own message (``common.cluster.interface.error_from_status``).
 
 Retry policy, in one place so every caller gets the same: 429 waits for ``Retry-After`` (capped) and
-retries; 500/502/503/504 and connection failures retry with exponential backoff; a 409 on server-side
+retries; 500/502/503/504 and connection failures retry with the options' backoff (a connection failure that
+outlasts them is :class:`~common.cluster.interface.Unreachable`); a 409 on server-side
 apply whose body carries no ``resourceVersion`` precondition is retried after a fresh read of the object
 (the server's own optimistic-concurrency retries ran out); everything else is raised at once.
 
@@ -30,10 +32,9 @@ from __future__ import annotations
 
 import builtins  # annotations inside KubeCluster after its list() method name the type as builtins.list
 import copy
+import dataclasses
 import json
 import logging
-import os
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,6 +45,14 @@ from urllib.parse import quote, urlencode
 import urllib3
 
 from common.cluster import ownership
+from common.cluster.backoff import extra_jitter
+from common.cluster.connection import (
+    ClientOptions,
+    connect,
+    in_cluster_configuration,
+    kubeconfig_configuration,
+    load_configuration,
+)
 from common.cluster.interface import (
     ApiError,
     BadRequest,
@@ -51,16 +60,14 @@ from common.cluster.interface import (
     InternalError,
     Invalid,
     NotFound,
-    ServiceUnavailable,
     UnknownKind,
+    Unreachable,
     error_from_status,
 )
+from common.cluster.watch import WatchEvent
 from common.contract.objects import GVK, Obj
 
 log = logging.getLogger(__name__)
-# Jitter from a generator of our own: the module-level one is shared process-wide state that callers seed for
-# reproducibility (Hypothesis does around every draw, and warns when a background retry moves it meanwhile).
-_JITTER = random.Random()
 
 CONTENT_JSON = "application/json"
 CONTENT_APPLY = "application/apply-patch+yaml"
@@ -68,11 +75,6 @@ CONTENT_MERGE = "application/merge-patch+json"
 CONTENT_JSON_PATCH = "application/json-patch+json"
 
 RETRYABLE_CODES = frozenset({500, 502, 503, 504})
-_NO_URLLIB3_RETRIES = urllib3.Retry(total=0, redirect=0, raise_on_status=False, respect_retry_after_header=False)
-
-# Called once per HTTP request with (verb, HTTP code or 0 for a connection failure): feeds the
-# "API requests by verb and code" metric without this module knowing about Prometheus.
-RequestObserver = Callable[[str, int], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,50 +120,21 @@ class BearerSource(Protocol):
         """The server answered 401 to ``token``: do not hand it out again."""
 
 
-@dataclass
-class WatchEvent:
-    """One event of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK (``obj`` is the object) or ERROR
-    (``obj`` is the Status)."""
-
-    type: str
-    obj: Obj
-
-
 class KubeCluster:
-    """``Cluster`` over HTTP. Thread-safe: one instance serves all reconcile workers and watches."""
+    """``Cluster`` over HTTP. Thread-safe: one instance serves all reconcile workers and watches.
 
-    def __init__(self, api_client: Any, *, max_retries: int = 5, backoff_base: float = 0.2,
-                 backoff_cap: float = 10.0, retry_after_cap: float = 60.0,
-                 discovery_refresh_interval: float = 5.0, request_timeout: float = 30.0,
-                 observer: RequestObserver | None = None,
-                 sleep: Callable[[float], None] = time.sleep, user_agent: str | None = None) -> None:
+    Made once with its :class:`~common.cluster.connection.ClientOptions` and never reconfigured: a view with
+    other options (:meth:`with_options`) or another identity (:meth:`with_bearer`) is a new object."""
+
+    def __init__(self, api_client: Any, options: ClientOptions = ClientOptions()) -> None:
+        """Over an ``ApiClient`` made for ``options`` (:func:`~common.cluster.connection.connect`; the factories
+        below do both)."""
         self.api_client = api_client
-        if user_agent:
-            # what the API server's audit log names the client by
-            # (the generated client's default is "OpenAPI-Generator/<version>/python", the same for everyone)
-            api_client.user_agent = user_agent
-        # urllib3 would otherwise retry 429/503 answers and connection errors on its own, out of sight of
-        # our policy, metrics and tests: every retry happens in ``request``.
-        # Several KubeClusters may share one ApiClient (the Lease client of the reconciler does): only the
-        # first changes the pool, so connections others are using are never dropped.
-        pool = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
-        if pool is not None and pool.connection_pool_kw.get("retries") is not _NO_URLLIB3_RETRIES:
-            pool.connection_pool_kw["retries"] = _NO_URLLIB3_RETRIES
-            pool.clear()
-        self.max_retries = max_retries
-        self.backoff_base = backoff_base
-        self.backoff_cap = backoff_cap
-        self.retry_after_cap = retry_after_cap
-        # A 429 waits Retry-After, plus up to this fraction of it at random: many threads throttled together
-        # then do not all retry in the same instant (the reconciler sets it when it writes concurrently).
-        self.retry_jitter = 0.0
-        self.discovery_refresh_interval = discovery_refresh_interval
-        self.request_timeout = request_timeout
-        self.observer = observer
-        self._sleep = sleep
+        self.options = options
         self._lock = threading.Lock()
         self._discovery: dict[str, dict[str, Resource]] = {}  # group/version -> kind -> Resource
         self._discovered_at: dict[str, float] = {}
+        self._view = False   # a with_options/with_bearer view: its clients belong to the cluster it came from
         # with_bearer views: their writes' token, and the credential-free client they are sent with
         self._bearer: BearerSource | None = None
         self._writer_client: Any = None
@@ -169,42 +142,55 @@ class KubeCluster:
 
     # ------------------------------------------------------------------------------------ construction
     @classmethod
+    def connect(cls, configuration: Any, **options: Any) -> KubeCluster:
+        """A client over ``configuration`` (a ``kubernetes.client.Configuration``, which it takes over) with the
+        given :class:`~common.cluster.connection.ClientOptions` fields."""
+        opts = ClientOptions(**options)
+        return cls(connect(configuration, opts), opts)
+
+    @classmethod
     def from_kubeconfig(cls, path: str | None = None, *, context: str | None = None,
-                        **kwargs: Any) -> KubeCluster:
+                        **options: Any) -> KubeCluster:
         """Build from a kubeconfig file (``None``: ``$KUBECONFIG`` or ``~/.kube/config``)."""
-        from kubernetes import client, config
-
-        cfg = client.Configuration()
-        # The client reads $KUBECONFIG once, at import; read it now so a caller's environment counts.
-        path = path or os.environ.get("KUBECONFIG") or None
-        config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
-                                persist_config=False)
-        return cls(client.ApiClient(cfg), **kwargs)
+        return cls.connect(kubeconfig_configuration(path, context=context), **options)
 
     @classmethod
-    def in_cluster(cls, **kwargs: Any) -> KubeCluster:
-        """Build from the pod's service account (raises ``kubernetes.config.ConfigException`` outside a pod)."""
-        from kubernetes import client, config
-
-        cfg = client.Configuration()
-        config.load_incluster_config(client_configuration=cfg)
-        return cls(client.ApiClient(cfg), **kwargs)
+    def in_cluster(cls, **options: Any) -> KubeCluster:
+        """Build from the pod's service account (:class:`~common.cluster.connection.ConfigError` outside a pod)."""
+        return cls.connect(in_cluster_configuration(), **options)
 
     @classmethod
-    def auto(cls, kubeconfig: str | None = None, *, context: str | None = None, **kwargs: Any) -> KubeCluster:
-        """The reconciler's default: an explicit kubeconfig, else in-cluster, else ``$KUBECONFIG``/~/.kube."""
-        from kubernetes.config import ConfigException
+    def auto(cls, kubeconfig: str | None = None, *, context: str | None = None, **options: Any) -> KubeCluster:
+        """Build from the configuration found in the one order (:func:`~common.cluster.connection.load_configuration`):
+        an explicit kubeconfig, else in-cluster, else ``$KUBECONFIG``/~/.kube."""
+        return cls.connect(load_configuration(kubeconfig, context=context), **options)
 
-        if kubeconfig or context:
-            return cls.from_kubeconfig(kubeconfig, context=context, **kwargs)
-        try:
-            return cls.in_cluster(**kwargs)
-        except ConfigException:
-            return cls.from_kubeconfig(None, **kwargs)
+    def with_options(self, **changes: Any) -> KubeCluster:
+        """This cluster with other :class:`~common.cluster.connection.ClientOptions` (itself when nothing
+        changes). Options that shape the connections (pool size, User-Agent) make a new client over a copy of
+        this one's configuration (sharing its discovery cache), which the caller closes; any other change makes a
+        view sharing this cluster's connections and discovery cache."""
+        options = dataclasses.replace(self.options, **changes)
+        if options == self.options:
+            return self
+        if (options.pool_size, options.user_agent) != (self.options.pool_size, self.options.user_agent):
+            client = KubeCluster(connect(copy.deepcopy(self.api_client.configuration), options), options)
+            # the same API server: what discovery found holds for both
+            client._discovery, client._discovered_at, client._lock = self._discovery, self._discovered_at, self._lock
+            return client
+        view = copy.copy(self)   # shallow: the same ApiClient, discovery dicts and lock
+        view.options = options
+        view._view = True
+        return view
+
+    @property
+    def pool_size(self) -> int:
+        """Connections this client keeps per host."""
+        return int(self.api_client.configuration.connection_pool_maxsize or 1)
 
     def close(self) -> None:
-        if self._bearer is not None:
-            return   # a view: the clients belong to the cluster it was made from
+        if self._view:
+            return   # its clients belong to the cluster it was made from
         self.api_client.close()
         if self._anonymous_client is not None:
             self._anonymous_client.close()
@@ -213,8 +199,9 @@ class KubeCluster:
     def with_bearer(self, source: BearerSource) -> KubeCluster:
         """A view of this cluster whose writes (create, apply, patch, update, delete) carry ``source``'s token
         and no other credential; its reads, discovery and watches are this cluster's own. Views share this
-        cluster's discovery cache, settings, request observer and one credential-free connection pool."""
+        cluster's discovery cache, options, request observer and one credential-free connection pool."""
         view = copy.copy(self)   # shallow: the same ApiClient, discovery dicts and lock
+        view._view = True
         view._bearer = source
         view._writer_client = self._credential_free_client()
         return view
@@ -223,30 +210,18 @@ class KubeCluster:
         """The process's connection settings without any of its credentials (client-go's
         ``rest.AnonymousClientConfig``), built once."""
         with self._lock:
-            if self._anonymous_client is not None:
-                return self._anonymous_client
-            from kubernetes import client as k8s_client
-
-            cfg = copy.deepcopy(self.api_client.configuration)
-            cfg.cert_file = None
-            cfg.key_file = None
-            cfg.api_key = {}
-            cfg.api_key_prefix = {}
-            cfg.refresh_api_key_hook = None
-            cfg.username = None
-            cfg.password = None
-            cfg.access_token = None
-            base_pool = getattr(getattr(self.api_client, "rest_client", None), "pool_manager", None)
-            if base_pool is not None and base_pool.connection_pool_kw.get("maxsize"):
-                cfg.connection_pool_maxsize = int(base_pool.connection_pool_kw["maxsize"])
-            anonymous = k8s_client.ApiClient(cfg)
-            anonymous.user_agent = self.api_client.user_agent
-            pool = getattr(getattr(anonymous, "rest_client", None), "pool_manager", None)
-            if pool is not None:
-                pool.connection_pool_kw["retries"] = _NO_URLLIB3_RETRIES
-                pool.clear()
-            self._anonymous_client = anonymous
-            return anonymous
+            if self._anonymous_client is None:
+                cfg = copy.deepcopy(self.api_client.configuration)
+                cfg.cert_file = None
+                cfg.key_file = None
+                cfg.api_key = {}
+                cfg.api_key_prefix = {}
+                cfg.refresh_api_key_hook = None
+                cfg.username = None
+                cfg.password = None
+                cfg.access_token = None
+                self._anonymous_client = connect(cfg, self.options)
+            return self._anonymous_client
 
     def request_token(self, namespace: str, name: str, *, expiration_seconds: int) -> TokenGrant:
         """A token of ServiceAccount ``namespace/name`` from the TokenRequest API, for the API server's default
@@ -294,17 +269,17 @@ class KubeCluster:
             # the token is asked for on every attempt: a retry after a long backoff may need a fresh one
             token = self._bearer.token() if self._bearer is not None and method != "GET" else None
             try:
-                resp = self._open(method, path, query, body, content_type, self.request_timeout, token)
+                resp = self._open(method, path, query, body, content_type, self.options.request_timeout, token)
                 code = resp.status
                 data = resp.read()
             except (urllib3.exceptions.HTTPError, OSError) as e:
                 self._observe(verb, 0)
-                if retry and attempt <= self.max_retries:
-                    delay = self._backoff(attempt)
+                if retry and attempt <= self.options.max_retries:
+                    delay = self.options.backoff.delay(attempt)
                     log.warning("%s %s failed (%s); retrying in %.2fs", method, path, type(e).__name__, delay)
-                    self._sleep(delay)
+                    self.options.sleep(delay)
                     continue
-                raise ServiceUnavailable(f"{method} {path}: cannot reach the API server: {e}") from None
+                raise Unreachable(f"{method} {path}: cannot reach the API server: {e}", e) from None
             self._observe(verb, code)
             if 200 <= code < 300:
                 return _decode(data) if data else {}
@@ -316,31 +291,27 @@ class KubeCluster:
                 log.info("%s %s: token rejected (401); retrying with a new one", method, path)
                 self._bearer.rejected(token)
                 continue
-            if retry and attempt <= self.max_retries:
+            if retry and attempt <= self.options.max_retries:
                 if code == 429:
-                    delay = min(retry_after if retry_after is not None else self._backoff(attempt),
-                                self.retry_after_cap)
-                    delay *= 1.0 + self.retry_jitter * _JITTER.random()
+                    delay = min(retry_after if retry_after is not None else self.options.backoff.delay(attempt),
+                                self.options.retry_after_cap)
+                    delay = extra_jitter(delay, self.options.retry_jitter)
                     log.info("%s %s throttled (429); retrying in %.2fs", method, path, delay)
-                    self._sleep(delay)
+                    self.options.sleep(delay)
                     continue
                 if code in RETRYABLE_CODES:
-                    delay = retry_after if retry_after is not None else self._backoff(attempt)
-                    delay = min(delay, self.retry_after_cap)
+                    delay = retry_after if retry_after is not None else self.options.backoff.delay(attempt)
+                    delay = min(delay, self.options.retry_after_cap)
                     log.warning("%s %s answered %d (%s); retrying in %.2fs", method, path, code, err.message,
                                 delay)
-                    self._sleep(delay)
+                    self.options.sleep(delay)
                     continue
             raise err
 
-    def _backoff(self, attempt: int) -> float:
-        d = min(self.backoff_cap, self.backoff_base * 2.0 ** (attempt - 1))
-        return d * (0.5 + _JITTER.random() / 2)
-
     def _observe(self, verb: str, code: int) -> None:
-        if self.observer is not None:
+        if self.options.observer is not None:
             try:
-                self.observer(verb, code)
+                self.options.observer(verb, code)
             except Exception:  # a metrics bug must never fail an API call
                 log.exception("request observer failed")
 
@@ -356,7 +327,7 @@ class KubeCluster:
             fetched_at = self._discovered_at.get(gv)
         if res is not None:
             return res
-        if fetched_at is None or time.monotonic() - fetched_at >= self.discovery_refresh_interval:
+        if fetched_at is None or time.monotonic() - fetched_at >= self.options.discovery_refresh_interval:
             self._discover(gvk)
             with self._lock:
                 res = self._discovery.get(gv, {}).get(kind)

@@ -1,4 +1,4 @@
-"""Decoding the value of an object-data Secret key: JSON, optionally gzip-compressed, at most 10 MiB.
+"""The value of an object-data Secret key: JSON, optionally gzip-compressed, at most 10 MiB; its content address.
 
 The webhook (checking Secrets on admission) and the reconciler (resolving refs) decode the same bytes the
 same way, so a value the webhook admits is one the reconciler can read, and a gzip bomb is stopped after
@@ -7,6 +7,8 @@ at most ``limit + 1`` decompressed bytes in both places.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import zlib
 from typing import Any
@@ -98,3 +100,10 @@ def load_json(data: bytes) -> Any:
         raise NotJSON("exceeded max depth") from None
     except ValueError:  # Python refuses integers of more than 4300 digits
         raise NotJSON("a number is too large") from None
+
+
+def content_key(stored: bytes) -> str:
+    """The content address of stored bytes, the data key ``cosctl pack`` gives them and the webhook checks a key
+    that looks like one against: SHA-256, base64url without padding (43 characters). Part of the format, so
+    producers and the webhook compute it with this one function."""
+    return base64.urlsafe_b64encode(hashlib.sha256(stored).digest()).rstrip(b"=").decode("ascii")

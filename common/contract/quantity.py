@@ -6,9 +6,8 @@ types and encodes them again, so a quantity comes out as ``resource.Quantity`` p
 ``512Mi``, ``1000m`` becomes ``1``, ``0.1`` becomes ``100m``. This module owns that round trip:
 :func:`parse_quantity` is Go's ``resource.ParseQuantity`` and ``str()`` of the result is Go's
 ``Quantity.String()`` / ``MarshalJSON`` (without the JSON quotes); :func:`canonical` is the whole decode/encode
-of one JSON value. :mod:`reconciler.quantity` only compares two quantity strings by value for drift; it could
-compare ``parse_quantity(a).value == parse_quantity(b).value`` instead and then also honour Go's rounding to
-``1n`` and its ``BinarySI`` cap, which its own parser ignores.
+of one JSON value; :func:`same_value` compares two quantity strings by value (the reconciler's drift check: the
+API server stores quantities canonically, ``1000m`` comes back as ``1``).
 
 The rules are those of ``k8s.io/apimachinery/pkg/api/resource`` v0.36 (what OLM v1 builds with):
 
@@ -319,3 +318,12 @@ def canonical(value: str | int | float) -> str:
             raise QuantityError(MSG_FORMAT)
         text = _go_json_float(number)
     return str(parse_quantity(text))
+
+
+def same_value(a: str, b: str) -> bool:
+    """Whether two strings are quantities of the same value (``1000m`` and ``1``, ``1024Mi`` and ``1Gi``); False
+    when either is not a quantity."""
+    try:
+        return parse_quantity(a).value == parse_quantity(b).value
+    except QuantityError:
+        return False

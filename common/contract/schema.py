@@ -17,6 +17,7 @@ import copy
 from typing import Any
 
 from common.contract import api
+from common.contract.conditions import AVAILABLE, PROGRESSING
 
 Schema = dict[str, Any]
 
@@ -349,9 +350,9 @@ COS_SCHEMA: Schema = {
 }
 
 PRINTER_COLUMNS: list[dict[str, Any]] = [
-    {"name": "Available", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Available")].status'},
-    {"name": "Progressing", "type": "string",
-     "jsonPath": '.status.conditions[?(@.type=="Progressing")].status'},
+    {"name": ctype, "type": "string", "jsonPath": f'.status.conditions[?(@.type=="{ctype}")].status'}
+    for ctype in (AVAILABLE, PROGRESSING)
+] + [
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 

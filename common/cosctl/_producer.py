@@ -167,15 +167,14 @@ class MissingArgument(Exception):
 
 def connect(args: argparse.Namespace) -> Cluster:
     """The cluster named by ``--kubeconfig``/``KUBECONFIG``, through the project's client adapter."""
-    from kubernetes.config import ConfigException  # imported late: pack needs no Kubernetes client
-
+    from common.cluster.connection import ConfigError  # imported late: pack needs no Kubernetes client
     from common.cluster.kube import KubeCluster
 
     # $KUBECONFIG is read here, not left to the client: it reads the variable once, at import time.
     path = args.kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
         return KubeCluster.from_kubeconfig(path, context=args.context)
-    except (ConfigException, OSError) as exc:
+    except (ConfigError, OSError) as exc:
         raise ConnectError(f"cannot load the cluster configuration: {exc}") from None
 
 

@@ -11,9 +11,10 @@ import json
 import sys
 
 from common.bundle.publish import owner_revisions, revision_of
+from common.contract import conditions
 from common.contract.objects import Obj
 from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, run
-from common.cosctl.status import bundle_of, condition
+from common.cosctl.status import bundle_of
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,16 +31,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def entry(cos: Obj) -> Obj:
     """One row of the history."""
-    conditions = (cos.get("status") or {}).get("conditions") or []
-    changed = max((c.get("lastTransitionTime") or "" for c in conditions), default="")
-    progressing = condition(cos, "Progressing")
-    succeeded = condition(cos, "Succeeded")
+    changed = max((c.get("lastTransitionTime") or "" for c in conditions.of(cos)), default="")
+    progressing = conditions.condition(cos, conditions.PROGRESSING)
     return {
         "revision": revision_of(cos),
         "name": cos["metadata"]["name"],
         "lifecycleState": (cos.get("spec") or {}).get("lifecycleState", ""),
         "state": progressing.get("reason") or "Pending",
-        "succeeded": succeeded.get("status") == "True",
+        "succeeded": conditions.succeeded(cos),
         "package": bundle_of(cos)[0],
         "bundleVersion": bundle_of(cos)[1],
         "created": cos["metadata"].get("creationTimestamp", ""),

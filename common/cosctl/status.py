@@ -18,18 +18,19 @@ import math
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, TextIO, runtime_checkable
-
-import urllib3
+from typing import Any, TextIO
 
 from common.bundle import refs
 from common.bundle.packing import object_label
 from common.bundle.publish import owner_revisions, revision_of
-from common.cluster.interface import ApiError, Cluster, Gone, NotFound, UnknownKind, error_from_status
-from common.contract import api
+from common.cluster.backoff import Backoff
+from common.cluster.interface import ApiError, Cluster, NotFound, UnknownKind
+from common.cluster.watch import GaveUp, Watchable, WatchEvent, follow
+from common.contract import api, conditions
+from common.contract.conditions import condition, outcome
 from common.contract.objects import GVK, Obj
 from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, run
 
@@ -38,7 +39,6 @@ EXIT_BLOCKED = 3
 EXIT_DEADLINE = 4
 EXIT_ARCHIVED = 5
 EXIT_TIMEOUT = 6
-CONDITION_TYPES = ("Progressing", "Available", "Succeeded")
 WATCH_EXAMPLE = """\
 example (not a terminal: one line per change; on a terminal the progress line is redrawn in place):
   $ cosctl status shop-4 --watch --timeout 600
@@ -98,28 +98,6 @@ class RevisionState:
 
 
 # ---------------------------------------------------------------------------------------------- inspection
-
-def condition(cos: Obj, ctype: str) -> Obj:
-    conditions: list[Obj] = (cos.get("status") or {}).get("conditions") or []
-    for c in conditions:
-        if c.get("type") == ctype:
-            return c
-    return {}
-
-
-def outcome(cos: Obj) -> str | None:
-    """How the rollout ended, or None while it goes on."""
-    progressing = condition(cos, "Progressing")
-    if (cos.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ARCHIVED:
-        return "archived"
-    if progressing.get("reason") == "Succeeded" and progressing.get("status") == "True":
-        return "succeeded"
-    if progressing.get("status") == "False" and progressing.get("reason") == "Blocked":
-        return "blocked"
-    if progressing.get("status") == "False" and progressing.get("reason") == "ProgressDeadlineExceeded":
-        return "deadline"
-    return None
-
 
 def _controller(live: Obj) -> Obj | None:
     refs: list[Obj] = (live.get("metadata") or {}).get("ownerReferences") or []
@@ -184,7 +162,7 @@ def inspect(cluster: Cluster, cos: Obj, *, system_namespace: str = api.DEFAULT_S
         name=str(meta.get("name")), revision=revision_of(cos),
         lifecycle=str((cos.get("spec") or {}).get("lifecycleState") or ""),
         owner=str(labels.get(api.LABEL_OWNER_NAME) or ""),
-        conditions=[condition(cos, t) for t in CONDITION_TYPES if condition(cos, t)],
+        conditions=[condition(cos, t) for t in conditions.TYPES if condition(cos, t)],
         phases=phases,
         notes=[f"progressionProbes not evaluated (built-in probes only): {probe_error}"] if probe_error else [],
         package=package, version=version)
@@ -267,7 +245,7 @@ def progress_line(cos: Obj, state: RevisionState) -> str:
         blocker = next(o for o in waiting.objects if not o.complete)
         why = f" ({' and '.join(blocker.messages)})" if blocker.messages else f" ({blocker.state})"
         line += f"; phase {waiting.name} waits for {blocker.object}{why}"
-    progressing = condition(cos, "Progressing")
+    progressing = condition(cos, conditions.PROGRESSING)
     if progressing:
         line += f"; Progressing {progressing.get('status')} {progressing.get('reason')}"
     return line
@@ -339,7 +317,7 @@ def _show_owner(cluster: Cluster, owner: str, revisions: list[Obj], args: argpar
         return EXIT_OK
     print(f"owner {owner}: {len(revisions)} revision(s)")
     for c in revisions:
-        progressing = condition(c, "Progressing")
+        progressing = condition(c, conditions.PROGRESSING)
         lifecycle = (c.get("spec") or {}).get("lifecycleState", "")
         what = bundle_text(*bundle_of(c))
         print(f"  {revision_of(c):>4}  {c['metadata']['name']:<30} {lifecycle:<9} {progressing.get('reason', '-')}"
@@ -402,7 +380,7 @@ def _report(cluster: Cluster, cos: Obj, progress: Progress, args: argparse.Names
     if ended is None:
         return None
     code, words = _ENDINGS[ended]
-    message = condition(cos, "Progressing").get("message", "")
+    message = condition(cos, conditions.PROGRESSING).get("message", "")
     progress.end(f"{progress.name}: {words}" + (f": {message}" if message and ended != "archived" else ""))
     return code
 
@@ -420,48 +398,57 @@ def _watch(cluster: Cluster, name: str, args: argparse.Namespace) -> int:
         print(f"cosctl status: ClusterObjectSet {name} not found", file=sys.stderr)
         return EXIT_FAILED
     owner = ((cos.get("metadata") or {}).get("labels") or {}).get(api.LABEL_OWNER_NAME)
-    selector = f"{api.LABEL_OWNER_NAME}={owner}" if owner else None  # fewer events than every COS
     version = str(cos["metadata"].get("resourceVersion") or "")
     code = _report(cluster, cos, progress, args)
-    failures = 0
-    while code is None:
-        remaining = None if args.timeout is None else args.timeout - (args.clock() - started)
-        if remaining is not None and remaining <= 0:
-            progress.end(f"{name}: still rolling out after {args.timeout:g} s (timeout)")
-            return EXIT_TIMEOUT
-        seconds = WATCH_SECONDS if remaining is None else max(1, min(WATCH_SECONDS, math.ceil(remaining)))
+    deleted = False
+
+    def seconds() -> int | None:
+        """What the next stream asks for: until the server's timeout, or --timeout's rest (None: reached)."""
+        if args.timeout is None:
+            return WATCH_SECONDS
+        remaining = args.timeout - (args.clock() - started)
+        return None if remaining <= 0 else max(1, min(WATCH_SECONDS, math.ceil(remaining)))
+
+    def on_event(event: WatchEvent) -> bool:
+        nonlocal version, code, deleted
+        version = str((event.obj.get("metadata") or {}).get("resourceVersion") or version)
+        if event.type == "BOOKMARK" or (event.obj.get("metadata") or {}).get("name") != name:
+            return False
+        if event.type == "DELETED":
+            deleted = True
+            return True
+        code = _report(cluster, event.obj, progress, args)
+        return code is not None or (args.timeout is not None and args.clock() - started >= args.timeout)
+
+    def reread() -> bool:
+        """After a 410 (too old to resume from): read the COS again, and watch from there."""
+        nonlocal version, code, deleted
         try:
-            # One stream until the server ends it (its timeoutSeconds), then resume from the last version.
-            for etype, obj in _events(cluster, selector, version, seconds):
-                failures = 0
-                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                if etype == "BOOKMARK" or (obj.get("metadata") or {}).get("name") != name:
-                    continue
-                if etype == "DELETED":
-                    progress.end(f"cosctl status: ClusterObjectSet {name} was deleted", error=True)
-                    return EXIT_FAILED
-                code = _report(cluster, obj, progress, args)
-                if code is not None:
-                    return code
-                if args.timeout is not None and args.clock() - started >= args.timeout:
-                    break
-        except Gone:  # too old to resume from: read the COS again, and watch from there
-            try:
-                cos = cluster.get(api.API_VERSION, api.KIND, name)
-            except NotFound:
-                progress.end(f"cosctl status: ClusterObjectSet {name} was deleted", error=True)
-                return EXIT_FAILED
-            version = str(cos["metadata"].get("resourceVersion") or "")
-            code = _report(cluster, cos, progress, args)
-        except (OSError, urllib3.exceptions.HTTPError, ApiError) as exc:
-            if isinstance(exc, ApiError) and not _retryable(exc):
-                raise
-            failures += 1  # the connection dropped: resume from the last version seen, backing off
-            if failures > WATCH_ATTEMPTS:
-                progress.end(f"cosctl status: cannot watch ClusterObjectSet {name}: gave up after {WATCH_ATTEMPTS} "
-                             f"attempts: {_problem(exc)}", error=True)
-                return EXIT_FAILED
-            args.sleep(min(0.1 * 2.0 ** failures, 5.0))
+            fresh = cluster.get(api.API_VERSION, api.KIND, name)
+        except NotFound:
+            deleted = True
+            return True
+        version = str(fresh["metadata"].get("resourceVersion") or "")
+        code = _report(cluster, fresh, progress, args)
+        return code is not None
+
+    if code is None:
+        try:
+            follow(cluster, api.API_VERSION, api.KIND,
+                   label_selector=f"{api.LABEL_OWNER_NAME}={owner}" if owner else None,  # fewer events than all
+                   position=lambda: version, relist=reread, listed=True, on_event=on_event,
+                   timeout_seconds=seconds, backoff=WATCH_BACKOFF, wait=args.sleep, retryable=_retryable,
+                   give_up_after=WATCH_ATTEMPTS)
+        except GaveUp as exc:
+            progress.end(f"cosctl status: cannot watch ClusterObjectSet {name}: gave up after {exc.attempts} "
+                         f"attempts: {_problem(exc.cause)}", error=True)
+            return EXIT_FAILED
+    if deleted:
+        progress.end(f"cosctl status: ClusterObjectSet {name} was deleted", error=True)
+        return EXIT_FAILED
+    if code is None:
+        progress.end(f"{name}: still rolling out after {args.timeout:g} s (timeout)")
+        return EXIT_TIMEOUT
     return code
 
 
@@ -486,25 +473,7 @@ def _problem(exc: Exception) -> str:
 
 WATCH_SECONDS = 300
 WATCH_ATTEMPTS = 8  # consecutive failed (re)connections before giving up: about 20 s of backoff
-
-
-@runtime_checkable
-class Watchable(Protocol):
-    """A cluster that streams watch events (``KubeCluster``); the Cluster protocol itself has no watch."""
-
-    def watch(self, api_version: str, kind: str, namespace: str | None = None, *,
-              label_selector: str | None = None, resource_version: str = "",
-              timeout_seconds: int = 300) -> Iterator[Any]:
-        ...
-
-
-def _events(cluster: Watchable, selector: str | None, version: str, seconds: int) -> Iterator[tuple[str, Obj]]:
-    """(type, object) of each event of one watch stream; an ERROR event is raised as its ``ApiError``."""
-    for event in cluster.watch(api.API_VERSION, api.KIND, label_selector=selector, resource_version=version,
-                               timeout_seconds=seconds):
-        if event.type == "ERROR":
-            raise error_from_status(int(event.obj.get("code") or 500), event.obj)
-        yield event.type, event.obj
+WATCH_BACKOFF = Backoff(0.2, 5.0)
 
 
 def _poll(cluster: Cluster, name: str, args: argparse.Namespace) -> int:

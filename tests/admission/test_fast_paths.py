@@ -1,7 +1,7 @@
 """Property: the validating route's fast paths judge exactly as the reference paths they stand in for.
 
 ``structural_errors`` (a compiled validity check before jsonschema), ``cel_errors`` (shortcuts for the
-constant-shaped rules, CEL views built only where a program runs) and ``_metadata_errors`` (a validity check
+constant-shaped rules, CEL views built only where a program runs) and ``metadata_errors`` (a validity check
 before the field-by-field one) must give byte-identical errors, in the same order, on any input: random
 ClusterObjectSets generated from the rule table itself, most of them broken somewhere, some far from the
 schema, and UPDATE pairs for the transition rules.
@@ -16,10 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.contract import samples, validation
+from common.contract import samples
 from common.contract import schema as table
 from common.contract.admission import Request, validate
 from common.contract.cel import compile_rule
+from common.contract.validation import cel_rules, metadata, structure
+from tests.admission.oracles import cel_errors_reference
 
 Obj = dict[str, Any]
 
@@ -41,7 +43,7 @@ LABEL_VALUES = ["", "demo", "v1.2.3", "-bad", "x" * 64, "a b", 1, None]
 
 def _valid_choices(node: Obj, candidates: list[Any]) -> list[Any]:
     """The candidates the node's schema and rules accept (all of them if none is accepted)."""
-    checker = validation._StructuralValidator({k: v for k, v in node.items() if k != "items"})
+    checker = structure._StructuralValidator({k: v for k, v in node.items() if k != "items"})
     rules = [compile_rule(r["rule"], r["message"]) for r in node.get("x-kubernetes-validations", [])]
     good = [c for c in candidates if checker.is_valid(c) and not isinstance(c, (bool, float))
             and all(r.is_transition or r.holds(c) for r in rules)]
@@ -77,7 +79,7 @@ def manifests(draw: st.DrawFn, strict: bool = False) -> Any:
                                    if strict else st.one_of(
                     st.dictionaries(st.sampled_from(keys), st.sampled_from(values), max_size=3), junk))
         if draw(st.integers(0, 4)) == 0:
-            field = draw(st.sampled_from(validation.FORBIDDEN_METADATA))
+            field = draw(st.sampled_from(metadata.FORBIDDEN_METADATA))
             meta[field] = draw(st.sampled_from([None, "", 0, [], {}] if strict else
                                                [None, "", 0, [], {}, "x", 1, ["f"], False]))
         if not strict and draw(st.integers(0, 9)) == 0:
@@ -190,16 +192,16 @@ PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=list(
 @PROPERTY
 @given(cos_objects)
 def test_structure_fast_path_is_the_reference(obj: Obj) -> None:
-    pruned = validation.prune_nulls(obj)
-    assert validation.structural_errors(pruned) == validation.structural_errors_reference(pruned)
+    pruned = structure.prune_nulls(obj)
+    assert structure.structural_errors(pruned) == structure.schema_errors(pruned)
 
 
 @PROPERTY
 @given(cos_objects, st.one_of(st.none(), cos_objects))
 def test_cel_fast_path_is_the_reference(obj: Obj, old: Obj | None) -> None:
-    new, prior = validation.prune_nulls(obj), validation.prune_nulls(old) if old is not None else None
-    fast = validation.cel_errors(new, prior)
-    reference = validation.cel_errors_reference(new, prior)
+    new, prior = structure.prune_nulls(obj), structure.prune_nulls(old) if old is not None else None
+    fast = cel_rules.cel_errors(new, prior)
+    reference = cel_errors_reference(new, prior)
     assert [str(e) for e in fast] == [str(e) for e in reference]
     assert fast == reference
 
@@ -207,8 +209,8 @@ def test_cel_fast_path_is_the_reference(obj: Obj, old: Obj | None) -> None:
 @PROPERTY
 @given(cos_objects)
 def test_unknown_fields_fast_check_is_the_reference(obj: Obj) -> None:
-    pruned = validation.prune_nulls(obj)
-    assert validation._KNOWN(pruned) is (validation.unknown_fields(pruned) == [])
+    pruned = structure.prune_nulls(obj)
+    assert structure.only_known_fields(pruned) is (structure.unknown_fields(pruned) == [])
 
 
 @PROPERTY
@@ -216,7 +218,7 @@ def test_unknown_fields_fast_check_is_the_reference(obj: Obj) -> None:
 def test_metadata_fast_path_is_the_reference(manifest: Any) -> None:
     meta = manifest.get("metadata") if isinstance(manifest, dict) else manifest
     path = "spec.phases[0].objects[0].object.metadata"
-    assert validation._metadata_errors(meta, path) == validation.metadata_errors_reference(meta, path)
+    assert metadata.metadata_errors(meta, path) == metadata.metadata_field_errors(meta, path)
 
 
 @PROPERTY
@@ -227,18 +229,18 @@ def test_update_of_the_same_phases_judged_as_its_create_minus_what_ratchets(obj:
     phases = old.get("spec", {}).get("phases") if isinstance(old.get("spec"), dict) else None
     if isinstance(phases, list) and phases:
         phases.pop()
-    new, prior = validation.prune_nulls(obj), validation.prune_nulls(old)
-    assert validation.cel_errors(new, prior) == validation.cel_errors_reference(new, prior)
+    new, prior = structure.prune_nulls(obj), structure.prune_nulls(old)
+    assert cel_rules.cel_errors(new, prior) == cel_errors_reference(new, prior)
 
 
 def test_every_shortcut_stands_for_a_rule_of_the_table() -> None:
     """A shortcut whose rule text changed would silently stop applying: the table must still hold each."""
     rules = {r for _, r, _ in table.iter_rules()}
-    assert set(validation._SHORTCUTS) <= rules
-    assert len(validation._SHORTCUTS) == 10
+    assert set(cel_rules._SHORTCUTS) <= rules
+    assert len(cel_rules._SHORTCUTS) == 10
 
 
-@pytest.mark.parametrize("rule", sorted(validation._SHORTCUTS))
+@pytest.mark.parametrize("rule", sorted(cel_rules._SHORTCUTS))
 @pytest.mark.parametrize("value", [
     {}, {"object": {}}, {"ref": {}}, {"object": {}, "ref": {}}, {"type": "GroupKind", "groupKind": {}},
     {"type": "GroupKind"}, {"type": "Label", "label": {}}, {"type": "Label"}, {"type": 1}, {"type": "Other"},
@@ -248,14 +250,14 @@ def test_every_shortcut_stands_for_a_rule_of_the_table() -> None:
 ])
 def test_a_shortcut_that_holds_agrees_with_cel(rule: str, value: Any) -> None:
     """The shortcut is a sufficient condition: whenever it holds, the CEL program holds too."""
-    if validation._SHORTCUTS[rule](value):
+    if cel_rules._SHORTCUTS[rule](value):
         assert compile_rule(rule, "m").holds(value)
 
 
 def test_a_maximal_create_takes_every_fast_path_and_is_admitted_as_before() -> None:
     obj = samples.maximal_cos()
-    assert validation._VALID is not None and validation._VALID(obj)
-    assert validation.cel_errors(obj) == validation.cel_errors_reference(obj) == []
+    assert structure._VALID is not None and structure._VALID(obj)
+    assert cel_rules.cel_errors(obj) == cel_errors_reference(obj) == []
     decision = validate(Request("ClusterObjectSet", "CREATE", obj))
     assert decision.allowed
     assert [w[:40] for w in decision.warnings] == ["this ClusterObjectSet is 1.12 MiB serial"]

@@ -11,7 +11,7 @@ import tracemalloc
 import pytest
 
 from common.contract.admission import Request, mutate, review, validate
-from common.contract.validation import content_key
+from common.contract.objectdata import content_key
 
 MARKER = "TOP-SECRET-MARKER-31337"
 

@@ -15,9 +15,9 @@ import pytest
 from common.cluster.interface import Forbidden
 from common.contract.api import KIND
 from common.contract.objects import Obj
+from common.runtime.parallel import SEQUENTIAL, Fanout
 from common.testing.memcluster import MemCluster
 from reconciler.engine import EngineConfig
-from reconciler.parallel import SEQUENTIAL, Fanout
 from tests.engine.helpers import brief, cluster, cm, cos, deployment, get_cos, phase, run, writes
 
 GUARD = 10.0  # a bound against hanging forever if a test's premise breaks, never reached when it holds

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 
+import pytest
+
 from common.cluster.interface import Forbidden, NotFound
 from common.contract.api import API_VERSION, FINALIZER_TEARDOWN, KIND
 from common.contract.objects import copy_json
@@ -436,21 +438,20 @@ def test_any_server_normalization_is_not_drift_and_costs_nothing() -> None:
 def test_after_a_restart_one_dry_run_per_object_then_nothing() -> None:
     """A new process (a new memory) asks the server once per controlled object, with a dry run, and writes
     nothing when the dry run says nothing would change; a kubectl edit of a field we own is then repaired."""
-    from reconciler.drift import AppliedMemory
-    from reconciler.engine import reconcile
+    from reconciler.engine import Memory, reconcile
     from tests.engine.helpers import T0, cluster, cos, phase
 
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"},
               "stringData": {"password": "hunter2"}}
     mc = cluster()
     mc.put(cos("ext-1", 1, phase("p", secret, cm("c", a="1"))))
-    reconcile(mc, "ext-1", now=T0, memory=AppliedMemory())
-    restarted = AppliedMemory()
+    reconcile(mc, "ext-1", now=T0, memory=Memory())
+    restarted = Memory()
     mc.reset_requests()
     reconcile(mc, "ext-1", now=T0, memory=restarted)
     assert [(r.verb, r.name) for r in mc.log if r.kind in ("Secret", "ConfigMap")] == [
         ("get", "s"), ("apply:dry-run", "s"), ("get", "c"), ("apply:dry-run", "c")]
-    assert mc.writes == 0 and len(restarted) == 2
+    assert mc.writes == 0 and len(restarted.applied) == 2
     mc.reset_requests()
     reconcile(mc, "ext-1", now=T0, memory=restarted)
     assert mc.writes == 0 and mc.requests["apply:dry-run"] == 0
@@ -469,11 +470,14 @@ def test_after_a_restart_one_dry_run_per_object_then_nothing() -> None:
 
 
 def test_quantities() -> None:
-    from reconciler.quantity import parse, same
+    from common.contract.quantity import QuantityError, parse_quantity, same_value
 
-    assert same("1000m", "1") and same("1024Mi", "1Gi") and same("1e3", "1k") and same("0.5", "500m")
-    assert not same("1", "2") and not same("v1", "v1.0") and not same("1Gi", "1G")
-    assert parse("nginx:1.25") is None and parse("E") is None and parse("1E") == 10**18
+    assert same_value("1000m", "1") and same_value("1024Mi", "1Gi") and same_value("1e3", "1k")
+    assert same_value("0.5", "500m")
+    assert not same_value("1", "2") and not same_value("v1", "v1.0") and not same_value("1Gi", "1G")
+    with pytest.raises(QuantityError):
+        parse_quantity("nginx:1.25")
+    assert parse_quantity("1E").value == 10**18
 
 
 def test_object_in_a_namespace_created_later_retries_then_rolls_out() -> None:

@@ -294,4 +294,4 @@ def test_a_deletion_the_reads_do_not_show_yet_is_waited_for_and_never_sent_again
     result = reconcile(lag, "ext-1")
     assert deletes(mc) == [("ConfigMap", "first")]
     assert mc.peek(API_VERSION, KIND, "ext-1") is None
-    assert len(engine.sent_for(lag)) == 0   # every entry went with the read that showed the object gone
+    assert len(engine.memory_for(lag).sent) == 0   # every entry went with the read that showed the object gone

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from common.cluster.kube import KubeCluster
+from common.contract.conditions import settled
 from reconciler import engine
-from reconciler.process import ProcessConfig, ReconcilerProcess, settled
+from reconciler.process import ProcessConfig, ReconcilerProcess
 from tests.engine.helpers import cm, cos, deployment, phase
 from tests.process.test_process import condition, get_cos, wait_for
 from tests.support.fake_apiserver import FakeApiServer

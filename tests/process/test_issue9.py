@@ -10,8 +10,10 @@ import pytest
 
 from common.cluster.interface import NotFound
 from common.cluster.kube import KubeCluster
-from reconciler.cache import InformerKey
-from reconciler.process import MANAGED_SELECTOR, ProcessConfig, ReconcilerProcess, settled
+from common.contract.conditions import settled
+from common.runtime.cache import InformerKey
+from reconciler.process import ProcessConfig, ReconcilerProcess
+from reconciler.watches import MANAGED_SELECTOR
 from tests.engine.helpers import cm, cos, phase
 from tests.process.test_process import get_cos, wait_for
 from tests.support.fake_apiserver import FakeApiServer

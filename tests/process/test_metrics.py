@@ -119,7 +119,7 @@ def test_a_replica_that_loses_the_lease_exports_no_state(server: FakeApiServer, 
 
 
 def test_a_standby_exports_no_state(kube: KubeCluster, server: FakeApiServer) -> None:
-    from reconciler.leader import LeaderConfig
+    from common.runtime.leader import LeaderConfig
     server.put_object(cos("c1", 1, phase("p", cm("x"))))
     server.put_object({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                        "metadata": {"name": "cos-reconciler", "namespace": "sys"},

@@ -15,10 +15,12 @@ import pytest
 
 from common.cluster.interface import NotFound, ServiceUnavailable
 from common.cluster.kube import KubeCluster
+from common.contract.conditions import settled
+from common.runtime.queue import ItemBackoff
 from reconciler.engine import ReconcileError
-from reconciler.process import NAMESPACES_KEY, ProcessConfig, ReconcilerProcess, missing_namespace, settled
-from reconciler.queue import ItemBackoff
+from reconciler.process import ProcessConfig, ReconcilerProcess
 from reconciler.rollout import ObjectError
+from reconciler.watches import NAMESPACES_KEY, missing_namespace
 from tests.engine.helpers import cm, cos, phase
 from tests.process.test_process import get_cos, wait_for
 from tests.support.fake_apiserver import FakeApiServer

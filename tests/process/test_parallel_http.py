@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from common.cluster.kube import KubeCluster
-from reconciler.parallel import DEFAULT_CONCURRENCY, WATCH_CONNECTIONS
-from reconciler.process import ProcessConfig, ReconcilerProcess, settled
+from common.contract.conditions import settled
+from common.runtime.parallel import DEFAULT_CONCURRENCY, WATCH_CONNECTIONS
+from reconciler.process import ProcessConfig, ReconcilerProcess
 from tests.engine.helpers import cm, cos, phase
 from tests.support.fake_apiserver import FakeApiServer
 
@@ -56,11 +57,12 @@ def test_429s_during_a_concurrent_rollout_are_waited_out_with_jitter_and_each_ob
 def test_the_process_sizes_the_connection_pool_for_its_budget_and_jitters_429s(server: FakeApiServer,
                                                                                  tmp_path: Path) -> None:
     kube = KubeCluster.from_kubeconfig(server.write_kubeconfig(str(tmp_path / "kc")))
-    assert kube.retry_jitter == 0.0
-    pool = kube.api_client.rest_client.pool_manager
-    ReconcilerProcess(kube, ProcessConfig(workers=4, rollout_concurrency=20)).stop()
+    assert kube.options.retry_jitter == 0.0
+    proc = ReconcilerProcess(kube, ProcessConfig(workers=4, rollout_concurrency=20))
+    pool = proc.kube.api_client.rest_client.pool_manager
+    proc.stop()
     assert pool.connection_pool_kw["maxsize"] == 4 + 20 + WATCH_CONNECTIONS
-    assert kube.retry_jitter == 0.5
+    assert proc.kube.options.retry_jitter == 0.5
     kube.close()
 
 

@@ -11,15 +11,12 @@ import pytest
 
 from common.cluster.interface import AlreadyExists, NotFound, UnknownKind
 from common.cluster.kube import KubeCluster
-from reconciler.cache import InformerKey
-from reconciler.process import (
-    MANAGED_SELECTOR,
-    CachedCluster,
-    ProcessConfig,
-    ReconcileOutcome,
-    ReconcilerProcess,
-    settled,
-)
+from common.contract.conditions import settled
+from common.runtime.cache import InformerKey
+from common.runtime.client import CachedCluster
+from reconciler.engine import Result
+from reconciler.process import ProcessConfig, ReconcilerProcess
+from reconciler.watches import MANAGED_SELECTOR
 from tests.engine.helpers import cm, cos, phase
 from tests.support.fake_apiserver import FakeApiServer
 
@@ -145,7 +142,7 @@ def test_errors_requeue_with_backoff_and_success_forgets(kube: KubeCluster, serv
 
     def flaky(cluster, name):
         calls.append(time.monotonic())
-        return ReconcileOutcome(error=RuntimeError("boom") if len(calls) < 4 else None)
+        return Result(error=RuntimeError("boom") if len(calls) < 4 else None)
 
     p = ReconcilerProcess(kube, ProcessConfig(workers=1), reconcile=flaky, watch_timeout=30)
     try:
@@ -170,7 +167,7 @@ def test_fixed_requeue_comes_back_after_the_delay(kube: KubeCluster, server: Fak
 
     def slow(cluster, name):
         calls.append(time.monotonic())
-        return ReconcileOutcome(requeue_after=0.3 if len(calls) == 1 else None)
+        return Result(requeue_after=0.3 if len(calls) == 1 else None)
 
     p = ReconcilerProcess(kube, ProcessConfig(workers=1), reconcile=slow, watch_timeout=30)
     try:
@@ -213,7 +210,7 @@ def test_health_and_readiness(kube: KubeCluster, server: FakeApiServer, proc: Re
 
 
 def test_cr_of_a_crd_from_an_earlier_phase_is_applied_once_the_crd_is_served(tmp_path) -> None:
-    from tests.process.test_kube_http import crd
+    from tests.cluster.test_kube_http import crd
 
     with FakeApiServer(crd_discovery_delay=0.5) as server:
         kube = KubeCluster.from_kubeconfig(server.write_kubeconfig(str(tmp_path / "kc")),

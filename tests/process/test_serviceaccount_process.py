@@ -19,10 +19,12 @@ import pytest
 
 from common.cluster.kube import KubeCluster
 from common.contract import api
+from common.contract.conditions import settled
 from common.contract.serviceaccount import ServiceAccountRef
-from reconciler.cache import InformerKey
-from reconciler.process import RBAC_KEYS, ProcessConfig, ReconcilerProcess, settled
-from reconciler.queue import ItemBackoff
+from common.runtime.cache import InformerKey
+from common.runtime.queue import ItemBackoff
+from reconciler.process import ProcessConfig, ReconcilerProcess
+from reconciler.watches import RBAC_KEYS
 from tests.engine.helpers import cm, cos, phase
 from tests.process import test_process
 from tests.process.test_process import condition, get_cos

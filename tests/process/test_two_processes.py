@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.process import settled
+from common.contract.conditions import settled
 from tests.engine.helpers import cm, cos, phase
 from tests.support.fake_apiserver import FakeApiServer
 

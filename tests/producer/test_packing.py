@@ -20,7 +20,6 @@ from common.bundle.packing import (
     NotAdmissible,
     ObjectTooLarge,
     PackingError,
-    content_key,
     gzip_deterministic,
     pack,
     pack_secrets,
@@ -29,6 +28,7 @@ from common.bundle.packing import (
 )
 from common.bundle.phasing import Phase, clean, sort_into_phases
 from common.contract import objectdata
+from common.contract.objectdata import content_key
 from tests.producer.helpers import cosctl
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -22,9 +22,11 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from common.cluster.backoff import Backoff
+from common.cluster.connection import ClientOptions
 from common.cluster.kube import KubeCluster
 from common.contract.admission import Config
-from reconciler.cache import Informer, InformerKey
+from common.runtime.cache import Informer, InformerKey
 from tests.webhook.support import admission_review, valid_cos
 from webhook.app import create_app
 
@@ -147,11 +149,11 @@ def test_retry_jitter_of_the_cluster_client_and_informers_leaves_the_global_rand
     """The cause of this file's HypothesisDeprecationWarning: threads left running by earlier tests (a leader
     election releasing its Lease, informers whose fake API server had gone) drew retry jitter from the global
     generator during a draw here."""
-    cluster = KubeCluster(object(), backoff_base=0.2, backoff_cap=10.0)
-    informer = Informer(cluster, InformerKey("v1", "ConfigMap"), backoff_base=0.1, backoff_cap=30.0)
+    cluster = KubeCluster(object(), ClientOptions(backoff=Backoff(0.2, 10.0, jitter=0.5)))
+    informer = Informer(cluster, InformerKey("v1", "ConfigMap"), backoff=Backoff(0.1, 30.0, jitter=0.5))
     before = random.getstate()
-    delays = [cluster._backoff(attempt) for attempt in range(1, 8)]
-    waits = [informer._delay(failures) for failures in range(1, 8)]
+    delays = [cluster.options.backoff.delay(attempt) for attempt in range(1, 8)]
+    waits = [informer.backoff.delay(failures) for failures in range(1, 8)]
     assert random.getstate() == before
     assert [0.5 * min(10.0, 0.2 * 2 ** (n - 1)) <= d <= min(10.0, 0.2 * 2 ** (n - 1))
             for n, d in enumerate(delays, start=1)] == [True] * 7

@@ -8,8 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
+from common.cluster.backoff import Backoff
 from common.cluster.kube import KubeCluster
-from reconciler.cache import Caches, Informer, InformerKey
+from common.runtime.cache import Caches, Informer, InformerKey
 from tests.support.fake_apiserver import FakeApiServer
 
 KEY = InformerKey("v1", "ConfigMap", "ns1")
@@ -45,7 +46,7 @@ def rec() -> Recorder:
 
 @pytest.fixture
 def informer(kube: KubeCluster, rec: Recorder):
-    inf = Informer(kube, KEY, rec, watch_timeout=30, backoff_base=0.05)
+    inf = Informer(kube, KEY, rec, watch_timeout=30, backoff=Backoff(0.05, 30.0, jitter=0.5))
     yield inf
     inf.stop()
 

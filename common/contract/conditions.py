@@ -1,4 +1,8 @@
-"""The COS status conditions, exactly as the table in ``shared/spec/reconciler.md`` section 4.
+"""The COS status conditions: their vocabulary, the table that sets them, and what they say about a COS.
+
+The reconciler writes them (``shared/spec/reconciler.md`` section 4); ``cosctl status``, ``history`` and
+``rollback``, the reconciler's ``--once`` and the demos read them. Every condition type and reason is spelled
+here once, and so is every judgement read from them (:func:`settled`, :func:`succeeded`, :func:`outcome`).
 
 Conditions are a pure function of "what situation is this COS in" (:class:`Situation`) plus the previous
 conditions (for ``lastTransitionTime``, the latching ``Succeeded`` and "Available only if already present").
@@ -11,9 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from common.contract.api import LIFECYCLE_ARCHIVED
 from common.contract.objects import Obj
 
 PROGRESSING, AVAILABLE, SUCCEEDED = "Progressing", "Available", "Succeeded"
+TYPES = (PROGRESSING, AVAILABLE, SUCCEEDED)   # the order status lists them in
 
 # reasons
 BLOCKED = "Blocked"
@@ -120,3 +126,46 @@ def apply(conditions: list[Obj], s: Situation, *, generation: int, now: datetime
         put(AVAILABLE, "Unknown", ARCHIVED, MSG_ARCHIVED)
     else:
         raise ValueError(f"unknown situation {s.kind!r}")
+
+
+# ------------------------------------------------------------------------------------- reading a COS
+
+def of(cos: Obj) -> list[Obj]:
+    """The conditions of a COS as stored (``[]`` without a status)."""
+    return list((cos.get("status") or {}).get("conditions") or [])
+
+
+def condition(cos: Obj, ctype: str) -> Obj:
+    """The condition ``ctype`` of a COS, or ``{}`` when it has none (so ``.get`` reads on)."""
+    return find(of(cos), ctype) or {}
+
+
+def succeeded(cos: Obj) -> bool:
+    """Whether the revision ever rolled out completely: ``Succeeded`` latches True, even once archived."""
+    return is_true(of(cos), SUCCEEDED)
+
+
+def settled(cos: Obj) -> bool:
+    """Whether a COS needs nothing more from the reconciler: rolled out (Available True at the current
+    generation), archived and torn down, or blocked waiting for a human."""
+    meta = cos.get("metadata") or {}
+    progressing = condition(cos, PROGRESSING)
+    if progressing.get("observedGeneration") not in (None, meta.get("generation")):
+        return False
+    if progressing.get("reason") in (ARCHIVED, BLOCKED):
+        return True
+    return condition(cos, AVAILABLE).get("status") == "True" and progressing.get("reason") == REASON_SUCCEEDED
+
+
+def outcome(cos: Obj) -> str | None:
+    """How a rollout ended (``archived``, ``succeeded``, ``blocked`` or ``deadline``), or None while it goes on."""
+    progressing = condition(cos, PROGRESSING)
+    if (cos.get("spec") or {}).get("lifecycleState") == LIFECYCLE_ARCHIVED:
+        return "archived"
+    if progressing.get("reason") == REASON_SUCCEEDED and progressing.get("status") == "True":
+        return "succeeded"
+    if progressing.get("status") == "False" and progressing.get("reason") == BLOCKED:
+        return "blocked"
+    if progressing.get("status") == "False" and progressing.get("reason") == DEADLINE_EXCEEDED:
+        return "deadline"
+    return None

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from reconciler.queue import ItemBackoff, ShutDown, TokenBucket, WorkQueue
+from common.runtime.queue import ItemBackoff, ShutDown, TokenBucket, WorkQueue
 
 
 class Clock:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from common.cluster.kube import KubeCluster
-from reconciler.leader import LeaderConfig, LeaderElector
+from common.runtime.leader import LeaderConfig, LeaderElector
 from tests.support.fake_apiserver import FakeApiServer
 
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/sys/leases/cos-reconciler"
@@ -90,8 +90,7 @@ def test_a_dead_leader_is_replaced_after_the_lease_duration(kube: KubeCluster, s
 
 def test_leader_that_cannot_renew_stops_leading_after_the_renew_deadline(
         kube: KubeCluster, server: FakeApiServer) -> None:
-    kube.max_retries = 0
-    a = Candidate(kube, "a").start()
+    a = Candidate(kube.with_options(max_retries=0), "a").start()
     wait_for(a.started.is_set)
     server.inject("GET", LEASE_PATH, 500, times=10_000)
     took = wait_for(a.stopped.is_set, timeout=5)

@@ -180,7 +180,7 @@ def test_a_view_writes_with_the_token_alone_and_reads_as_the_process(server: Fak
         assert (anon.cert_file, anon.key_file, anon.api_key, anon.refresh_api_key_hook) == (None, None, {}, None)
         assert (anon.host, anon.ssl_ca_cert, anon.verify_ssl) == (own.host, own.ssl_ca_cert, own.verify_ssl)
         assert view._writer_client.user_agent == "cos-reconciler/test"
-        assert view.request_timeout == 7.0
+        assert view.options.request_timeout == 7.0
 
         server.clear_requests()
         view.create(CM)

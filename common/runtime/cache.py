@@ -1,10 +1,11 @@
 """Watch-fed caches (informers): reads come from memory, the API server only sees list+watch.
 
-Each ``Informer`` lists its kind once (paged), then watches from the list's resourceVersion. A watch that
-ends (server timeout, dropped connection) resumes from the last resourceVersion seen, bookmarks included,
-so nothing is missed and nothing is re-listed. Only a 410 Gone (the history was compacted) forces a
-re-list, which is diffed against the cache so handlers still see every ADDED/MODIFIED/DELETED. Failures back
-off exponentially (100 ms doubling to 30 s, jittered): a broken API server never causes a busy loop.
+Each ``Informer`` lists its kind once (paged), then follows it with the one watch loop
+(:func:`common.cluster.watch.follow`): a watch that ends (server timeout, dropped connection) resumes from the last
+resourceVersion seen, bookmarks included, so nothing is missed and nothing is re-listed. Only a 410 Gone (the
+history was compacted) forces a re-list, which is diffed against the cache so handlers still see every
+ADDED/MODIFIED/DELETED. Failures back off exponentially (100 ms doubling to 30 s, jittered): a broken API server
+never causes a busy loop.
 
 ``Caches`` starts informers on demand (a COS first needs a kind) and stops them when nobody needs them.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -21,17 +21,13 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-import urllib3
-
-from common.cluster.interface import ApiError, Gone, UnknownKind, error_from_status
+from common.cluster.backoff import Backoff, extra_jitter
 from common.cluster.kube import KubeCluster
+from common.cluster.watch import WatchEvent, follow
 from common.contract import labels
-from common.contract.api import FIELD_MANAGER
 from common.contract.objects import Obj, copy_json
 
 log = logging.getLogger(__name__)
-# Jitter from a generator of our own, never the process-wide one others seed (see common.cluster.kube).
-_JITTER = random.Random()
 
 ObjKey = tuple[str, str]  # (namespace or "", name)
 
@@ -73,15 +69,15 @@ class Informer:
 
     def __init__(self, kube: KubeCluster, key: InformerKey, handler: Handler | None = None, *,
                  watch_timeout: int = 300, strip_managed_fields: bool = True,
-                 keep_managers: frozenset[str] = frozenset({FIELD_MANAGER}),
-                 backoff_base: float = 0.1, backoff_cap: float = 30.0) -> None:
+                 keep_managers: frozenset[str] = frozenset(),
+                 backoff: Backoff = Backoff(0.1, 30.0, jitter=0.5)) -> None:
         self.kube = kube
         self.key = key
         self.handler = handler
         self.watch_timeout = watch_timeout  # seconds; each watch asks for 1x..2x this, like client-go
         self.strip_managed_fields = strip_managed_fields
-        self.keep_managers = keep_managers  # managedFields entries kept when stripping (drift is judged by ours)
-        self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
+        self.keep_managers = keep_managers  # managedFields entries (by manager) kept when stripping
+        self.backoff = backoff
         self.selector = labels.parse(key.label_selector)
         self.synced = threading.Event()
         self.lists = 0     # list calls made (1 + one per 410)
@@ -200,67 +196,27 @@ class Informer:
 
     # --------------------------------------------------------------------------------------- the loop
     def _run(self) -> None:
-        need_list = True
-        failures = 0
-        while not self._stop.is_set():
-            started = time.monotonic()
-            got_event = False
-            try:
-                if need_list:
-                    self._relist()
-                    need_list = False
-                self.watches += 1
-                for ev in self.kube.watch(self.key.api_version, self.key.kind, self.key.namespace,
-                                          label_selector=self.key.label_selector, resource_version=self._rv,
-                                          timeout_seconds=int(self.watch_timeout * (1 + _JITTER.random())),
-                                          on_open=self._opened):
-                    if self._stop.is_set():
-                        break
-                    got_event = True
-                    if ev.type == "ERROR":
-                        code = int(ev.obj.get("code") or 500)
-                        raise error_from_status(code, ev.obj)
-                    self._apply_event(ev.type, ev.obj)
-                failures = 0
-                if not got_event and time.monotonic() - started < 1.0 and not self._stop.is_set():
-                    # The server closed an empty watch at once: wait a little rather than spin.
-                    failures += 1
-                    self._stop.wait(self._delay(failures))
-            except Gone:
-                log.info("%s: resourceVersion %s expired (410); re-listing", self.key, self._rv)
-                need_list = True
-            except UnknownKind as e:
-                failures += 1
-                log.info("%s: kind not served (%s); retrying", self.key, e)
-                self._stop.wait(self._delay(failures))
-            except ApiError as e:
-                failures += 1
-                delay = self._delay(failures)
-                if e.retry_after is not None:  # 429/503 with Retry-After: the server says when
-                    delay = max(delay, min(e.retry_after, self.backoff_cap))
-                log.warning("%s: watch failed: %s (%d); retrying in %.2fs", self.key, e.message, e.code, delay)
-                self._stop.wait(delay)
-            except (urllib3.exceptions.HTTPError, OSError) as e:
-                if self._stop.is_set():
-                    break
-                failures += 1
-                log.info("%s: watch connection ended (%s); resuming from %s", self.key, type(e).__name__,
-                         self._rv)
-                if failures > 1:
-                    self._stop.wait(self._delay(failures - 1))
-            finally:
-                self._resp = None
+        follow(self.kube, self.key.api_version, self.key.kind, namespace=self.key.namespace,
+               label_selector=self.key.label_selector, position=lambda: self._rv, relist=self._relist,
+               on_event=self._on_event, timeout_seconds=self._timeout_seconds, backoff=self.backoff,
+               wait=self._stop.wait, stopped=self._stop.is_set, on_open=self._opened, log=log, name=str(self.key))
+
+    def _timeout_seconds(self) -> int:
+        """What the next watch asks the server for: 1x to 2x ``watch_timeout``, like client-go, so the watches of
+        many informers do not all end (and come back) at once. Counts the watch request about to be made."""
+        self.watches += 1
+        return int(extra_jitter(self.watch_timeout, 1.0))
+
+    def _on_event(self, event: WatchEvent) -> bool:
+        self._apply_event(event.type, event.obj)
+        return False
 
     def _opened(self, resp: Any) -> None:
         self._resp = resp
-        if self._stop.is_set():
+        if resp is not None and self._stop.is_set():
             resp.shutdown()
 
-    def _delay(self, failures: int) -> float:
-        d = min(self.backoff_cap, self.backoff_base * 2.0 ** (failures - 1))
-        return d * (0.5 + _JITTER.random() / 2)
-
-    def _relist(self) -> None:
+    def _relist(self) -> bool:
         self.lists += 1
         items, rv = self.kube.list_with_version(self.key.api_version, self.key.kind, self.key.namespace,
                                                 self.key.label_selector)
@@ -282,6 +238,7 @@ class Informer:
                 if k not in new:
                     self._notify("DELETED", prev, prev)
         self.synced.set()
+        return False
 
     def _apply_event(self, etype: str, obj: Obj) -> None:
         rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")

@@ -18,16 +18,18 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable
 
+from common.cluster.backoff import Backoff
+
 
 class ShutDown(Exception):
     """The queue was shut down: the worker should exit."""
 
 
 class ItemBackoff:
-    """Per-item exponential backoff: ``base * 2**failures`` capped at ``cap``."""
+    """Per-item exponential backoff: ``base * 2**failures`` capped at ``cap`` (no jitter: one item, one timer)."""
 
     def __init__(self, base: float = 0.005, cap: float = 1000.0) -> None:
-        self.base, self.cap = base, cap
+        self.backoff = Backoff(base, cap)
         self._failures: dict[Hashable, int] = {}
         self._lock = threading.Lock()
 
@@ -35,7 +37,7 @@ class ItemBackoff:
         with self._lock:
             n = self._failures.get(item, 0)
             self._failures[item] = n + 1
-        return min(self.cap, self.base * (2.0 ** min(n, 62)))
+        return self.backoff.delay(n + 1)
 
     def failures(self, item: Hashable) -> int:
         with self._lock:

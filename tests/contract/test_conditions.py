@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from reconciler.conditions import Situation, apply, set_condition
+from common.contract.conditions import Situation, apply, set_condition
 
 T1 = datetime(2026, 1, 1, 10, 0, tzinfo=UTC)
 T2 = datetime(2026, 1, 1, 11, 0, tzinfo=UTC)

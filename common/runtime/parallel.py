@@ -15,18 +15,18 @@ engine has every outcome of this one. What must not change is everything a reade
 One :class:`Fanout` is shared by the whole process: its pool of ``limit`` threads is the budget of object
 writes in flight, however many ClusterObjectSets the reconcile workers walk at once. A process therefore has
 at most ``workers + limit`` requests in flight (each reconcile worker sends its own status, finalizer and
-archival writes while its phase's objects wait in the pool); :func:`prepare_client` sizes the connection pool
-for that, plus the watches.
+archival writes while its phase's objects wait in the pool); its client keeps a connection for each, plus
+:data:`WATCH_CONNECTIONS` for the watches, and jitters its 429 retries by :data:`RETRY_JITTER`. The ``kubernetes``
+client keeps ``cpu_count() x 5`` connections per host by default; urllib3 does not block beyond that but opens a
+new connection (a TLS handshake) for each request over the limit and drops it afterwards, which costs more than
+the concurrency gains on a small machine.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from typing import Any, TypeVar
-
-log = logging.getLogger(__name__)
+from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -85,25 +85,4 @@ SEQUENTIAL = Fanout(1)
 """No fan-out: the engine's default, one object after the other in the caller's thread."""
 
 
-def prepare_client(kube: Any, *, requests: int, jitter: float = RETRY_JITTER) -> None:
-    """Make ``kube`` (a ``KubeCluster``) fit for ``requests`` concurrent requests: a connection pool that keeps
-    that many connections (plus the watches') and jittered 429 retries.
-
-    The ``kubernetes`` client keeps ``cpu_count() x 5`` connections per host by default; urllib3 does not
-    block beyond that but opens a new connection (a TLS handshake) for each request over the limit and drops
-    it afterwards, which costs more than the concurrency gains on a small machine.
-    """
-    kube.retry_jitter = max(float(getattr(kube, "retry_jitter", 0.0)), jitter)
-    pool = getattr(getattr(getattr(kube, "api_client", None), "rest_client", None), "pool_manager", None)
-    if pool is None:
-        return
-    want = requests + WATCH_CONNECTIONS
-    if int(pool.connection_pool_kw.get("maxsize") or 1) < want:
-        pool.connection_pool_kw["maxsize"] = want
-        # Pools made before keep their size: only pools not in use yet may be dropped (``clear`` closes idle
-        # connections; a connection in use is simply not returned to the old pool).
-        pool.clear()
-        log.debug("connection pool size %d", want)
-
-
-__all__ = ["DEFAULT_CONCURRENCY", "SEQUENTIAL", "Fanout", "prepare_client"]
+__all__ = ["DEFAULT_CONCURRENCY", "RETRY_JITTER", "SEQUENTIAL", "WATCH_CONNECTIONS", "Fanout"]

@@ -191,7 +191,7 @@ def test_500s_beyond_the_retry_budget_raise_with_the_server_message(kube: KubeCl
                   body=status_body(503, "ServiceUnavailable", "etcd is sad"))
     with pytest.raises(ServiceUnavailable, match="^etcd is sad$"):
         kube.get("v1", "ConfigMap", "cm1", "ns1")
-    assert len(sleeps) == kube.max_retries
+    assert len(sleeps) == kube.options.max_retries
 
 
 def test_4xx_other_than_429_are_not_retried(kube: KubeCluster, server: FakeApiServer, sleeps: list[float]) -> None:
@@ -384,3 +384,32 @@ def test_apply_without_an_update_entry_of_ours_is_one_request(kube: KubeCluster,
     server.clear_requests()
     kube.apply({**CM, "data": {"a": "2"}}, field_manager=MANAGER)
     assert [r.content_type for r in writes(server)] == ["application/apply-patch+yaml"]
+
+
+def test_options_are_given_once_and_a_client_with_others_is_a_new_object(kubeconfig: str,
+                                                                          server: FakeApiServer) -> None:
+    base = KubeCluster.from_kubeconfig(kubeconfig, user_agent="cos-test/1", pool_size=3)
+    try:
+        assert base.with_options(pool_size=3) is base
+        lease = base.with_options(max_retries=0, request_timeout=2.0)
+        assert (lease.options.max_retries, lease.options.request_timeout) == (0, 2.0)
+        assert lease.api_client is base.api_client and base.options.max_retries == 5   # a view; base unchanged
+        bigger = base.with_options(pool_size=40)
+        assert bigger.api_client is not base.api_client
+        assert bigger.api_client.rest_client.pool_manager.connection_pool_kw["maxsize"] == bigger.pool_size == 40
+        assert base.api_client.rest_client.pool_manager.connection_pool_kw["maxsize"] == base.pool_size == 3
+        server.clear_requests()
+        bigger.list("v1", "ConfigMap", "ns1")
+        lease.close()   # a view closes nothing
+        base.list("v1", "ConfigMap", "ns1")
+        assert {r.user_agent for r in server.requests} == {"cos-test/1"}
+        bigger.close()
+    finally:
+        base.close()
+
+
+def test_no_usable_configuration_is_a_config_error(tmp_path) -> None:
+    from common.cluster.connection import ConfigError
+
+    with pytest.raises(ConfigError):
+        KubeCluster.auto(str(tmp_path / "missing"))

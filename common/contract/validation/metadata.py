@@ -1,0 +1,123 @@
+"""Pass 3a: what the API server checks of an embedded manifest itself, and what its metadata may hold.
+
+An inline manifest's apiVersion and kind are checked as the API server checks embedded resources (after the
+schema, before list-map keys and CEL: :func:`identity_errors`). Its metadata is an ObjectMeta without the fields
+the server populates (``shared/spec/api-and-admission.md`` section 3): :func:`metadata_errors` decides the common
+case with cached name checks and builds error objects only for a manifest that has one; the words always come
+from :func:`metadata_field_errors`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.contract import names
+from common.contract.fielderrors import FieldError, forbidden, invalid, required, type_invalid
+from common.contract.validation.structure import json_type
+
+Obj = dict[str, Any]
+
+FORBIDDEN_METADATA = ("uid", "resourceVersion", "generation", "generateName", "finalizers", "ownerReferences")
+
+
+def _parse_group_version(api_version: str) -> str | None:
+    """schema.ParseGroupVersion's error text, or None when ``api_version`` parses."""
+    if api_version.count("/") > 1:
+        return f"unexpected GroupVersion string: {api_version}"
+    return None
+
+
+def identity_errors(manifest: Obj, path: str) -> list[FieldError]:
+    """An inline manifest's apiVersion and kind, as the API server checks embedded resources itself (after
+    the schema, before list-map keys and CEL)."""
+    errs: list[FieldError] = []
+    for field in ("apiVersion", "kind"):
+        if field not in manifest:
+            errs.append(required(f"{path}.{field}"))  # the API server's words: no detail
+    api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+    if "apiVersion" in manifest:
+        if not isinstance(api_version, str):
+            errs.append(invalid(f"{path}.apiVersion", api_version, "must be a string"))
+        elif not api_version:
+            errs.append(invalid(f"{path}.apiVersion", api_version, "must not be empty"))
+        elif (msg := _parse_group_version(api_version)) is not None:
+            errs.append(invalid(f"{path}.apiVersion", api_version, msg))
+    if "kind" in manifest:
+        if not isinstance(kind, str):
+            errs.append(invalid(f"{path}.kind", kind, "must be a string"))
+        elif not kind:
+            errs.append(invalid(f"{path}.kind", kind, "must not be empty"))
+        elif msgs := names.is_dns1035_label(kind.lower()):
+            errs.append(invalid(f"{path}.kind", kind,
+                                "may have mixed case, but should otherwise match: " + ",".join(msgs)))
+    return errs
+
+
+def _metadata_valid(meta: Any) -> bool:
+    """True only when ``metadata_field_errors`` finds nothing: the common case decided with the (cached) name
+    checks and no error objects or paths built; anything else goes to ``metadata_field_errors`` for its words."""
+    if type(meta) is not dict:
+        return False
+    if "name" in meta:
+        name = meta["name"]
+        if type(name) is not str or names.is_valid_path_segment_name(name):
+            return False
+    if "namespace" in meta:
+        namespace = meta["namespace"]
+        if type(namespace) is not str or (namespace and names.is_dns1123_label(namespace)):
+            return False
+    if "labels" in meta:
+        labels = meta["labels"]
+        if type(labels) is not dict or not all(
+                type(v) is str and not names.is_qualified_name(k) and not names.is_valid_label_value(v)
+                for k, v in labels.items()):
+            return False
+    if "annotations" in meta:
+        annotations = meta["annotations"]
+        if type(annotations) is not dict or not all(
+                type(v) is str and not names.is_qualified_name(k.lower()) for k, v in annotations.items()):
+            return False
+    return not any(field in meta and meta[field] not in (None, "", 0, [], {}) for field in FORBIDDEN_METADATA)
+
+
+def metadata_errors(meta: Any, path: str) -> list[FieldError]:
+    """An embedded manifest's metadata judged: nothing built for a valid one, the field-by-field words else."""
+    if _metadata_valid(meta):
+        return []
+    return metadata_field_errors(meta, path)
+
+
+def metadata_field_errors(meta: Any, path: str) -> list[FieldError]:
+    """An embedded manifest's metadata judged field by field: the words of every error (and what
+    ``_metadata_valid`` is tested against)."""
+    if not isinstance(meta, dict):
+        return [type_invalid(path, json_type(meta), f'{path} in body must be of type object: "{json_type(meta)}"')]
+    errs: list[FieldError] = []
+    for field in ("name", "namespace"):
+        if field in meta and not isinstance(meta[field], str):
+            actual = json_type(meta[field])
+            errs.append(type_invalid(f"{path}.{field}", actual,
+                                     f'{path}.{field} in body must be of type string: "{actual}"'))
+    name = meta.get("name")
+    if isinstance(name, str):
+        errs.extend(invalid(f"{path}.name", name, msg) for msg in names.is_valid_path_segment_name(name))
+    namespace = meta.get("namespace")
+    if isinstance(namespace, str) and namespace:
+        errs.extend(invalid(f"{path}.namespace", namespace, msg) for msg in names.is_dns1123_label(namespace))
+    for field in ("labels", "annotations"):
+        if field not in meta:
+            continue
+        mapping = meta[field]
+        if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+            errs.append(type_invalid(f"{path}.{field}", json_type(mapping),
+                                     f"{path}.{field} in body must be a map of strings"))
+            continue
+        if field == "labels":
+            errs.extend(names.validate_labels(mapping, f"{path}.labels"))
+        else:
+            for key in mapping:
+                errs.extend(invalid(f"{path}.annotations", key, msg) for msg in names.is_qualified_name(key.lower()))
+    for field in FORBIDDEN_METADATA:
+        if field in meta and meta[field] not in (None, "", 0, [], {}):
+            errs.append(forbidden(f"{path}.{field}", "must be empty"))
+    return errs
