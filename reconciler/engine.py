@@ -34,7 +34,7 @@ from common.contract.api import (
     LIFECYCLE_ARCHIVED,
 )
 from common.contract.conditions import Situation
-from common.contract.fielderrors import go_quote
+from common.contract.gotext import go_quote
 from common.contract.objects import Obj, copy_json
 from common.contract.serviceaccount import ServiceAccountMissing, ServiceAccountRef
 from reconciler import collisions, digest

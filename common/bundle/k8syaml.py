@@ -45,7 +45,6 @@ import binascii
 import json
 import math
 import re
-import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
@@ -63,6 +62,8 @@ from yaml.events import (
     StreamEndEvent,
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from common.contract.gotext import go_float32_g
 
 __all__ = ["Document", "Stream", "YAMLReadError", "load", "read_stream"]
 
@@ -309,34 +310,10 @@ def _json_value(value: Any, node: Node) -> Any:
 
 
 def _float32_text(value: float) -> str:
-    """Go's ``strconv.FormatFloat(value, 'g', -1, 32)``, which sigs.k8s.io/yaml uses for float map keys."""
-    if math.isnan(value):
-        return ".nan"
-    try:
-        single = struct.unpack("f", struct.pack("f", value))[0]
-    except OverflowError:
-        single = math.copysign(math.inf, value)
-    if math.isinf(single):
-        return ".inf" if single > 0 else "-.inf"
-    if single == 0:
-        return "-0" if math.copysign(1, single) < 0 else "0"
-    for precision in range(1, 10):  # the shortest digits that read back as the same float32
-        text = f"{single:.{precision - 1}e}"
-        if struct.unpack("f", struct.pack("f", float(text)))[0] == single:
-            break
-    mantissa, exponent = text.split("e")
-    sign = "-" if mantissa.startswith("-") else ""
-    digits = mantissa.lstrip("-").replace(".", "").rstrip("0") or "0"
-    exp = int(exponent)
-    if exp < -4 or exp >= 6:  # %e form, at least two exponent digits
-        body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    point = exp + 1  # digits before the decimal point
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{digits}"
-    if len(digits) <= point:
-        return sign + digits + "0" * (point - len(digits))
-    return f"{sign}{digits[:point]}.{digits[point:]}"
+    """Go's ``strconv.FormatFloat(value, 'g', -1, 32)``, which sigs.k8s.io/yaml uses for float map keys; a NaN or
+    an infinity is written back as the YAML it was read from."""
+    text = go_float32_g(value)
+    return {"NaN": ".nan", "+Inf": ".inf", "-Inf": "-.inf"}.get(text, text)
 
 
 def _json_key(value: Any, node: Node) -> str:

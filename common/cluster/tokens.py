@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from common.cluster.interface import ApiError, NotFound
 from common.cluster.kube import TokenGrant
-from common.contract.fielderrors import go_quote
+from common.contract.gotext import go_quote
 from common.contract.serviceaccount import ServiceAccountRef
 
 DEFAULT_EXPIRATION_SECONDS = 3600

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from common.contract.gotext import go_quote
+
 
 class ErrorType(Enum):
     """field.ErrorType: the printed text and the StatusCause reason of each kind of violation."""
@@ -59,33 +61,6 @@ def format_value(value: Any) -> str:
     if isinstance(value, str):
         return go_quote(value)
     return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-
-
-def go_quote(s: str) -> str:
-    """Go's ``%q`` for strings: JSON-like escapes, printable Unicode kept as is."""
-    out = ['"']
-    for ch in s:
-        code = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif 0xD800 <= code <= 0xDFFF:
-            out.append("\\ufffd")
-        elif not ch.isprintable() and code > 0x7F:
-            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 @dataclass(frozen=True, slots=True)

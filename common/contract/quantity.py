@@ -53,6 +53,8 @@ from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from enum import StrEnum
 from typing import Final
 
+from common.contract.gotext import go_json_float
+
 # The text of Go's three parse errors (ErrFormatWrong, ErrSuffix, ErrNumeric), byte for byte.
 FORMAT_PATTERN: Final = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 MSG_FORMAT: Final = f"quantities must match the regular expression '{FORMAT_PATTERN}'"
@@ -268,29 +270,6 @@ def _parse_exact(negative: bool, whole: str, fraction: str | None, base: int, ex
     return Quantity(-unscaled if negative else unscaled, -scale, fmt)
 
 
-def _go_json_float(number: float) -> str:
-    """The text Go's ``encoding/json`` writes for a float64: shortest digits, exponent form outside [1e-6, 1e21)."""
-    if number == 0:
-        return "-0" if math.copysign(1.0, number) < 0 else "0"
-    mantissa, _, power = repr(abs(number)).partition("e")  # repr: the shortest digits that read back, as Go's
-    whole, _, fraction = mantissa.partition(".")
-    digits = (whole + fraction).lstrip("0")
-    exponent = (int(power) if power else 0) - len(fraction)  # value = int(digits) * 10**exponent
-    significant = digits.rstrip("0")
-    exponent += len(digits) - len(significant)
-    sign = "-" if number < 0 else ""
-    if abs(number) < 1e-6 or abs(number) >= 1e21:
-        point = len(significant) - 1 + exponent  # d.ddd e point; Go writes e+21, e-7 (two digits only when +)
-        tail = "." + significant[1:] if len(significant) > 1 else ""
-        return f"{sign}{significant[0]}{tail}e{'-' if point < 0 else '+'}{abs(point):02d}".replace("e-0", "e-")
-    if exponent >= 0:
-        return f"{sign}{significant}{'0' * exponent}"
-    point = len(significant) + exponent
-    if point > 0:
-        return f"{sign}{significant[:point]}.{significant[point:]}"
-    return f"{sign}0.{'0' * -point}{significant}"
-
-
 def canonical(value: str | int | float) -> str:
     """The string OLM v1 prints for a quantity it decoded from a bundle's JSON/YAML value ``value``.
 
@@ -316,7 +295,7 @@ def canonical(value: str | int | float) -> str:
             raise QuantityError(MSG_FORMAT) from None
         if not math.isfinite(number):
             raise QuantityError(MSG_FORMAT)
-        text = _go_json_float(number)
+        text = go_json_float(number)
     return str(parse_quantity(text))
 
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from common.contract import api
-from common.contract.fielderrors import FieldError, go_quote
+from common.contract.fielderrors import FieldError
 from common.contract.fielderrors import forbidden as field_forbidden
+from common.contract.gotext import go_quote
 from common.contract.objects import Obj
 
 NAME_FIELD = f"metadata.annotations[{api.ANNOTATION_SERVICE_ACCOUNT_NAME}]"

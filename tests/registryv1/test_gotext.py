@@ -1,5 +1,6 @@
 """Go's text as OLM v1's messages and outputs contain it: each expected string is what Go's standard library
-prints for the same value (strconv.Quote, encoding/json, fmt)."""
+prints for the same value (encoding/json, fmt, time). The quoting and float printing this package re-exports
+from common.contract.gotext are tested in tests/contract/test_gotext.py."""
 
 from __future__ import annotations
 
@@ -8,49 +9,18 @@ import pytest
 from common.bundle.registryv1.gotext import (
     GoTimeError,
     go_compact_json,
-    go_float32_g,
     go_fold,
-    go_json_float,
     go_list,
     go_marshal_json,
     go_marshal_typed,
-    go_quote,
     go_time,
     go_time_quote,
-    go_v_float,
     json_type_name,
 )
 
 
-def test_go_quote_is_strconv_quote() -> None:
-    assert go_quote('a"b\\c') == '"a\\"b\\\\c"'
-    assert go_quote("\t\n\x01\x7f") == '"\\t\\n\\x01\\x7f"'
-    assert go_quote("é\u2028\U0001f600\u00a0") == '"é\\u2028😀\\u00a0"'
-    assert go_quote("\a\b\f\v") == '"\\a\\b\\f\\v"'
-
-
 def test_go_time_quote_escapes_bytes_outside_printable_ascii() -> None:
     assert go_time_quote('a"\\é\n'.encode()) == '"a\\"\\\\\\xc3\\xa9\\x0a"'
-
-
-@pytest.mark.parametrize(("number", "text"), [(0.0, "0"), (-0.0, "-0"), (1.0, "1"), (1.5, "1.5"), (1e21, "1e+21"),
-                                              (1e20, "100000000000000000000"), (1e-7, "1e-7"), (1e-6, "0.000001"),
-                                              (123456789.125, "123456789.125"), (-2.5e-10, "-2.5e-10")])
-def test_go_json_float(number: float, text: str) -> None:
-    assert go_json_float(number) == text
-
-
-@pytest.mark.parametrize(("number", "text"), [(0.0, "0"), (1e6, "1e+06"), (123456.0, "123456"), (1e-4, "0.0001"),
-                                              (1e-5, "1e-05"), (-2.5, "-2.5")])
-def test_go_v_float(number: float, text: str) -> None:
-    assert go_v_float(number) == text
-
-
-@pytest.mark.parametrize(("number", "text"), [(1.0, "1"), (0.1, "0.1"), (1e6, "1e+06"), (123456.0, "123456"),
-                                              (3.14159265, "3.1415927"), (-0.0, "-0"), (float("nan"), "NaN"),
-                                              (float("-inf"), "-Inf")])
-def test_go_float32_g(number: float, text: str) -> None:
-    assert go_float32_g(number) == text
 
 
 def test_go_marshal_json_sorts_and_escapes() -> None:

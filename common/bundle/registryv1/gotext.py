@@ -3,8 +3,9 @@
 Why a module of its own: OLM v1's refusals and some of its outputs are Go's formatting of Go values, and this
 package promises them byte for byte (spec §2, §3). ``%q`` is not Python's ``repr``, ``encoding/json`` does not
 write floats or escape ``<`` as ``json.dumps`` does, and a ``[]string`` prints as ``[a b]``. Every such rule
-the package needs lives here, once, so the validators, the configuration messages, the bundle reader, the
-decoders and the name hash all print the same way:
+the package needs is read from here, so the validators, the configuration messages, the bundle reader, the
+decoders and the name hash all print the same way. The rules the API server's messages need too (``%q``, float
+printing) are :mod:`common.contract.gotext`'s, re-exported here; the rest are OLM's alone:
 
 - quoting: :func:`go_quote` (``strconv.Quote``, ``%q``), :func:`go_time_quote` (the ``time`` package's quoting
   in its parse errors);
@@ -24,41 +25,17 @@ Pure functions over ``str`` and plain JSON values.
 
 from __future__ import annotations
 
-import math
-import struct
-import unicodedata
 from typing import Any, Final
 
+# Go's quoting and float printing are the contract's (the API server's field errors need them too); they are
+# re-exported here so this package reads all of Go's text from one module.
+from common.contract.gotext import go_float32_g, go_json_float, go_quote, go_v_float
+
+__all__ = ["GoTimeError", "go_compact_json", "go_float32_g", "go_fold", "go_json_float", "go_list",
+           "go_marshal_json", "go_marshal_typed", "go_quote", "go_time", "go_time_quote", "go_v_float",
+           "json_type_name"]
+
 # --- quoting ---------------------------------------------------------------------------------------------
-
-
-def _go_printable(char: str) -> bool:
-    """Go's ``unicode.IsPrint``: letters, marks, numbers, punctuation, symbols and the ASCII space."""
-    return char == " " or unicodedata.category(char)[0] in "LMNPS"
-
-
-_GO_ESCAPES: Final = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
-                      "\v": "\\v", "\\": "\\\\", '"': '\\"'}
-
-
-def go_quote(text: str) -> str:
-    """Go's ``strconv.Quote`` (what ``%q`` prints for a string)."""
-    out = ['"']
-    for char in text:
-        if char in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[char])
-        elif _go_printable(char):
-            out.append(char)
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\x{ord(char):02x}")
-        elif 0xD800 <= ord(char) <= 0xDFFF:  # not UTF-8: Go sees U+FFFD's bytes
-            out.append("\\ufffd")
-        elif ord(char) > 0xFFFF:
-            out.append(f"\\U{ord(char):08x}")
-        else:
-            out.append(f"\\u{ord(char):04x}")
-    out.append('"')
-    return "".join(out)
 
 
 def go_time_quote(text: bytes) -> str:
@@ -148,87 +125,6 @@ def go_compact_json(text: str) -> str:
             in_string = True
         out.append(_HTML_ESCAPES.get(char, char))
     return "".join(out)
-
-
-# --- numbers -------------------------------------------------------------------------------------------------
-
-
-def _shortest(number: float) -> tuple[str, int]:
-    """The shortest digits that read back as ``abs(number)`` (Go's and Python's ``repr`` agree on them) and the
-    decimal point's position: the value is 0.DIGITS x 10**point."""
-    mantissa, _, exponent = repr(abs(number)).partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    digits = whole + fraction
-    point = len(whole) + (int(exponent) if exponent else 0)
-    stripped = digits.lstrip("0")
-    point -= len(digits) - len(stripped)
-    return stripped.rstrip("0") or "0", point
-
-
-def _fixed(digits: str, point: int) -> str:
-    if point <= 0:
-        return "0." + "0" * -point + digits
-    if point >= len(digits):
-        return digits + "0" * (point - len(digits))
-    return digits[:point] + "." + digits[point:]
-
-
-def _exponent(digits: str, point: int) -> str:
-    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-    exponent = point - 1
-    return f"{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
-
-
-def go_json_float(number: float) -> str:
-    """A float64 as Go's ``encoding/json`` writes it: exponent form outside [1e-6, 1e21), as ``1e+21`` and
-    ``1e-7``."""
-    if number == 0:
-        return "-0" if math.copysign(1.0, number) < 0 else "0"
-    sign = "-" if number < 0 else ""
-    digits, point = _shortest(number)
-    if 1e-6 <= abs(number) < 1e21:
-        return sign + _fixed(digits, point)
-    return sign + _exponent(digits, point).replace("e-0", "e-")
-
-
-def go_v_float(number: float) -> str:
-    """A float64 as Go's ``%v`` prints it (``%g`` with the shortest digits: exponent form from 1e+06 on)."""
-    if number == 0:
-        return "-0" if math.copysign(1.0, number) < 0 else "0"
-    sign = "-" if number < 0 else ""
-    digits, point = _shortest(number)
-    if point - 1 < -4 or point - 1 >= 6:
-        return sign + _exponent(digits, point)
-    return sign + _fixed(digits, point)
-
-
-def go_float32_g(value: float) -> str:
-    """Go's ``strconv.FormatFloat(value, 'g', -1, 32)`` (how sigs.k8s.io/yaml writes a YAML number into a Go
-    string field)."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    single = struct.unpack("f", struct.pack("f", value))[0]
-    for precision in range(1, 10):  # the shortest digits that read back as the same float32
-        text = f"{single:.{precision}e}" if precision > 1 else f"{single:.0e}"
-        if struct.unpack("f", struct.pack("f", float(text)))[0] == single:
-            break
-    mantissa, _, exponent = text.partition("e")
-    digits = mantissa.replace(".", "").replace("-", "").rstrip("0") or "0"
-    power = int(exponent)
-    sign = "-" if single < 0 or (single == 0 and math.copysign(1, single) < 0) else ""
-    if single == 0:
-        return sign + "0"
-    if power < -4 or power >= 6:  # shortest %g: exponent form from 1e+06 on
-        tail = "." + digits[1:] if len(digits) > 1 else ""
-        return f"{sign}{digits[0]}{tail}e{'+' if power >= 0 else '-'}{abs(power):02d}"
-    point = power + 1
-    if point <= 0:
-        return sign + "0." + "0" * -point + digits
-    if point >= len(digits):
-        return sign + digits + "0" * (point - len(digits))
-    return sign + digits[:point] + "." + digits[point:]
 
 
 # --- fmt and names -----------------------------------------------------------------------------------------------
