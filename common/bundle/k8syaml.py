@@ -911,3 +911,32 @@ def load(text: str) -> Any:
     if len(documents) > 1:
         raise YAMLReadError(f"expected one document, found {len(documents)}")
     return documents[0].value if documents else None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Writing: YAML that kubectl reads back as the same JSON.
+#
+# PyYAML quotes a string only where its own YAML 1.1 resolver would read the plain scalar as something else.
+# go-yaml v2 reads more plain scalars as non-strings (``y``, ``n``, ``1e3``, ``+1E5``, ``0o17``, ``08``), so a
+# string written plain by PyYAML could reach the API server as a boolean or a number: ``cosctl render | kubectl
+# apply -f -`` would change a ConfigMap's ``"y"`` into ``true``, and a key ``n`` into ``"false"``.
+
+
+def reads_back_as_string(text: str) -> bool:
+    """Whether kubectl reads ``text``, written as a plain (unquoted) scalar, back as the same string."""
+    value = resolve_plain(text)
+    return type(value) is str and value == text
+
+
+class SafeDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # libyaml's emitter
+    """PyYAML's safe dumper, with every string kubectl would not read back as itself single-quoted."""
+
+
+def represent_str(dumper: Any, data: str) -> Any:
+    """A string as a plain scalar where kubectl reads it back unchanged, else single-quoted (the emitter still
+    picks double quotes where single quotes cannot hold the string)."""
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data,
+                                   style=None if reads_back_as_string(data) else "'")
+
+
+SafeDumper.add_representer(str, represent_str)

@@ -8,7 +8,6 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -29,7 +28,6 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # bad input (manifests, names, sizes) or the cluster refused
 EXIT_USAGE = 2  # argparse's own code for usage errors
 
-Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
@@ -140,8 +138,9 @@ def load_probes(path: str | None) -> list[Obj] | None:
 
 
 def to_yaml(documents: Iterable[Obj]) -> str:
-    """Multi-document YAML in the order given, keys in insertion order (apiVersion, kind, metadata first)."""
-    return yaml.dump_all(list(documents), Dumper=Dumper, sort_keys=False, explicit_start=True,
+    """Multi-document YAML in the order given, keys in insertion order (apiVersion, kind, metadata first), that
+    ``kubectl apply -f`` reads back as the same objects (:class:`~common.bundle.k8syaml.SafeDumper`)."""
+    return yaml.dump_all(list(documents), Dumper=k8syaml.SafeDumper, sort_keys=False, explicit_start=True,
                          default_flow_style=False, allow_unicode=True)
 
 
