@@ -323,8 +323,46 @@ def test_a_csv_list_that_is_no_list_is_named() -> None:
     with pytest.raises(BundleInputError) as exc:
         render(decode(b), "ops")
     assert str(exc.value) == (
-        'ClusterServiceVersion "ops.v1.2.3": spec.install.spec.clusterPermissions: expected an array'
+        'ClusterServiceVersion "ops.v1.2.3": spec.install.spec.clusterPermissions: expected an array, got object'
     )
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    # fields nothing renders from: OLM v1 decodes the whole CSV, and refuses the bundle all the same
+    ({"keywords": "operator"}, "spec.keywords: expected an array, got string"),
+    ({"icon": [{"base64data": 1, "mediatype": "image/png"}]}, "spec.icon[0].base64data: expected a string, got number"),
+    ({"maintainers": [["me"]]}, "spec.maintainers[0]: expected an object, got array"),
+    ({"customresourcedefinitions": {"owned": [{"name": "a.b", "version": ["v1"]}]}},
+     "spec.customresourcedefinitions.owned[0].version: expected a string, got array"),
+    ({"customresourcedefinitions": {"required": [{"name": "a.b", "specDescriptors": [{"path": 1}]}]}},
+     "spec.customresourcedefinitions.required[0].specDescriptors[0].path: expected a string, got number"),
+    ({"cleanup": {"enabled": "yes"}}, "spec.cleanup.enabled: expected a boolean, got string"),
+    ({"nativeAPIs": [{"group": "", "version": "v1", "kind": 7}]},
+     "spec.nativeAPIs[0].kind: expected a string, got number"),
+    # the version and release are read by blang/semver, with its messages
+    ({"version": "1.0.0_beta"}, 'spec.version: "1.0.0_beta" is not a semantic version: Invalid character(s) found in '
+                                'patch number "0_beta"'),
+    ({"version": "1.0.0-01"}, 'spec.version: "1.0.0-01" is not a semantic version: Numeric PreRelease version must '
+                              'not contain leading zeroes "01"'),
+    ({"version": "1.2-rc1"}, 'spec.version: "1.2-rc1" is not a semantic version: Short version cannot contain '
+                             'PreRelease/Build meta data'),
+    ({"version": 1.5}, "spec.version: expected a string, got number"),
+    ({"release": "a..b"}, 'spec.release: "a..b" is not a semantic version: Prerelease is empty'),
+])
+def test_the_whole_csv_is_decoded_as_olm_v1_decodes_it(spec: dict[str, Any], message: str) -> None:
+    b = rbac_bundle(ALL)
+    b.csv["spec"].update(spec)
+    with pytest.raises(BundleInputError) as exc:
+        decode(b)
+    assert str(exc.value) == f'ClusterServiceVersion "ops.v1.2.3": {message}'
+
+
+@pytest.mark.parametrize("version", ["1.2.3", "v1.2.3", " 1.2 ", "01.02.03", "1", "1.2.3-rc.1+build.5", "0.0.0-0"])
+def test_versions_blang_semver_tolerates_are_accepted(version: str) -> None:
+    b = rbac_bundle(ALL)
+    b.csv["spec"]["version"] = version
+    b.csv["spec"]["release"] = "2.hotfix-1"
+    decode(b)
 
 
 def test_a_crd_quantity_or_type_go_cannot_decode_names_the_crd() -> None:

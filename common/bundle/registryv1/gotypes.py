@@ -15,14 +15,17 @@ decoded as ``encoding/json`` does, with the rules here (:meth:`GoField.omitted`,
 What it knows, for each struct: its fields in declaration order, each with its JSON name, its type and its
 ``omitempty`` / ``omitzero`` flags (embedded ``inline`` structs are flattened into their parent). The struct and
 field sets are those of Kubernetes 1.36 (k8s.io/api v0.36, the version OLM v1 builds with) and equal its
-published OpenAPI definitions field for field; the ``olm.*`` structs are the parts of operator-framework/api's
-``v1alpha1`` the renderer reads. Notation, one struct per entry:
+published OpenAPI definitions field for field; the ``olm.*`` structs are operator-framework/api's ``v1alpha1``
+ClusterServiceVersion, whole (OLM v1 decodes all of it, so a CSV with a malformed ``spec.icon`` or
+``spec.version`` is refused, even though nothing renders from them; ``olm.Descriptor`` stands for the three
+descriptor structs, whose fields are the same). Notation, one struct per entry:
 
 - ``name:type``, then ``?`` when the field is ``omitempty`` and ``!`` when it is ``omitzero``;
 - ``*T`` a pointer, ``[]T`` a slice, ``{}T`` a map with string keys, ``pkg.Name`` a struct;
 - scalars: ``s`` string, ``b`` bool, ``i32``/``i64`` integers, ``f64`` float, ``bytes`` ([]byte: base64 text),
   ``q`` resource.Quantity, ``ios`` intstr.IntOrString, ``time`` metav1.Time, ``raw`` any JSON (apiextensions
-  ``JSON``, ``FieldsV1``);
+  ``JSON``, ``FieldsV1``), ``semver`` and ``semverRelease`` (the CSV's ``version`` and ``release``: strings
+  blang/semver must accept);
 - apiextensions' three unions: ``schemaOrArray`` (``items``), ``schemaOrBool`` (``additionalProperties``,
   ``additionalItems``), ``schemaOrStrings`` (``dependencies``).
 """
@@ -361,6 +364,8 @@ core.WeightedPodAffinityTerm
     weight:i32 podAffinityTerm:core.PodAffinityTerm
 core.WindowsSecurityContextOptions
     gmsaCredentialSpecName:*s? gmsaCredentialSpec:*s? runAsUserName:*s? hostProcess:*b?
+meta.GroupVersionKind
+    group:s version:s kind:s
 meta.LabelSelector
     matchLabels:{}s? matchExpressions:[]meta.LabelSelectorRequirement?
 meta.LabelSelectorRequirement
@@ -373,14 +378,69 @@ meta.ObjectMeta
     ownerReferences:[]meta.OwnerReference? finalizers:[]s? managedFields:[]meta.ManagedFieldsEntry?
 meta.OwnerReference
     apiVersion:s kind:s name:s uid:s controller:*b? blockOwnerDeletion:*b?
+olm.APIResourceReference
+    name:s kind:s version:s
+olm.APIServiceDefinitions
+    owned:[]olm.APIServiceDescription? required:[]olm.APIServiceDescription?
+olm.APIServiceDescription
+    name:s group:s version:s kind:s deploymentName:s? containerPort:i32? displayName:s? description:s?
+    resources:[]olm.APIResourceReference? statusDescriptors:[]olm.Descriptor? specDescriptors:[]olm.Descriptor?
+    actionDescriptors:[]olm.Descriptor?
+olm.AppLink
+    name:s? url:s?
+olm.CleanupSpec
+    enabled:b
+olm.CleanupStatus
+    pendingDeletion:[]olm.ResourceList?
+olm.ClusterServiceVersion
+    kind:s? apiVersion:s? metadata:meta.ObjectMeta spec:olm.ClusterServiceVersionSpec
+    status:olm.ClusterServiceVersionStatus
+olm.ClusterServiceVersionCondition
+    phase:s? message:s? reason:s? lastUpdateTime:*time? lastTransitionTime:*time?
+olm.ClusterServiceVersionSpec
+    install:olm.NamedInstallStrategy version:semver? release:semverRelease? maturity:s?
+    customresourcedefinitions:olm.CustomResourceDefinitions? apiservicedefinitions:olm.APIServiceDefinitions?
+    webhookdefinitions:[]olm.WebhookDescription? nativeAPIs:[]meta.GroupVersionKind? minKubeVersion:s?
+    displayName:s description:s? keywords:[]s? maintainers:[]olm.Maintainer? provider:olm.AppLink?
+    links:[]olm.AppLink? icon:[]olm.Icon? installModes:[]olm.InstallMode? replaces:s? labels:{}s?
+    annotations:{}s? selector:*meta.LabelSelector? cleanup:olm.CleanupSpec? skips:[]s?
+    relatedImages:[]olm.RelatedImage?
+olm.ClusterServiceVersionStatus
+    phase:s? message:s? reason:s? lastUpdateTime:*time? lastTransitionTime:*time?
+    conditions:[]olm.ClusterServiceVersionCondition? requirementStatus:[]olm.RequirementStatus?
+    certsLastUpdated:*time? certsRotateAt:*time? cleanup:olm.CleanupStatus?
 olm.CRDDescription
-    name:s
+    name:s version:s kind:s displayName:s? description:s? resources:[]olm.APIResourceReference?
+    statusDescriptors:[]olm.Descriptor? specDescriptors:[]olm.Descriptor? actionDescriptors:[]olm.Descriptor?
+olm.CustomResourceDefinitions
+    owned:[]olm.CRDDescription? required:[]olm.CRDDescription?
+olm.DependentStatus
+    group:s version:s kind:s status:s uuid:s? message:s?
+olm.Descriptor
+    path:s displayName:s? description:s? x-descriptors:[]s? value:raw?
+olm.Icon
+    base64data:s mediatype:s
 olm.InstallMode
     type:s supported:b
+olm.Maintainer
+    name:s? email:s?
+olm.NamedInstallStrategy
+    strategy:s spec:olm.StrategyDetailsDeployment?
+olm.RelatedImage
+    name:s image:s
+olm.RequirementStatus
+    group:s version:s kind:s name:s status:s message:s uuid:s? dependents:[]olm.DependentStatus?
+olm.ResourceInstance
+    name:s namespace:s?
+olm.ResourceList
+    group:s kind:s instances:[]olm.ResourceInstance
 olm.StrategyDeploymentPermissions
     serviceAccountName:s rules:[]rbac.PolicyRule
 olm.StrategyDeploymentSpec
     name:s spec:apps.DeploymentSpec label:{}s?
+olm.StrategyDetailsDeployment
+    deployments:[]olm.StrategyDeploymentSpec permissions:[]olm.StrategyDeploymentPermissions?
+    clusterPermissions:[]olm.StrategyDeploymentPermissions?
 olm.SubscriptionConfig
     selector:*meta.LabelSelector? nodeSelector:{}s? tolerations:[]core.Toleration?
     resources:*core.ResourceRequirements? envFrom:[]core.EnvFromSource? env:[]core.EnvVar? volumes:[]core.Volume?
@@ -467,7 +527,8 @@ _SCALAR_GO_NAMES: Final = {"s": "string", "b": "bool", "i32": "int32", "i64": "i
                            "bytes": "[]uint8", "q": "resource.Quantity", "ios": "intstr.IntOrString",
                            "time": "v1.Time", "raw": "v1.FieldsV1", "schemaOrArray": "v1.JSONSchemaPropsOrArray",
                            "schemaOrBool": "v1.JSONSchemaPropsOrBool",
-                           "schemaOrStrings": "v1.JSONSchemaPropsOrStringArray"}
+                           "schemaOrStrings": "v1.JSONSchemaPropsOrStringArray", "semver": "version.OperatorVersion",
+                           "semverRelease": "release.OperatorRelease"}
 
 
 # Go's named types, where a field's type is one (``Effect TaintEffect``, not ``string``): Go's errors name them.

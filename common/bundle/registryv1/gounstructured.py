@@ -36,8 +36,9 @@ from typing import Any, Final
 from common.contract.objects import copy_json
 from common.contract.quantity import QuantityError, canonical
 
-from .gotext import GoTimeError, go_time
+from .gotext import GoTimeError, go_quote, go_time
 from .gotypes import EMPTY_FALSE, EMPTY_FALSY, EMPTY_NEVER, EMPTY_ZERO, STRUCTS, GoStruct, GoType, zero_value
+from .semver import SemverError, check_release, check_tolerant
 
 
 class GoTypeError(ValueError):
@@ -306,6 +307,22 @@ def _time(value: Any, nulls: bool) -> str | None:
         raise _Fail(f"expected an RFC 3339 time, got {json.dumps(value)}") from None
 
 
+def _semver(check: Callable[[str], None]) -> _Codec:
+    """A string type with its own ``UnmarshalJSON`` (the CSV's ``version`` and ``release``): the converter hands
+    it the value's JSON, which must be a string that ``check`` (blang/semver's rule) accepts."""
+    def codec(value: Any, nulls: bool) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise _Fail(f"expected a string, got {_jsontype(value)}")
+        try:
+            check(value)
+        except SemverError as exc:
+            raise _Fail(f"{go_quote(value)} is not a semantic version: {exc}") from None
+        return value
+    return codec
+
+
 def _bytes(value: Any, nulls: bool) -> Any:
     if value is None or isinstance(value, str):
         return value
@@ -360,6 +377,7 @@ _SCALARS: Final[dict[str, _Codec]] = {
     "s": _string, "b": _bool, "i32": _integer(32), "i64": _integer(64), "f64": _float, "q": _quantity,
     "ios": _int_or_string, "time": _time, "bytes": _bytes, "raw": _raw, "schemaOrBool": _schema_or_bool,
     "schemaOrArray": _schema_or_array, "schemaOrStrings": _schema_or_strings,
+    "semver": _semver(check_tolerant), "semverRelease": _semver(check_release),
 }
 
 for _name, _struct in STRUCTS.items():

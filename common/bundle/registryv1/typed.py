@@ -1,4 +1,5 @@
-"""The bundle as OLM v1's Go types see it: the parts of the CSV the renderer reads, and the CRDs, decoded.
+"""The bundle as OLM v1's Go types see it: the CSV (checked whole, the parts the renderer reads kept) and the
+CRDs, decoded.
 
 Why a separate step: OLM v1 decodes the whole CSV into ``v1alpha1.ClusterServiceVersion`` and every CRD into
 ``apiextensionsv1.CustomResourceDefinition`` before rendering, and every rule downstream (validators,
@@ -132,6 +133,9 @@ def decode(bundle: RegistryV1) -> TypedBundle:
     csv = bundle.csv
     where = f"{bundle.source}: " if bundle.source else ""
     what = f'{where}ClusterServiceVersion "{bundle.csv_name}"'
+    # OLM v1 decodes the whole CSV (FromUnstructured into v1alpha1.ClusterServiceVersion), so a field nothing
+    # renders from (spec.icon, spec.keywords, spec.version) still refuses the bundle when Go cannot decode it.
+    _decode("olm.ClusterServiceVersion", csv, "", what)
     metadata = _decode("meta.ObjectMeta", csv.get("metadata"), "metadata", what)
     spec = _obj(csv.get("spec"), "spec", what)
     install = _obj(_obj(spec.get("install"), "spec.install", what).get("spec"), "spec.install.spec", what)
