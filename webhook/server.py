@@ -44,7 +44,7 @@ class Options:
     key_file: str
     bind: str = "0.0.0.0:9443"
     workers: int = 2
-    threads: int = 2
+    threads: int = 8
     system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     body_timeout: float = 10.0
