@@ -116,6 +116,44 @@ def calls(server: Server) -> int:
     return sum(1 for r in server.log_records() if r.get("event") == "admission")
 
 
+class Setups:
+    """Switches the API server between the CRD alone and deploy/'s webhook configurations calling one of
+    ``servers`` by URL, and waits until the API server acts on the switch."""
+
+    def __init__(self, kubeconfig: str, api: Api, servers: dict[str, Server], ca: CA) -> None:
+        self.kubeconfig, self.api, self.servers, self.ca = kubeconfig, api, servers, ca
+        self.registered: list[dict[str, Any]] = []
+        probe = samples.small_cos(f"bench-{RUN}-probe")
+        del probe["spec"]["lifecycleState"]  # a default is missing: the mutating webhook is called for it
+        self.probe_body = json.dumps(probe).encode()
+
+    def clear(self) -> None:
+        if self.registered:
+            unregister(self.kubeconfig, self.registered)
+            self.registered = []
+
+    def switch_to(self, setup: str) -> None:
+        """Register ``setup``'s configurations (none for ``crd_only``) and wait until the API server uses them."""
+        self.clear()
+        srv = self.servers.get(setup)
+        if srv is None:  # the CRD alone: a missing default is refused by its schema, nobody is called
+            def crd_alone() -> bool:
+                before = [calls(s) for s in self.servers.values()]
+                status = self.api.request("POST", COS_PATH + "?dryRun=All", self.probe_body)[0]
+                return status == 422 and [calls(s) for s in self.servers.values()] == before
+            wait_until(crd_alone, "the webhooks to be unregistered")
+            return
+        self.registered = by_url(shipped_configurations(), f"https://127.0.0.1:{srv.port}",
+                                 self.ca.ca_file.read_bytes())
+        register(self.kubeconfig, self.registered)
+
+        def called() -> bool:
+            before = calls(srv)
+            self.api.request("POST", COS_PATH + "?dryRun=All", self.probe_body)
+            return calls(srv) > before
+        wait_until(called, f"{setup} to be called")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
@@ -149,33 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             srv.start()
         results: dict[str, list[dict[str, float]]] = {setup: [] for setup in SETUPS}
         webhook_calls: dict[str, dict[str, int]] = {}
-        registered: list[dict[str, Any]] = []
-        probe = samples.small_cos(f"bench-{RUN}-probe")
-        del probe["spec"]["lifecycleState"]  # a default is missing: the mutating webhook is called for it
-        probe_body = json.dumps(probe).encode()
-
-        def switch_to(setup: str) -> None:
-            """Register ``setup``'s configurations and wait until the API server uses them."""
-            nonlocal registered
-            if registered:
-                unregister(kubeconfig, registered)
-                registered = []
-            srv = servers.get(setup)
-            if srv is None:  # the CRD alone: a missing default is refused by its schema, nobody is called
-                def crd_alone() -> bool:
-                    before = [calls(s) for s in servers.values()]
-                    status = api.request("POST", COS_PATH + "?dryRun=All", probe_body)[0]
-                    return status == 422 and [calls(s) for s in servers.values()] == before
-                wait_until(crd_alone, "the webhooks to be unregistered")
-                return
-            registered = by_url(shipped_configurations(), f"https://127.0.0.1:{srv.port}", ca.ca_file.read_bytes())
-            register(kubeconfig, registered)
-
-            def called() -> bool:
-                before = calls(srv)
-                api.request("POST", COS_PATH + "?dryRun=All", probe_body)
-                return calls(srv) > before
-            wait_until(called, f"{setup} to be called")
+        setups = Setups(kubeconfig, api, servers, ca)
 
         try:
             # Set-ups interleaved round by round (rotating which goes first), so a busy moment of a shared
@@ -183,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             for index in range(args.rounds + 1):
                 order = SETUPS[index % 3:] + SETUPS[:index % 3]
                 for setup in order:
-                    switch_to(setup)
+                    setups.switch_to(setup)
                     srv = servers.get(setup)
                     measured, counted = one_round(api, setup, index, srv)
                     if index == 0:
@@ -192,8 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                     if srv is not None:
                         webhook_calls[setup] = counted
         finally:
-            if registered:
-                unregister(kubeconfig, registered)
+            setups.clear()
             for srv in servers.values():
                 srv.stop()
     ops = ("create", "update_archive", "metadata_update", "denied_create")

@@ -1,12 +1,15 @@
 """Webhook speed, as JSON: the real handler against a no-op handler in the same server setup.
 
-Both servers are ``cos-webhook`` under gunicorn with 2 workers over TLS on loopback (a CA generated here);
-the no-op one (``--noop-handler``) parses and answers AdmissionReviews without judging them, so the ratios
-isolate the cost of admission itself from TLS, HTTP and JSON transport.
+Both servers are ``cos-webhook`` under gunicorn with 2 workers (and the default threads per worker) over TLS
+on loopback (a CA generated here); the no-op one (``--noop-handler``) parses and answers AdmissionReviews
+without judging them, so the ratios isolate the cost of admission itself from TLS, HTTP and JSON transport.
 
 (a) latency of a maximal ClusterObjectSet UPDATE (20 phases x 50 inline Deployment-sized objects, ~1 MiB,
     with oldObject) sent one at a time over a keep-alive connection: p50/p99, and p99 ratio to the no-op;
 (b) throughput of small COS CREATEs from 16 concurrent keep-alive clients, and its ratio to the no-op;
+(d) small COS CREATEs on 6 keep-alive connections while 2 more send maximal CREATEs back to back (8
+    connections, as the API server holds under 8 concurrent writers): the small ones' p50/p99 and their
+    ratios to the no-op's (issue 18: a worker short of threads queued them behind the large ones);
 (c) in process, without HTTP or TLS: the route's own steps (parse, judge, encode) on a maximal CREATE, a
     maximal CREATE denied for one duplicate object, and a maximal UPDATE (archiving), for the validating and
     mutating routes, as medians; ``total_ratio_to_noop`` divides by the no-op handler's total (parse and
@@ -224,6 +227,39 @@ def throughput(server: Server, seconds: float) -> dict[str, float]:
     return {"requests_per_second": round(total / seconds, 1), "requests": total}
 
 
+MIXED_CONNECTIONS, MIXED_LARGE = 8, 2  # like the API server's pool under 8 concurrent writers, 2 of them large
+
+
+def _mixed_client(args: tuple[int, str, bool, float, float]) -> list[float]:
+    """One connection of the mixed load: maximal CREATEs back to back (``large``), or small CREATEs 20 ms
+    apart, timed; returns the small ones' times in ms."""
+    port, ca_file, large, start_at, stop_at = args
+    body = review(maximal_cos(), "CREATE") if large else review(small_cos(0), "CREATE")
+    conn = connect(port, ca_file)
+    post(conn, "/validate/clusterobjectsets", body)  # handshake before the clock starts
+    while time.time() < start_at:
+        time.sleep(0.001)
+    took: list[float] = []
+    while time.time() < stop_at:
+        started = time.perf_counter()
+        post(conn, "/validate/clusterobjectsets", body)
+        if not large:
+            took.append((time.perf_counter() - started) * 1000)
+            time.sleep(0.02)
+    conn.close()
+    return took
+
+
+def mixed(server: Server, seconds: float) -> list[float]:
+    """Small reviews while other connections of the same server stream maximal ones: what a worker short of
+    threads (a small review queued behind large ones) or a worker's interpreter lock held too long costs."""
+    start_at = time.time() + 2.0
+    jobs = [(server.port, server.ca_file, i < MIXED_LARGE, start_at, start_at + seconds)
+            for i in range(MIXED_CONNECTIONS)]
+    with multiprocessing.get_context("spawn").Pool(MIXED_CONNECTIONS) as pool:
+        return [ms for took in pool.map(_mixed_client, jobs) for ms in took]
+
+
 def _median_ms(run: Any, repeat: int, best: dict[str, float] | None = None, name: str = "") -> float:
     """The median of ``repeat`` runs; the fastest goes into ``best`` (on a shared machine the minimum is
     the figure least disturbed by other load)."""
@@ -290,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=12.0, help="throughput time per server, all rounds")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--in-process-repeat", type=int, default=30, help="samples per in-process figure")
+    parser.add_argument("--mixed-seconds", type=float, default=12.0, help="(d) time per server, all rounds")
     parser.add_argument("--in-process-only", action="store_true", help="only (c): no servers started")
     args = parser.parse_args(argv)
     if args.in_process_only:
@@ -308,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     # a burst of background load on this shared machine hits both sides of each ratio alike.
     samples: dict[str, list[float]] = {"webhook": [], "noop": []}
     rates: dict[str, list[float]] = {"webhook": [], "noop": []}
+    next_to_large: dict[str, list[float]] = {"webhook": [], "noop": []}
     per_round = max(1, args.latency_requests // args.rounds)
     with tempfile.TemporaryDirectory(prefix="cos-bench-") as tmp:
         certs = tls.write_self_signed(Path(tmp), ["localhost", "127.0.0.1"])
@@ -317,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name, server in servers.items():
                     samples[name] += latency_samples(server, big_body, per_round)
                     rates[name].append(throughput(server, args.seconds / args.rounds)["requests_per_second"])
+                    next_to_large[name] += mixed(server, args.mixed_seconds / args.rounds)
         finally:
             for server in servers.values():
                 server.stop()
@@ -325,6 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         results[f"{name}_small_create"] = {
             "requests_per_second": round(statistics.median(rates[name]), 1),
             "per_round": rates[name], "clients": CONCURRENCY}
+        results[f"{name}_small_next_to_large"] = summarize(next_to_large[name])
+    results["small_next_to_large_ratio_to_noop"] = {
+        q: round(results["webhook_small_next_to_large"][q] / results["noop_small_next_to_large"][q], 2)
+        for q in ("p50_ms", "p99_ms")}
     p99 = results["webhook_maximal_update"]["p99_ms"]
     ratio_latency = p99 / results["noop_maximal_update"]["p99_ms"]
     ratio_tp = (results["webhook_small_create"]["requests_per_second"]

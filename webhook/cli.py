@@ -29,7 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="address to listen on (default: %(default)s)")
     parser.add_argument("--workers", type=positive_int, default=2, metavar="N",
                         help="worker processes (default: %(default)s)")
-    parser.add_argument("--threads", type=positive_int, default=2, metavar="N",
+    # Each keep-alive connection the API server opens belongs to one worker, and only that worker's threads
+    # can answer it: a worker needs as many threads as concurrent reviews may land on it, or a small review
+    # queues behind a large one being judged (docs/admin.md, "Sizing the webhook").
+    parser.add_argument("--threads", type=positive_int, default=8, metavar="N",
                         help="threads per worker, for concurrent keep-alive connections (default: %(default)s)")
     parser.add_argument("--system-namespace", default=api.DEFAULT_SYSTEM_NAMESPACE, metavar="NS",
                         help="namespace the mutating webhook sets on refs without one (default: %(default)s)")
