@@ -57,6 +57,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from common.contract.api import FIELD_MANAGER
 from common.contract.objects import Obj
 
@@ -128,7 +130,14 @@ def _child(value: Any, key: str) -> Any:
 
 
 def digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    """A digest of JSON-shaped ``value`` with its keys sorted: equal values, equal digests. Only this process
+    compares them (the records live in its memory), so the encoding is orjson's: several times faster than the
+    stdlib's, which takes what orjson refuses (integers beyond 64 bits, non-string keys)."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(text).hexdigest()
 
 
 def watched(obj: Obj, fields: Obj) -> Obj:
