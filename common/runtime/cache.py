@@ -146,6 +146,12 @@ class Informer:
             entry = self._store.get((namespace or "", name))
         return _decode(entry[1]) if entry is not None else None
 
+    def resource_version(self, namespace: str | None, name: str) -> str | None:
+        """The resourceVersion of the cached object (None when not cached): whether it changed, without a copy."""
+        with self._lock:
+            entry = self._store.get((namespace or "", name))
+        return entry[0] if entry is not None else None
+
     def contains(self, namespace: str | None, name: str) -> bool:
         """Whether the object is cached (no copy made)."""
         with self._lock:
