@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import resource
@@ -246,6 +247,7 @@ def rollout(kubeconfig: str, admin: KubeCluster, ns: str, objects: int, phases: 
     counted = Counted()
     kube = KubeCluster.from_kubeconfig(kubeconfig, observer=counted)
     proc = ReconcilerProcess(kube, ProcessConfig(workers=4, rollout_concurrency=concurrency))
+    gc.freeze()   # as cos-reconciler does before it starts: its start-up heap out of the collector's scans
     proc.start()
     wait(proc.caches.synced, 60, "the COS cache")
     cos_inf = proc.caches.get(COS_KEY)
