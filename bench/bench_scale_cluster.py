@@ -4,10 +4,12 @@ For each ``--counts`` value N (default 50 100 200), a fresh ``cos-reconciler`` p
 subprocess, default flags) is started against the cluster; once idle its resident memory (VmRSS) is read, then N
 COSs of ``--objects`` ConfigMaps each (default 50, in ``--phases`` 5) are created at once. Measured: seconds
 from the first create to every COS settled (Succeeded, seen by listing them), the process's VmRSS then, the
-requests it sent (its own ``cos_api_requests_total``), memory per cached object (RSS settled minus idle, over
-the objects it manages) and ``--steady-seconds`` of steady state afterwards (requests sent: should be none).
-The floor of the same run is the 8-connection create floor of N x objects ConfigMaps (plain creates, same
-client library), so ``ratio_to_floor`` says how far the reconciler is from what the server can take.
+requests it sent (its own ``cos_api_requests_total``), its CPU seconds (user + system, from ``/proc``) and
+per object, memory per cached object (RSS settled minus idle, over the objects it manages) and
+``--steady-seconds`` of steady state afterwards (requests sent: should be none). The floor of the same run is
+the 8-connection create floor of N x objects ConfigMaps (plain creates, same client library), so
+``ratio_to_floor`` says how far the reconciler is from what the server can take, and ``cpu_ratio_to_floor_client``
+how its CPU compares with that floor client's (this process's CPU while it creates them).
 
 Needs a disposable cluster (``--kubeconfig``, ``$COS_BENCH_KUBECONFIG`` or ``$COS_E2E_KUBECONFIG``); without one
 it prints ``{"skipped": "<why>"}`` and exits 0. Do not run it while another COS reconciler is active there.
@@ -61,6 +63,12 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise SystemExit(f"bench: no VmRSS for pid {pid}")
+
+
+def cpu_seconds_of(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def requests_by_verb(port: int) -> dict[str, int]:
@@ -132,6 +140,7 @@ def one_size(admin: KubeCluster, kubeconfig: str, port: int, count: int, objects
         time.sleep(3.0)  # caches synced, nothing to do: idle
         idle = rss_mib(proc.pid)
         before = requests_by_verb(port)
+        cpu0 = cpu_seconds_of(proc.pid)
         start = time.monotonic()
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(admin.create, manifests))
@@ -142,6 +151,7 @@ def one_size(admin: KubeCluster, kubeconfig: str, port: int, count: int, objects
 
         wait(all_settled, 1800, f"{count} COSs to settle", 0.5)
         took = time.monotonic() - start
+        cpu = cpu_seconds_of(proc.pid) - cpu0
         time.sleep(3.0)  # the last events and status writes
         settled_rss = rss_mib(proc.pid)
         after = requests_by_verb(port)
@@ -152,6 +162,7 @@ def one_size(admin: KubeCluster, kubeconfig: str, port: int, count: int, objects
         cached = count * objects
         return {
             "cos": count, "objects": cached, "settle_seconds": round(took, 2),
+            "client_cpu_seconds": round(cpu, 2), "client_cpu_ms_per_object": round(cpu * 1000 / cached, 3),
             "rss_mib": {"idle": round(idle, 1), "settled": round(settled_rss, 1)},
             "kib_per_cached_object": round((settled_rss - idle) * 1024 / cached, 2),
             "requests": diff(after, before), "requests_total": sum(diff(after, before).values()),
@@ -187,11 +198,15 @@ def main() -> int:
     for count in args.counts:
         row = one_size(admin, path, args.port, count, args.objects, args.phases, args.steady_seconds)
         ns = make_namespace(admin, "cos-floor")
+        floor_cpu: list[float] = []
         try:
-            row["floor_8_connections_seconds"] = round(floor(admin, ns, count * args.objects, 8), 2)
+            row["floor_8_connections_seconds"] = round(floor(admin, ns, count * args.objects, 8, floor_cpu), 2)
         finally:
             delete_namespace(admin, ns)
         row["ratio_to_floor"] = round(row["settle_seconds"] / row["floor_8_connections_seconds"], 2)
+        row["floor_client_cpu_seconds"] = round(floor_cpu[0], 2)
+        row["floor_client_cpu_ms_per_object"] = round(floor_cpu[0] * 1000 / (count * args.objects), 3)
+        row["cpu_ratio_to_floor_client"] = round(row["client_cpu_seconds"] / floor_cpu[0], 2)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
     out = {"bench": "scale_cluster", "objects_per_cos": args.objects, "phases_per_cos": args.phases,

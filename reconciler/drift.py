@@ -53,9 +53,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from common.contract.api import FIELD_MANAGER
 from common.contract.objects import Obj
@@ -113,11 +116,11 @@ def _child(value: Any, key: str) -> Any:
         if not isinstance(value, list):
             return _NONE
         if prefix == "k":
-            want = json.loads(arg)
+            want = _loads(arg)
             return next((e for e in value if isinstance(e, dict)
                          and all(e.get(k) == v for k, v in want.items())), _NONE)
         if prefix == "v":
-            want = json.loads(arg)
+            want = _loads(arg)
             return want if want in value else _NONE
         if prefix == "i":
             index = int(arg)
@@ -127,8 +130,24 @@ def _child(value: Any, key: str) -> Any:
     return _NONE
 
 
-def digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def _loads(text: str) -> Any:
+    """A key's JSON (``k:{...}``, ``v:...``): orjson, or the stdlib for what orjson refuses (a lone surrogate)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def digest(value: Any) -> bytes:
+    """A digest of JSON-shaped ``value`` with its keys sorted: equal values, equal digests. Only this process
+    compares them (the records live in its memory), so the encoding is orjson's (several times faster than the
+    stdlib's, which takes what orjson refuses: integers beyond 64 bits, non-string keys) and the digest a
+    128-bit BLAKE2b kept as bytes: one is held per object and per digest, for every object the process wrote."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.blake2b(text, digest_size=16).digest()
 
 
 def watched(obj: Obj, fields: Obj) -> Obj:
@@ -147,7 +166,7 @@ def watched(obj: Obj, fields: Obj) -> Obj:
     return {**fields, "f:data": data}
 
 
-def fingerprint(obj: Obj, manager: str = FIELD_MANAGER) -> str | None:
+def fingerprint(obj: Obj, manager: str = FIELD_MANAGER) -> bytes | None:
     """Digest of ``manager``'s field set and of ``obj``'s values there; ``None`` without managedFields."""
     fields = our_fields(obj, manager)
     if fields is None:
@@ -160,18 +179,19 @@ def same_at(fields: Obj, a: Obj, b: Obj) -> bool:
     return digest(project(a, watched(a, fields))) == digest(project(b, watched(b, fields)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Applied:
     uid: str
-    intent: str
-    fingerprint: str
+    intent: bytes
+    fingerprint: bytes
     resource_version: str = ""   # of the object the fingerprint was last found on (see ``unchanged``)
 
 
 def _key(obj: Obj) -> tuple[str, str, str, str]:
+    """The record's key; apiVersion, kind and namespace interned (thousands of records share a few of each)."""
     meta = obj.get("metadata") or {}
-    return (str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), str(meta.get("namespace") or ""),
-            str(meta.get("name") or ""))
+    return (sys.intern(str(obj.get("apiVersion") or "")), sys.intern(str(obj.get("kind") or "")),
+            sys.intern(str(meta.get("namespace") or "")), str(meta.get("name") or ""))
 
 
 class AppliedMemory:

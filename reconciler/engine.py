@@ -176,8 +176,7 @@ class _Run:
         if self.observed is not None:
             status["observedPhases"] = self.observed
         if status != self.old_status:
-            body = copy_json(self.cos)
-            body["status"] = status
+            body = {**self.cos, "status": status}   # the COS as read, its new status: nothing else is changed
             try:
                 self.cos = self.cluster.update_status(body)
             except ApiError as exc:

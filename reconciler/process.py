@@ -236,7 +236,7 @@ class ReconcilerProcess:
     def _gone(self, name: str) -> bool:
         """Whether the (synced) COS cache no longer holds ``name``."""
         cos_inf = self.caches.get(COS_KEY)
-        return cos_inf is not None and cos_inf.synced.is_set() and cos_inf.get(None, name) is None
+        return cos_inf is not None and cos_inf.synced.is_set() and not cos_inf.contains(None, name)
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)

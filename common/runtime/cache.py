@@ -21,6 +21,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from common.cluster.backoff import Backoff, extra_jitter
 from common.cluster.kube import KubeCluster
 from common.cluster.watch import WatchEvent, follow
@@ -30,6 +32,26 @@ from common.contract.objects import Obj, copy_json
 log = logging.getLogger(__name__)
 
 ObjKey = tuple[str, str]  # (namespace or "", name)
+
+# What the store holds per object: its resourceVersion and the object as compact JSON (orjson). Encoded bytes
+# take a fraction of the memory of the same object as Python dicts, and decoding them is the cheapest way to
+# hand each read a fresh object of its own (several times faster than a deep copy). An object orjson cannot
+# encode (a string with a lone surrogate) is kept as a dict and deep-copied on read.
+Stored = tuple[str, bytes | Obj]
+
+
+def _encode(obj: Obj) -> bytes | Obj:
+    try:
+        return orjson.dumps(obj)
+    except TypeError:
+        return copy_json(obj)
+
+
+def _decode(data: bytes | Obj) -> Obj:
+    if isinstance(data, bytes):
+        out: Obj = orjson.loads(data)
+        return out
+    return copy_json(data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +77,20 @@ def _key(obj: Obj) -> ObjKey:
 
 
 def _rv_int(obj: Obj | None) -> int | None:
-    rv = ((obj or {}).get("metadata") or {}).get("resourceVersion")
-    if rv is None:
+    return _as_int(((obj or {}).get("metadata") or {}).get("resourceVersion"))
+
+
+def _as_int(rv: Any) -> int | None:
+    if rv is None or rv == "":
         return None
     try:
         return int(rv)
     except (TypeError, ValueError):
         return None
+
+
+def _rv(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 class Informer:
@@ -82,7 +111,7 @@ class Informer:
         self.synced = threading.Event()
         self.lists = 0     # list calls made (1 + one per 410)
         self.watches = 0   # watch requests made
-        self._store: dict[ObjKey, Obj] = {}
+        self._store: dict[ObjKey, Stored] = {}
         self._tombstones: dict[ObjKey, int] = {}  # resourceVersion of each recent DELETED event
         self._left: set[ObjKey] = set()  # objects that left the label selector (still exist, not cached)
         self._lock = threading.Lock()
@@ -112,14 +141,26 @@ class Informer:
 
     # ---------------------------------------------------------------------------------------- reads
     def get(self, namespace: str | None, name: str) -> Obj | None:
+        """A fresh copy of the cached object (the caller may change it), or None."""
         with self._lock:
-            obj = self._store.get((namespace or "", name))
-        return copy_json(obj) if obj is not None else None
+            entry = self._store.get((namespace or "", name))
+        return _decode(entry[1]) if entry is not None else None
+
+    def resource_version(self, namespace: str | None, name: str) -> str | None:
+        """The resourceVersion of the cached object (None when not cached): whether it changed, without a copy."""
+        with self._lock:
+            entry = self._store.get((namespace or "", name))
+        return entry[0] if entry is not None else None
+
+    def contains(self, namespace: str | None, name: str) -> bool:
+        """Whether the object is cached (no copy made)."""
+        with self._lock:
+            return (namespace or "", name) in self._store
 
     def items(self) -> list[Obj]:
         with self._lock:
-            objs = list(self._store.values())
-        return [copy_json(o) for o in objs]
+            entries = list(self._store.values())
+        return [_decode(e[1]) for e in entries]
 
     def left(self, namespace: str | None, name: str) -> bool:
         """Whether the object left this cache's label selector (its DELETED event carried non-matching
@@ -162,15 +203,18 @@ class Informer:
             return
         # An object marked for deletion is stored like any other: whether it is gone is the watch's to say
         # (its DELETED event, whose resourceVersion also keeps a late write result from bringing it back).
-        obj = self._slim(copy_json(obj))
+        slim = self._slimmed(obj)
+        k, rv = _key(slim), _rv(slim)
+        data = _encode(slim)
+        new_rv = _as_int(rv)
         with self._lock:
-            cur = self._store.get(_key(obj))
-            new_rv, cur_rv = _rv_int(obj), _rv_int(cur)
-            dead_rv = self._tombstones.get(_key(obj))
+            cur = self._store.get(k)
+            cur_rv = _as_int(cur[0]) if cur is not None else None
+            dead_rv = self._tombstones.get(k)
             if dead_rv is not None and (new_rv is None or new_rv <= dead_rv):
                 return  # its DELETED event already came: a late write result must not bring it back
             if cur is None or new_rv is None or cur_rv is None or new_rv >= cur_rv:
-                self._store[_key(obj)] = obj
+                self._store[k] = (rv, data)
 
     def deleted(self, obj: Obj) -> None:
         """Our delete of ``obj`` (as we last saw it) succeeded and it is gone: drop it now, and ignore watch
@@ -178,14 +222,15 @@ class Informer:
         k = _key(obj)
         rv = _rv_int(obj) or 0
         with self._lock:
-            cur = self._store.get(k)
-            if cur is not None and (_rv_int(cur) or 0) > rv and \
-                    (cur.get("metadata") or {}).get("uid") != (obj.get("metadata") or {}).get("uid"):
+            entry = self._store.get(k)
+            if entry is not None and (_as_int(entry[0]) or 0) > rv and \
+                    (_decode(entry[1]).get("metadata") or {}).get("uid") != (obj.get("metadata") or {}).get("uid"):
                 return  # a newer object of that name: not the one we deleted
             self._store.pop(k, None)
             self._tombstones[k] = max(rv, self._tombstones.get(k, 0))
 
     def _slim(self, obj: Obj) -> Obj:
+        """``obj`` (changed in place) without the managedFields entries of managers not kept."""
         if self.strip_managed_fields:
             meta = obj.get("metadata") or {}
             kept = [e for e in meta.pop("managedFields", None) or []
@@ -193,6 +238,13 @@ class Informer:
             if kept:
                 meta["managedFields"] = kept
         return obj
+
+    def _slimmed(self, obj: Obj) -> Obj:
+        """What :meth:`_slim` makes of ``obj``, leaving ``obj`` itself as it is (a caller's write result)."""
+        meta = obj.get("metadata")
+        if not self.strip_managed_fields or not isinstance(meta, dict) or "managedFields" not in meta:
+            return obj
+        return self._slim({**obj, "metadata": dict(meta)})
 
     # --------------------------------------------------------------------------------------- the loop
     def _run(self) -> None:
@@ -220,28 +272,31 @@ class Informer:
         self.lists += 1
         items, rv = self.kube.list_with_version(self.key.api_version, self.key.kind, self.key.namespace,
                                                 self.key.label_selector)
-        new = {_key(o): self._slim(o) for o in items}
+        objs = {_key(o): self._slim(o) for o in items}
+        new = {k: (_rv(o), _encode(o)) for k, o in objs.items()}
         with self._lock:
             old = self._store
             self._store = new
             self._rv = rv
         # Diff against what was cached: a re-list after 410 still tells handlers about every change.
         if self.handler is not None:
-            for k, obj in new.items():
+            for k, obj in objs.items():
                 prev = old.get(k)
                 if prev is None:
                     self._notify("ADDED", obj, None)
-                elif (prev.get("metadata") or {}).get("resourceVersion") != \
-                        (obj.get("metadata") or {}).get("resourceVersion"):
-                    self._notify("MODIFIED", obj, prev)
-            for k, prev in old.items():
+                elif prev[0] != new[k][0]:
+                    self._notify("MODIFIED", obj, _decode(prev[1]))
+            for k, gone in old.items():
                 if k not in new:
-                    self._notify("DELETED", prev, prev)
+                    last = _decode(gone[1])
+                    self._notify("DELETED", last, last)
         self.synced.set()
         return False
 
     def _apply_event(self, etype: str, obj: Obj) -> None:
-        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        """Apply one watch event to the store and tell the handler. An event for the version the store holds
+        already (our own write, stored from its answer) stores nothing again."""
+        rv = _rv(obj)
         if etype == "BOOKMARK":
             if rv:
                 self._rv = rv
@@ -251,32 +306,36 @@ class Informer:
             return
         obj = self._slim(obj)
         k = _key(obj)
+        same = stale = False
         with self._lock:
-            prev = self._store.get(k)
+            entry = self._store.get(k)
             if etype == "DELETED":
                 self._store.pop(k, None)
-                self._tombstones[k] = _rv_int(obj) or 0
+                self._tombstones[k] = _as_int(rv) or 0
                 if self.key.label_selector and not self.selector.matches((obj.get("metadata") or {}).get("labels")):
                     self._left.add(k)  # it still exists: it only stopped matching our selector
                 if len(self._tombstones) > 10_000:
                     self._tombstones.pop(next(iter(self._tombstones)))
             else:
                 dead_rv = self._tombstones.get(k)
-                new_rv = _rv_int(obj)
+                new_rv = _as_int(rv)
                 if dead_rv is not None and new_rv is not None and new_rv <= dead_rv:
                     return  # an event from before our own delete of it: it is gone
                 self._tombstones.pop(k, None)
                 self._left.discard(k)
-                prev_rv = _rv_int(prev)
+                prev_rv = _as_int(entry[0]) if entry is not None else None
                 if prev_rv is not None and new_rv is not None and new_rv < prev_rv:
                     stale = True  # an older event than a write-through already stored
                 else:
-                    stale = False
-                    self._store[k] = obj
+                    same = entry is not None and bool(rv) and entry[0] == rv
+                    if not same:
+                        self._store[k] = (rv, _encode(obj))
             if rv:
                 self._rv = rv
-        if etype != "DELETED" and stale:
+        if stale or self.handler is None:
             return
+        # the previous version for the handler: the same stored version is this very object
+        prev = None if entry is None else obj if same else _decode(entry[1])
         self._notify(etype, obj, prev)
 
     def _notify(self, etype: str, obj: Obj, prev: Obj | None) -> None:
@@ -296,6 +355,9 @@ class Caches:
         self.handler = handler
         self.informer_kwargs = informer_kwargs
         self._informers: dict[InformerKey, Informer] = {}
+        # the running informers as an immutable snapshot, replaced on every change: every cached read looks
+        # them up, and reading a tuple needs no lock
+        self._running: tuple[Informer, ...] = ()
         self._lock = threading.Lock()
 
     def ensure(self, key: InformerKey) -> Informer:
@@ -304,6 +366,7 @@ class Caches:
             if inf is None:
                 inf = Informer(self.kube, key, self.handler, **self.informer_kwargs)
                 self._informers[key] = inf
+                self._running = tuple(self._informers.values())
                 inf.start()
                 log.info("started watch on %s", key)
             return inf
@@ -315,6 +378,7 @@ class Caches:
         with self._lock:
             gone = [k for k in self._informers if k not in wanted and k not in keep]
             stopped = [self._informers.pop(k) for k in gone]
+            self._running = tuple(self._informers.values())
         for inf in stopped:
             inf.stop(wait=0)
             log.info("stopped watch on %s", inf.key)
@@ -322,17 +386,14 @@ class Caches:
     def find(self, api_version: str, kind: str, namespace: str | None,
              selector: labels.Selector | None = None) -> Informer | None:
         """A synced informer that can answer reads of (kind, namespace, selector), if any."""
-        with self._lock:
-            cands = [i for i in self._informers.values()
-                     if i.key.api_version == api_version and i.key.kind == kind]
+        cands = [i for i in self._running if i.key.api_version == api_version and i.key.kind == kind]
         for inf in cands:
             if inf.synced.is_set() and inf.covers(namespace, selector):
                 return inf
         return None
 
     def informers(self) -> list[Informer]:
-        with self._lock:
-            return list(self._informers.values())
+        return list(self._running)
 
     def get(self, key: InformerKey) -> Informer | None:
         with self._lock:
@@ -349,6 +410,7 @@ class Caches:
         with self._lock:
             infs = list(self._informers.values())
             self._informers.clear()
+            self._running = ()
         for inf in infs:
             inf.stop(wait=0)
         for inf in infs:

@@ -43,9 +43,15 @@ class EventRecorder:
         with self._lock:
             if now - self._recent.get(key, -DEDUP_SECONDS) < DEDUP_SECONDS:
                 return False
+            # kept in the order they were recorded (a key recorded again moves to the end), so the expired ones
+            # are at the front: dropping them costs what expired, not a scan of every recent Event per Event
+            self._recent.pop(key, None)
             self._recent[key] = now
-            for k in [k for k, t in self._recent.items() if now - t >= DEDUP_SECONDS]:
-                del self._recent[k]
+            while self._recent:
+                oldest = next(iter(self._recent))
+                if now - self._recent[oldest] < DEDUP_SECONDS:
+                    break
+                del self._recent[oldest]
         ts = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         micro = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         event = {
