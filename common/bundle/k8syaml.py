@@ -31,6 +31,10 @@ learnt from that code, and ``tests/producer/test_k8syaml.py`` checks them agains
 - a stream whose first character is ``{`` is read as a stream of JSON values, as kubectl does (falling back
   to YAML when the first value is not JSON), with the same number rules.
 
+The other way round, :class:`SafeDumper` writes YAML that kubectl reads back as the same JSON: it quotes every
+string that the rules above would read as something else (``'y'``, ``'1e3'``, ``'08'``), which PyYAML alone does
+not (its own resolver is YAML 1.1's, not go-yaml's).
+
 Errors never quote document content (a manifest may be a Secret): they name the problem and its line.
 Parsing uses libyaml through PyYAML's C composer where it is built in. Documents that need what that composer
 hides (aliases, which go-yaml counts and copies; anchors defined twice; the non-specific tag ``!``) are
@@ -65,7 +69,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from common.contract.gotext import go_float32_g
 
-__all__ = ["Document", "Stream", "YAMLReadError", "load", "read_stream"]
+__all__ = ["Document", "SafeDumper", "Stream", "YAMLReadError", "load", "read_stream", "reads_back_as_string",
+           "represent_str"]
 
 # Tags the composer gives scalars without an explicit tag. Both hold a space, which no YAML tag can, so a
 # document cannot spell them.
