@@ -81,25 +81,9 @@ def _decode(type_name: str, value: Any, path: str, what: str, nulls: bool = Fals
         raise BundleInputError(f"{what}: {exc}") from None
 
 
-def _list(value: Any, path: str, what: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise BundleInputError(f"{what}: {path}: expected an array")
-    return value
-
-
-def _obj(value: Any, path: str, what: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise BundleInputError(f"{what}: {path}: expected an object")
-    return value
-
-
 def _permissions(values: Any, path: str, what: str) -> list[Permission]:
     out = []
-    for i, value in enumerate(_list(values, path, what)):
+    for i, value in enumerate(values or []):
         go = _decode("olm.StrategyDeploymentPermissions", value, f"{path}[{i}]", what, nulls=True)
         rules = None if go["rules"] is None else [_decode("rbac.PolicyRule", rule, "", what) for rule in go["rules"]]
         out.append(Permission(go["serviceAccountName"], rules, go))
@@ -134,47 +118,28 @@ def decode(bundle: RegistryV1) -> TypedBundle:
     where = f"{bundle.source}: " if bundle.source else ""
     what = f'{where}ClusterServiceVersion "{bundle.csv_name}"'
     # OLM v1 decodes the whole CSV (FromUnstructured into v1alpha1.ClusterServiceVersion), so a field nothing
-    # renders from (spec.icon, spec.keywords, spec.version) still refuses the bundle when Go cannot decode it.
-    _decode("olm.ClusterServiceVersion", csv, "", what)
-    metadata = _decode("meta.ObjectMeta", csv.get("metadata"), "metadata", what)
-    spec = _obj(csv.get("spec"), "spec", what)
-    install = _obj(_obj(spec.get("install"), "spec.install", what).get("spec"), "spec.install.spec", what)
-
-    modes = []
-    for i, mode in enumerate(_list(spec.get("installModes"), "spec.installModes", what)):
-        decoded = _decode("olm.InstallMode", mode, f"spec.installModes[{i}]", what)
-        modes.append((decoded["type"], decoded["supported"]))
-
-    deployments = []
-    path = "spec.install.spec.deployments"
-    for i, dep in enumerate(_list(install.get("deployments"), path, what)):
-        decoded = _decode("olm.StrategyDeploymentSpec", dep, f"{path}[{i}]", what)
-        deployments.append(DeploymentSpec(decoded["name"], decoded["spec"], decoded.get("label") or {}))
-
-    webhooks = [
-        _decode("olm.WebhookDescription", wh, f"spec.webhookdefinitions[{i}]", what)
-        for i, wh in enumerate(_list(spec.get("webhookdefinitions"), "spec.webhookdefinitions", what))
-    ]
-    crd_defs = _obj(spec.get("customresourcedefinitions"), "spec.customresourcedefinitions", what)
-    owned = _list(crd_defs.get("owned"), "spec.customresourcedefinitions.owned", what)
-    owned_names = [
-        _decode("olm.CRDDescription", desc, f"spec.customresourcedefinitions.owned[{i}]", what)["name"]
-        for i, desc in enumerate(owned)
-    ]
-    api_defs = _obj(spec.get("apiservicedefinitions"), "spec.apiservicedefinitions", what)
+    # renders from (spec.icon, spec.keywords, spec.version) still refuses the bundle when Go cannot decode it;
+    # the parts the renderer reads are taken from that one decoding.
+    typed = _decode("olm.ClusterServiceVersion", csv, "", what)
+    metadata, spec = typed["metadata"], typed["spec"]
+    install = spec["install"]["spec"]
+    # The name hash needs the permissions' exact Go encoding, nulls included: decoded again from the CSV's own
+    # (already checked) values.
+    raw_install = ((csv.get("spec") or {}).get("install") or {}).get("spec") or {}
 
     return TypedBundle(
         package_name=bundle.package_name,
         csv_name=metadata.get("name", ""),
         csv_annotations=metadata.get("annotations") or {},
-        install_modes=modes,
-        deployments=deployments,
-        permissions=_permissions(install.get("permissions"), "spec.install.spec.permissions", what),
-        cluster_permissions=_permissions(install.get("clusterPermissions"), "spec.install.spec.clusterPermissions",
-                                         what),
-        webhooks=webhooks,
-        owned_crd_names=owned_names,
-        owned_apiservices=len(_list(api_defs.get("owned"), "spec.apiservicedefinitions.owned", what)),
+        install_modes=[(mode["type"], mode["supported"]) for mode in spec.get("installModes") or []],
+        deployments=[DeploymentSpec(dep["name"], dep["spec"], dep.get("label") or {})
+                     for dep in install.get("deployments") or []],
+        permissions=_permissions(raw_install.get("permissions"), "spec.install.spec.permissions", what),
+        cluster_permissions=_permissions(raw_install.get("clusterPermissions"),
+                                         "spec.install.spec.clusterPermissions", what),
+        webhooks=spec.get("webhookdefinitions") or [],
+        owned_crd_names=[desc["name"] for desc in spec["customresourcedefinitions"].get("owned") or []],
+        owned_apiservices=len(spec["apiservicedefinitions"].get("owned") or []),
         crds=[decode_crd(crd, where) for crd in bundle.crds],
         others=[copy_json(obj) for obj in bundle.others],
     )
