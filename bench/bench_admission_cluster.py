@@ -154,22 +154,31 @@ class Setups:
         wait_until(called, f"{setup} to be called")
 
 
+def cluster_with_crd(kubeconfig: str | None, bench: str) -> str | None:
+    """The kubeconfig file of a reachable cluster with the COS CRD applied and Established; else None, after
+    printing the bench's ``{"skipped": why}`` line (the admission benches exit 0 without a cluster)."""
+    if not kubeconfig or not os.path.isfile(kubeconfig.split(":")[0]):
+        print(json.dumps({"bench": bench, "skipped": "no cluster: pass --kubeconfig or set KUBECONFIG to a "
+                          "disposable cluster whose API server can reach this machine's loopback"}))
+        return None
+    kubeconfig = kubeconfig.split(":")[0]
+    if kubectl(kubeconfig, "get", "--raw", "/readyz", check=False, timeout=15).returncode != 0:
+        print(json.dumps({"bench": bench, "skipped": f"cluster in {kubeconfig} not reachable"}))
+        return None
+    kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(CRD_FILE))
+    kubectl(kubeconfig, "wait", "--for=condition=Established", "crd/clusterobjectsets.olm.operatorframework.io")
+    return kubeconfig
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--port", type=int, default=0, help="webhook port (the no-op one uses port + 1)")
     args = ap.parse_args(argv)
-    if not args.kubeconfig or not os.path.isfile(args.kubeconfig.split(":")[0]):
-        print(json.dumps({"bench": "admission_cluster", "skipped": "no cluster: pass --kubeconfig or set "
-                          "KUBECONFIG to a disposable cluster whose API server can reach this machine's loopback"}))
+    kubeconfig = cluster_with_crd(args.kubeconfig, "admission_cluster")
+    if kubeconfig is None:
         return 0
-    kubeconfig = args.kubeconfig.split(":")[0]
-    if kubectl(kubeconfig, "get", "--raw", "/readyz", check=False, timeout=15).returncode != 0:
-        print(json.dumps({"bench": "admission_cluster", "skipped": f"cluster in {kubeconfig} not reachable"}))
-        return 0
-    kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(CRD_FILE))
-    kubectl(kubeconfig, "wait", "--for=condition=Established", "crd/clusterobjectsets.olm.operatorframework.io")
     api = Api(kubeconfig)
     version = json.loads(api.request("GET", "/version")[2]).get("gitVersion")
     with tempfile.TemporaryDirectory() as tmp:

@@ -51,12 +51,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_admission_cluster import COS_PATH, CRD_FILE, Api, Setups
+from bench_admission_cluster import COS_PATH, Api, Setups, cluster_with_crd
 
 from common.bundle.packing import pack_secrets
 from common.bundle.phasing import Phase
 from common.contract import samples
-from tests.webhook.registration import kubectl
 from tests.webhook.support import CA, Server
 
 SETUPS = ("crd_only", "cos_webhook", "noop_webhook")
@@ -258,16 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", default=None, help="both webhooks' --threads (default: deploy/'s)")
     ap.add_argument("--port", type=int, default=0, help="webhook port (the no-op one uses port + 1)")
     args = ap.parse_args(argv)
-    if not args.kubeconfig or not os.path.isfile(args.kubeconfig.split(":")[0]):
-        print(json.dumps({"bench": "admission_load_cluster", "skipped": "no cluster: pass --kubeconfig or set "
-                          "KUBECONFIG to a disposable cluster whose API server can reach this machine's loopback"}))
+    kubeconfig = cluster_with_crd(args.kubeconfig, "admission_load_cluster")
+    if kubeconfig is None:
         return 0
-    kubeconfig = args.kubeconfig.split(":")[0]
-    if kubectl(kubeconfig, "get", "--raw", "/readyz", check=False, timeout=15).returncode != 0:
-        print(json.dumps({"bench": "admission_load_cluster", "skipped": f"cluster in {kubeconfig} not reachable"}))
-        return 0
-    kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(CRD_FILE))
-    kubectl(kubeconfig, "wait", "--for=condition=Established", "crd/clusterobjectsets.olm.operatorframework.io")
     shipped_workers, shipped_threads = shipped_concurrency()
     workers, threads = args.workers or shipped_workers, args.threads or shipped_threads
     api = Api(kubeconfig)

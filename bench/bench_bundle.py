@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,17 +37,11 @@ from common.bundle.registryv1.install import InstallOptions, render_bundle
 from common.bundle.registryv1.source import load_bundle
 from tests.support import big_registryv1
 
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_pack import best_of
+
 TARGET_SECONDS = 1.0
 TARGET_MIB = 150.0
-
-
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def _options(path: Path) -> InstallOptions:
@@ -84,15 +77,15 @@ def measure(path: Path, repeat: int) -> dict[str, Any]:
         found, problems = documents(files)
         assert found and not problems
 
-    in_process = _best(whole, repeat)
-    floor = _best(baseline, repeat)
+    in_process = best_of(whole, repeat)
+    floor = best_of(baseline, repeat)
     bundle = load_bundle(path)
     phases = sort_into_phases(objects)
     stages = {
-        "load": _best(lambda: load_bundle(path), repeat),
-        "render": _best(lambda: render_bundle(bundle, options), repeat),
-        "phases": _best(lambda: sort_into_phases(objects), repeat),
-        "pack": _best(lambda: pack(phases, name="big-1", owner="big"), repeat),
+        "load": best_of(lambda: load_bundle(path), repeat),
+        "render": best_of(lambda: render_bundle(bundle, options), repeat),
+        "phases": best_of(lambda: sort_into_phases(objects), repeat),
+        "pack": best_of(lambda: pack(phases, name="big-1", owner="big"), repeat),
     }
     runs = [_command(path, options) for _ in range(repeat)]
     wall = min(r[0] for r in runs)
