@@ -13,7 +13,9 @@ reconciler is active on the cluster. Each round, in a namespace of its own run:
 
 The figures are medians over ``--rounds``; the ratios compare the reconciler with both floors, in time and in
 this process's CPU (``client_cpu_ms_per_object``: the reconciler's CPU per object next to the floor client's, the
-same ``KubeCluster`` sending plain creates). ``rss_kib_per_cached_object``: the resident memory a rollout added,
+same ``KubeCluster`` sending plain creates), and ``machine_busy_fraction``: the whole machine's CPU busy over
+the window, from ``/proc/stat`` (near 1: saturated, the reconciler's CPU is then time taken from the API server).
+``rss_kib_per_cached_object``: the resident memory a rollout added,
 from the reconciler's caches synced (empty) to Succeeded, over the objects it then caches. Then, with the
 last COS rolled out, ``--steady-seconds`` of steady state (the COS re-enqueued every 5 s, as a resync would):
 the requests sent, by verb, must be zero. Prints one JSON document.
@@ -192,22 +194,52 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def floor(kube: KubeCluster, ns: str, objects: int, connections: int, cpu: list[float] | None = None) -> float:
+def machine_ticks() -> tuple[int, int]:
+    """(busy, total) CPU ticks of the whole machine since boot, from ``/proc/stat`` ((0, 0) where there is none).
+    Busy over total for a window says whether the machine was saturated then: on a 2-core machine running the
+    API server and etcd too, a client's CPU is then time taken from the server."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)   # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+class Busy:
+    """The machine's busy fraction over a window: ``with Busy() as b: ...; b.fraction``."""
+
+    def __enter__(self) -> Busy:
+        self.start = machine_ticks()
+        self.fraction = 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        busy, total = machine_ticks()
+        if total > self.start[1]:
+            self.fraction = (busy - self.start[0]) / (total - self.start[1])
+
+
+def floor(kube: KubeCluster, ns: str, objects: int, connections: int, cpu: list[float] | None = None,
+          busy: list[float] | None = None) -> float:
     """Seconds to create ``objects`` ConfigMaps from ``connections`` threads over one client, then cleanup;
     the client's CPU seconds are appended to ``cpu``."""
     sel = "cos-bench-floor=true"
     items = [configmap(ns, f"floor-{i:04d}", i, {"cos-bench-floor": "true"}) for i in range(objects)]
     cpu0 = cpu_seconds()
     start = time.monotonic()
-    if connections == 1:
-        for obj in items:
-            kube.create(obj)
-    else:
-        with ThreadPoolExecutor(connections) as pool:
-            list(pool.map(kube.create, items))
+    with Busy() as machine:
+        if connections == 1:
+            for obj in items:
+                kube.create(obj)
+        else:
+            with ThreadPoolExecutor(connections) as pool:
+                list(pool.map(kube.create, items))
     took = time.monotonic() - start
     if cpu is not None:
         cpu.append(cpu_seconds() - cpu0)
+    if busy is not None:
+        busy.append(machine.fraction)
     delete_configmaps(kube, ns, sel)
     return took
 
@@ -240,7 +272,8 @@ def rss_kib() -> int:
 
 def rollout(kubeconfig: str, admin: KubeCluster, ns: str, objects: int, phases: int, concurrency: int,
             *, keep: bool = False, cpu: list[float] | None = None, service_account: bool = False,
-            rss: list[int] | None = None) -> tuple[float, dict[str, int], ReconcilerProcess | None, Counted]:
+            rss: list[int] | None = None, busy: list[float] | None = None,
+            ) -> tuple[float, dict[str, int], ReconcilerProcess | None, Counted]:
     """The reconciler in-process: seconds from the COS create to Succeeded=True observed, requests by verb;
     its CPU seconds are appended to ``cpu``, and to ``rss`` the KiB of resident memory it added from its caches
     synced (empty) to the rollout done (its caches holding the COS and its objects)."""
@@ -258,11 +291,14 @@ def rollout(kubeconfig: str, admin: KubeCluster, ns: str, objects: int, phases: 
         rss.append(-rss_kib())
     cpu0 = cpu_seconds()
     start = time.monotonic()
-    admin.create(cos_manifest(name, ns, objects, phases, service_account=service_account))
-    # Polled every 50 ms, not faster (the figure's resolution is 50 ms), and the COS is read (a copy of 1,000
-    # objects) only when its cached resourceVersion changed: this process's CPU is the reconciler's, measured.
-    wait(Watcher(cos_inf, name), 600, "the rollout", 0.05)
+    with Busy() as machine:
+        admin.create(cos_manifest(name, ns, objects, phases, service_account=service_account))
+        # Polled every 50 ms, not faster (the figure's resolution is 50 ms), and the COS is read (a copy of 1,000
+        # objects) only when its cached resourceVersion changed: this process's CPU is the reconciler's, measured.
+        wait(Watcher(cos_inf, name), 600, "the rollout", 0.05)
     took = time.monotonic() - start
+    if busy is not None:
+        busy.append(machine.fraction)
     if cpu is not None:
         cpu.append(cpu_seconds() - cpu0)
     if rss is not None:
@@ -326,22 +362,25 @@ def main() -> int:
         make_service_account(admin, ns)
     floors: dict[str, list[float]] = {"1": [], str(args.floor_connections): []}
     floor_cpu: dict[str, list[float]] = {"1": [], str(args.floor_connections): []}
+    floor_busy: dict[str, list[float]] = {"1": [], str(args.floor_connections): []}
     keys = [(c, sa) for c in args.concurrency for sa in modes]
     runs: dict[tuple[int, bool], list[float]] = {k: [] for k in keys}
     run_cpu: dict[tuple[int, bool], list[float]] = {k: [] for k in keys}
     run_rss: dict[tuple[int, bool], list[int]] = {k: [] for k in keys}
+    run_busy: dict[tuple[int, bool], list[float]] = {k: [] for k in keys}
     requests: dict[tuple[int, bool], dict[str, int]] = {}
     result: dict[str, Any] = {}
     try:
         for n in range(args.rounds):
-            floors["1"].append(floor(admin, ns, args.objects, 1, floor_cpu["1"]))
+            floors["1"].append(floor(admin, ns, args.objects, 1, floor_cpu["1"], floor_busy["1"]))
             fc = str(args.floor_connections)
-            floors[fc].append(floor(admin, ns, args.objects, args.floor_connections, floor_cpu[fc]))
+            floors[fc].append(floor(admin, ns, args.objects, args.floor_connections, floor_cpu[fc],
+                                     floor_busy[fc]))
             # with both identities, every other round times them in the other order: what the previous run
             # leaves the server busy with (the collection delete of its 1,000 objects) hits both alike
             for c, sa in (keys if n % 2 == 0 else [(c, sa) for c in args.concurrency for sa in reversed(modes)]):
                 took, counts, _, _ = rollout(path, admin, ns, args.objects, args.phases, c, cpu=run_cpu[(c, sa)],
-                                             service_account=sa, rss=run_rss[(c, sa)])
+                                             service_account=sa, rss=run_rss[(c, sa)], busy=run_busy[(c, sa)])
                 runs[(c, sa)].append(took)
                 requests[(c, sa)] = counts
         f1 = statistics.median(floors["1"])
@@ -354,7 +393,9 @@ def main() -> int:
                               "client_cpu_seconds": {k: round(statistics.median(v), 3)
                                                      for k, v in floor_cpu.items()},
                               "client_cpu_ms_per_object": {k: round(statistics.median(v) * 1000 / args.objects, 3)
-                                                           for k, v in floor_cpu.items()}},
+                                                           for k, v in floor_cpu.items()},
+                              "machine_busy_fraction": {k: round(statistics.median(v), 2)
+                                                        for k, v in floor_busy.items()}},
             "rollout": {},
         }
         for (c, sa), samples in runs.items():
@@ -372,6 +413,9 @@ def main() -> int:
                 # resident memory the rollout added (this process: the caches, the engine's memory of its writes)
                 # over the objects it caches (the COS's objects; the COS itself holds them once more)
                 "rss_kib_per_cached_object": round(statistics.median(run_rss[(c, sa)]) / args.objects, 2),
+                # the whole machine's CPU busy over the rollout (the API server, etcd and this process): near 1,
+                # the machine was saturated and a client's CPU is time taken from the server
+                "machine_busy_fraction": round(statistics.median(run_busy[(c, sa)]), 2),
             }
             if sa and (c, False) in runs:
                 entry["ratio_to_process_identity"] = round(med / statistics.median(runs[(c, False)]), 3)

@@ -35,7 +35,7 @@ from common.contract.api import (
 )
 from common.contract.conditions import Situation
 from common.contract.gotext import go_quote
-from common.contract.objects import Obj, copy_json
+from common.contract.objects import Obj, copy_json, merge_patch_between
 from common.contract.serviceaccount import ServiceAccountMissing, ServiceAccountRef
 from reconciler import collisions, digest
 from reconciler.resolve import Resolution, inline_kinds, referenced_secrets, resolve
@@ -176,9 +176,13 @@ class _Run:
         if self.observed is not None:
             status["observedPhases"] = self.observed
         if status != self.old_status:
-            body = {**self.cos, "status": status}   # the COS as read, its new status: nothing else is changed
+            # Only the change is sent, as a merge patch of the status subresource that holds only if the COS is
+            # still the one read (its resourceVersion, else Conflict). A PUT would send the whole COS back: for
+            # 1,000 objects ~200 KB to encode here and to decode again on the server.
+            patch = {"status": merge_patch_between(self.old_status, status)}
             try:
-                self.cos = self.cluster.update_status(body)
+                self.cos = self.cluster.merge_patch(API_VERSION, KIND, self.name, None, patch, subresource="status",
+                                                    resource_version=self.cos["metadata"].get("resourceVersion"))
             except ApiError as exc:
                 self.result.error = self.result.error or ReconcileError(f"updating status: {exc}", exc)
                 return self.result

@@ -161,9 +161,13 @@ class Cluster(Protocol):
         ``common.cluster.ownership``), so a field a later intent drops is released, not left behind."""
 
     def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
-                    resource_version: str | None = None) -> Obj:
+                    resource_version: str | None = None, subresource: str = "") -> Obj:
         """JSON merge patch (RFC 7386). With ``resource_version`` the patch carries
-        ``metadata.resourceVersion`` and fails with ``Conflict`` when the object changed meanwhile."""
+        ``metadata.resourceVersion`` and fails with ``Conflict`` when the object changed meanwhile.
+
+        ``subresource="status"`` patches the ``status`` subresource: only ``status`` changes. It is how a
+        controller writes status without sending the whole object back (a ClusterObjectSet of 1,000 objects is
+        ~200 KB that a PUT makes the server decode and the client encode once more)."""
 
     def update(self, obj: Obj) -> Obj:
         """PUT the whole object; ``metadata.resourceVersion`` must be current (``Conflict`` otherwise)."""

@@ -539,12 +539,14 @@ class KubeCluster:
         raise InternalError(f"apply {path}: retries exhausted")  # unreachable: the loop returns or raises
 
     def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
-                    resource_version: str | None = None) -> Obj:
+                    resource_version: str | None = None, subresource: str = "") -> Obj:
         res = self.resource(api_version, kind)
+        if subresource == "status" and not res.has_status:
+            raise NotFound(f"{res.gvk.kind} has no status subresource")
         body = dict(patch)
         if resource_version:
             body["metadata"] = dict(body.get("metadata") or {}, resourceVersion=resource_version)
-        return self.request("patch", "PATCH", res.item_path(name, namespace), body=body,
+        return self.request("patch", "PATCH", res.item_path(name, namespace, subresource), body=body,
                             content_type=CONTENT_MERGE)
 
     def update(self, obj: Obj) -> Obj:

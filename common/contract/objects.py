@@ -32,6 +32,24 @@ def _copy(value: Any) -> Any:
     return value
 
 
+def merge_patch_between(old: Obj, new: Obj) -> Obj:
+    """The JSON merge patch (RFC 7386) that turns ``old`` into ``new``: changed and added keys with their new
+    value, removed keys as ``null``, maps compared key by key, lists and scalars replaced whole.
+
+    ``new`` must hold no ``null`` map values (a merge patch cannot set one: ``null`` removes the key), which
+    an API server never stores anyway."""
+    patch: Obj = {k: None for k in old if k not in new}
+    for k, v in new.items():
+        before = old.get(k, _ABSENT)
+        if before == v:
+            continue
+        patch[k] = merge_patch_between(before, v) if isinstance(v, dict) and isinstance(before, dict) else v
+    return patch
+
+
+_ABSENT = object()
+
+
 @dataclass(frozen=True, slots=True)
 class GVK:
     """Group, version and kind of an object; ``group`` is ``""`` for the core group."""

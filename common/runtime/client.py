@@ -125,9 +125,9 @@ class CachedCluster:
         return out if dry_run else self._written(out)
 
     def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
-                    resource_version: str | None = None) -> Obj:
+                    resource_version: str | None = None, subresource: str = "") -> Obj:
         return self._written(self.writer.merge_patch(api_version, kind, name, namespace, patch,
-                                                     resource_version=resource_version))
+                                                     resource_version=resource_version, subresource=subresource))
 
     def update(self, obj: Obj) -> Obj:
         return self._written(self.writer.update(obj))

@@ -57,7 +57,7 @@ from common.contract import labels as labelsel
 from common.contract.objects import GVK, Obj, copy_json
 
 Path = tuple[str, ...]
-WRITE_VERBS = frozenset({"create", "apply", "patch", "update", "update_status", "delete"})
+WRITE_VERBS = frozenset({"create", "apply", "patch", "patch_status", "update", "update_status", "delete"})
 ORPHAN_FINALIZER = "orphan"
 _MISSING = object()
 # metadata the server owns: never taken from a request body, never tracked as a managed field
@@ -844,10 +844,39 @@ class MemCluster:
     @_locked
     @_rendered
     def merge_patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
-                    resource_version: str | None = None, field_manager: str = "unknown") -> Obj:
+                    resource_version: str | None = None, subresource: str = "",
+                    field_manager: str = "unknown") -> Obj:
+        if subresource == "status":
+            self._request("patch_status", api_version, kind, namespace, name)
+            return self._patch_status(api_version, kind, name, namespace, patch, resource_version=resource_version)
+        if subresource:
+            raise NotFound("the server could not find the requested resource")
         self._request("patch", api_version, kind, namespace, name)
         return self._patch(api_version, kind, name, namespace, patch, resource_version=resource_version,
                            manager=field_manager)
+
+    def _patch_status(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
+                      resource_version: str | None) -> Obj:
+        """The patch applied to the whole object, of which only ``status`` is kept (the API server's status
+        strategy): metadata and spec in the patch are ignored, but ``metadata.resourceVersion`` is checked."""
+        info = self._info(api_version, kind)
+        if not info.status_subresource:
+            raise NotFound("the server could not find the requested resource")
+        live = self._lookup(info, name, namespace)
+        if live is None:
+            raise self._not_found(info, name)
+        if not isinstance(patch, dict):
+            raise BadRequest("merge patch must be a JSON object")
+        want_rv = resource_version or (patch.get("metadata") or {}).get("resourceVersion")
+        if want_rv and want_rv != live["metadata"]["resourceVersion"]:
+            raise self._conflict(info, name)
+        patched = _merge_patch(copy_json(live), patch)
+        new = copy_json(live)
+        if "status" in patched:
+            new["status"] = patched["status"]
+        else:
+            new.pop("status", None)
+        return self._commit(info, live, new)
 
     def _patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
                resource_version: str | None, manager: str) -> Obj:

@@ -132,6 +132,28 @@ def test_update_and_update_status_put_to_the_object_and_its_status(kube: KubeClu
         kube.update(cos)  # stale resourceVersion
 
 
+def test_merge_patch_of_the_status_subresource_sends_only_the_patch(kube: KubeCluster, server: FakeApiServer) -> None:
+    cos = kube.create({"apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterObjectSet",
+                       "metadata": {"name": "c1"}, "spec": {"revision": 1}})
+    rv = cos["metadata"]["resourceVersion"]
+    out = kube.merge_patch("olm.operatorframework.io/v1", "ClusterObjectSet", "c1", None,
+                           {"status": {"conditions": [{"type": "Available", "status": "True"}]},
+                            "spec": {"revision": 2}}, resource_version=rv, subresource="status")
+    req = writes(server)[-1]
+    assert (req.method, req.path, req.content_type) == (
+        "PATCH", "/apis/olm.operatorframework.io/v1/clusterobjectsets/c1/status", "application/merge-patch+json")
+    assert req.body == {"status": {"conditions": [{"type": "Available", "status": "True"}]},
+                        "spec": {"revision": 2}, "metadata": {"resourceVersion": rv}}
+    assert out["status"] == {"conditions": [{"type": "Available", "status": "True"}]}
+    assert out["spec"] == {"revision": 1}   # the status subresource changes status only
+    with pytest.raises(Conflict):            # the COS read is stale now
+        kube.merge_patch("olm.operatorframework.io/v1", "ClusterObjectSet", "c1", None, {"status": {}},
+                         resource_version=rv, subresource="status")
+    with pytest.raises(NotFound) as e:       # a kind without the subresource: refused before any request
+        kube.merge_patch("v1", "ConfigMap", "cm1", "ns1", {"status": {}}, subresource="status")
+    assert str(e.value) == "ConfigMap has no status subresource"
+
+
 def test_delete_sends_preconditions_and_propagation_policy(kube: KubeCluster, server: FakeApiServer) -> None:
     live = kube.create(CM)
     with pytest.raises(Conflict, match="Precondition failed: UID in precondition: other"):

@@ -30,7 +30,7 @@ def test_two_revision_handover() -> None:
     result = run(mc, "ext-2")
     assert writes(mc) == [("patch", KIND, "ext-2"), ("create", "ConfigMap", "new-only"),
                           ("apply", "ConfigMap", "moves"), ("patch", KIND, "ext-1"),
-                          ("update_status", KIND, "ext-2")]
+                          ("patch_status", KIND, "ext-2")]
     assert _refs(mc, "ConfigMap", "moves") == [("ext-1", False), ("ext-2", True)]
     assert mc.peek("v1", "ConfigMap", "moves", "ns")["data"] == {"k": "v2"}
     assert get_cos(mc, "ext-1")["spec"]["lifecycleState"] == "Archived"
@@ -40,7 +40,7 @@ def test_two_revision_handover() -> None:
     mc.reset_requests()
     result = run(mc, "ext-1")
     assert writes(mc) == [("patch", "ConfigMap", "moves"), ("delete", "ConfigMap", "old-only"),
-                          ("update_status", KIND, "ext-1"), ("patch", KIND, "ext-1")]
+                          ("patch_status", KIND, "ext-1"), ("patch", KIND, "ext-1")]
     assert _refs(mc, "ConfigMap", "moves") == [("ext-2", True)]
     assert mc.peek("v1", "ConfigMap", "old-only", "ns") is None
     assert mc.peek("v1", "ConfigMap", "new-only", "ns") is not None
@@ -84,14 +84,14 @@ def test_revision_three_supersedes_unfinished_revision_two() -> None:
     run(mc, "ext-3")
     assert writes(mc) == [("patch", KIND, "ext-3"), ("apply", "ConfigMap", "a"), ("apply", "Deployment", "dep"),
                           ("apply", "ConfigMap", "z"), ("patch", KIND, "ext-1"), ("patch", KIND, "ext-2"),
-                          ("update_status", KIND, "ext-3")]
+                          ("patch_status", KIND, "ext-3")]
     assert _refs(mc, "ConfigMap", "a") == [("ext-1", False), ("ext-2", False), ("ext-3", True)]
     assert _refs(mc, "ConfigMap", "z") == [("ext-1", False), ("ext-3", True)]
 
     mc.reset_requests()
     run(mc, "ext-2")
     assert writes(mc) == [("delete", "Deployment", "b2"), ("patch", "ConfigMap", "a"),
-                          ("patch", "Deployment", "dep"), ("update_status", KIND, "ext-2"), ("patch", KIND, "ext-2")]
+                          ("patch", "Deployment", "dep"), ("patch_status", KIND, "ext-2"), ("patch", KIND, "ext-2")]
     run(mc, "ext-1")
     for kind, name in (("ConfigMap", "a"), ("Deployment", "dep"), ("ConfigMap", "z")):
         assert _refs(mc, kind, name) == [("ext-3", True)]
@@ -124,7 +124,7 @@ def test_archival_tears_down_later_phases_first_and_waits_for_finalizers() -> No
     mc.reset_requests()
     result = run(mc, "ext-1")
     assert writes(mc) == [("delete", "ConfigMap", "second"), ("delete", "ConfigMap", "third"),
-                          ("update_status", KIND, "ext-1")]
+                          ("patch_status", KIND, "ext-1")]
     assert result.requeue_after == 5.0 and result.error is None
     assert mc.peek("v1", "ConfigMap", "first", "ns") is not None          # earlier phase untouched
     assert brief(mc, "ext-1", "Progressing") == (
@@ -140,7 +140,7 @@ def test_archival_tears_down_later_phases_first_and_waits_for_finalizers() -> No
     mc.remove_finalizer("v1", "ConfigMap", "second", "ns", "example.com/hold")
     mc.reset_requests()
     result = run(mc, "ext-1")
-    assert writes(mc) == [("delete", "ConfigMap", "first"), ("update_status", KIND, "ext-1"),
+    assert writes(mc) == [("delete", "ConfigMap", "first"), ("patch_status", KIND, "ext-1"),
                           ("patch", KIND, "ext-1")]
     assert result.requeue_after is None
     assert brief(mc, "ext-1", "Progressing") == ("False", "Archived", "revision is archived")
@@ -186,7 +186,7 @@ def test_deleted_cos_tears_down_in_reverse_order_and_releases_adopted_objects() 
     mc.reset_requests()
     result = run(mc, "ext-1")
     assert writes(mc) == [("delete", "Deployment", "web"), ("patch", "ConfigMap", "shared"),
-                          ("update_status", KIND, "ext-1")]   # the condition names what it waits for
+                          ("patch_status", KIND, "ext-1")]   # the condition names what it waits for
     assert result.requeue_after == 5.0
     assert mc.peek("v1", "ConfigMap", "crd-like", "ns") is not None
     assert brief(mc, "ext-1", "Available") == (
@@ -269,7 +269,7 @@ def test_archived_revision_that_never_resolved_is_archived_at_once() -> None:
     assert result.error is None and result.requeue_after is None
     assert brief(mc, "ext-2", "Progressing") == ("False", "Archived", "revision is archived")
     assert brief(mc, "ext-2", "Available") == ("Unknown", "Archived", "revision is archived")
-    assert writes(mc) == [("update_status", KIND, "ext-2")]
+    assert writes(mc) == [("patch_status", KIND, "ext-2")]
     mc.reset_requests()
     run(mc, "ext-2", now=at(21))
     assert mc.writes == 0

@@ -35,7 +35,7 @@ def test_rolling_out_then_succeeded_reports_the_duration_once() -> None:
 def test_a_failed_status_write_reports_what_was_read_and_no_duration_until_it_is_written() -> None:
     mc = cluster()
     mc.put(cos("ext-1", 1, phase("p", cm("a")), owner=""))
-    mc.fail("update_status", Conflict("the object has been modified"), kind=KIND)
+    mc.fail("patch_status", Conflict("the object has been modified"), kind=KIND)
     failed = run(mc, "ext-1", now=at(2))
     assert failed.error is not None
     assert (failed.state, failed.owner, failed.rollout_seconds) == (None, "", None)   # no status yet

@@ -227,4 +227,4 @@ def test_collisions_are_reported_in_manifest_order() -> None:
     assert r_par.events[0].reason == "Collision"
     assert brief(mc, "ext-1", "Progressing") == brief(seq, "ext-1", "Progressing")
     assert Counter(writes(mc)) == Counter(writes(seq))
-    assert [w for w in writes(mc) if w[1] == KIND] == [("patch", KIND, "ext-1"), ("update_status", KIND, "ext-1")]
+    assert [w for w in writes(mc) if w[1] == KIND] == [("patch", KIND, "ext-1"), ("patch_status", KIND, "ext-1")]

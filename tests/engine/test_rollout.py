@@ -38,7 +38,7 @@ def test_walk_stops_at_first_incomplete_phase_and_never_touches_later_ones() -> 
     result = run(mc, "ext-1")
     assert result.error is None and result.requeue_after is None
     assert writes(mc) == [("patch", KIND, "ext-1"), ("create", "Deployment", "d"),
-                          ("update_status", KIND, "ext-1")]
+                          ("patch_status", KIND, "ext-1")]
     assert not any(r.name == "later" for r in mc.log)           # not even read
     assert get_cos(mc, "ext-1")["metadata"]["finalizers"] == [FINALIZER_TEARDOWN]
     assert brief(mc, "ext-1", "Progressing") == ("True", "RollingOut", "Revision 1 is rolling out.")
@@ -58,7 +58,7 @@ def test_walk_stops_at_first_incomplete_phase_and_never_touches_later_ones() -> 
     ready_deployment(mc, "d")
     mc.reset_requests()
     result = run(mc, "ext-1")
-    assert writes(mc) == [("create", "ConfigMap", "later"), ("update_status", KIND, "ext-1")]
+    assert writes(mc) == [("create", "ConfigMap", "later"), ("patch_status", KIND, "ext-1")]
     assert brief(mc, "ext-1", "Progressing") == ("True", "Succeeded", "Revision 1 has rolled out.")
     assert brief(mc, "ext-1", "Available") == ("True", "ProbesSucceeded", "Objects are available and pass all probes.")
     assert brief(mc, "ext-1", "Succeeded") == ("True", "Succeeded", "Revision succeeded rolling out.")
@@ -140,7 +140,7 @@ def test_drift_is_repaired_and_foreign_additions_survive() -> None:
     mc.reset_requests()
     run(mc, "ext-1")
     # the spec changed twice (generation 3): until the controller observes it, the COS is rolling out again
-    assert writes(mc) == [("apply", "Deployment", "d"), ("update_status", KIND, "ext-1")]
+    assert writes(mc) == [("apply", "Deployment", "d"), ("patch_status", KIND, "ext-1")]
     assert brief(mc, "ext-1", "Available")[2] == "Object Deployment.apps/v1 ns/d: .status outdated"
     d = mc.peek("apps/v1", "Deployment", "d", "ns")
     assert d["spec"]["paused"] is False
@@ -290,7 +290,7 @@ def test_changed_content_blocks_and_recovers_when_it_comes_back() -> None:
         f'resolved content of 1 phase(s) has changed: phase "p" (expected digest {observed[0]["digest"]}, '
         f"got {got}); a referenced object source may have been deleted and recreated with different content")
     assert result.error is None and result.requeue_after is None
-    assert writes(mc) == [("update_status", KIND, "ext-1")]
+    assert writes(mc) == [("patch_status", KIND, "ext-1")]
     assert mc.peek("v1", "ConfigMap", "a", "ns")["data"] == {"k": "v"}   # nothing rolled out
     mc.remove("v1", "Secret", "bundle", "olmv1-system")
     original["metadata"] = {"name": "bundle", "namespace": "olmv1-system"}

@@ -75,7 +75,7 @@ def test_a_named_account_writes_the_objects_and_the_process_writes_the_cos() -> 
     assert sorted(writers.views[0].writes) == [("create", "ConfigMap", "x"), ("create", "ConfigMap", "y")]
     # the COS's finalizer and status are written, but not through the account's view
     assert sorted(w for w in writes(mc) if w[1] != "ConfigMap") == [
-        ("patch", "ClusterObjectSet", "c1"), ("update_status", "ClusterObjectSet", "c1")]
+        ("patch", "ClusterObjectSet", "c1"), ("patch_status", "ClusterObjectSet", "c1")]
 
     # teardown: the archived revision removes its objects with its own account
     mc.merge_patch(api.API_VERSION, api.KIND, "c1", None, {"spec": {"lifecycleState": "Archived"}})
@@ -94,7 +94,7 @@ def test_without_a_writer_a_named_account_is_refused_not_borrowed() -> None:
     assert brief(mc, "c1", "Progressing") == (
         "True", "Retrying", 'revision "c1" names ServiceAccount shop/installer, but this reconciler cannot write as '
                             "a ServiceAccount")
-    assert writes(mc) == [("update_status", "ClusterObjectSet", "c1")]
+    assert writes(mc) == [("patch_status", "ClusterObjectSet", "c1")]
     assert not get_cos(mc, "c1")["metadata"].get("finalizers")
 
 

@@ -233,7 +233,7 @@ def test_the_condition_names_the_first_held_object_of_the_phase_and_follows_it()
     mc.remove_finalizer("v1", "ConfigMap", "b", "ns", "x/hold")
     mc.reset_requests()
     run(mc, "ext-1")
-    assert writes(mc) == [("update_status", KIND, "ext-1")]
+    assert writes(mc) == [("patch_status", KIND, "ext-1")]
     assert brief(mc, "ext-1", "Available")[2] == \
         "Object ConfigMap.v1 ns/c: being deleted, waiting for finalizers: x/hold"
     mc.remove_finalizer("v1", "ConfigMap", "c", "ns", "x/hold")

@@ -74,6 +74,21 @@ def test_rollout_then_steady_state_sends_no_writes(server: FakeApiServer, proc: 
     assert [r for r in server.requests if r.verb in ("get", "list")] == []  # all reads from the caches
 
 
+def test_status_is_written_as_a_merge_patch_of_what_changed_on_the_cos_read(server: FakeApiServer,
+                                                                            proc: ReconcilerProcess) -> None:
+    server.put_object(cos("c1", 1, phase("a", cm("x"))))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    status_writes = [r for r in server.requests if r.path.endswith("/clusterobjectsets/c1/status")]
+    assert [(r.method, r.content_type) for r in status_writes] == [("PATCH", "application/merge-patch+json")]
+    body = status_writes[0].body
+    assert sorted(body) == ["metadata", "status"]           # never the spec: the 1,000 objects stay on the server
+    assert sorted(body["status"]) == ["conditions", "observedPhases"]
+    # with the resourceVersion of the COS as read (the server checks it: a stale one would be a 409)
+    assert list(body["metadata"]) == ["resourceVersion"] and status_writes[0].status == 200
+    assert body["metadata"]["resourceVersion"] != get_cos(server, "c1")["metadata"]["resourceVersion"]
+
+
 def test_drift_on_a_managed_object_is_repaired_through_its_watch(server: FakeApiServer,
                                                                  proc: ReconcilerProcess) -> None:
     server.put_object(cos("c1", 1, phase("a", cm("x", k="v"))))
