@@ -3,9 +3,10 @@
 For each ``--counts`` value N (default 50 100 200), a fresh ``cos-reconciler`` process (the real CLI, as a
 subprocess, default flags) is started against the cluster; once idle its resident memory (VmRSS) is read, then N
 COSs of ``--objects`` ConfigMaps each (default 50, in ``--phases`` 5) are created at once. Measured: seconds
-from the first create to every COS settled (Succeeded, seen through a watch of them), the process's VmRSS then, the
-requests it sent (its own ``cos_api_requests_total``), its CPU seconds (user + system, from ``/proc``) and
-per object, memory per cached object (RSS settled minus idle, over the objects it manages) and
+from the first create to every COS settled (Succeeded, seen through a watch of them), the process's VmRSS then,
+the requests it sent (its own ``cos_api_requests_total``), the reconciles it ran per COS (``cos_reconciles_total``),
+its CPU seconds (user + system, from ``/proc``) and per object, memory per cached object (RSS settled minus idle,
+over the objects it manages) and
 ``--steady-seconds`` of steady state afterwards (requests sent: should be none). The floor of the same run is
 the 8-connection create floor of N x objects ConfigMaps (plain creates, same client library), so
 ``ratio_to_floor`` says how far the reconciler is from what the server can take, and ``cpu_ratio_to_floor_client``
@@ -84,6 +85,16 @@ def requests_by_verb(port: int) -> dict[str, int]:
     return out
 
 
+RECONCILES = re.compile(r'^cos_reconciles_total\{[^}]*\} (?P<value>[0-9.e+]+)$')
+
+
+def reconciles(port: int) -> int:
+    """Reconciles the process ran so far (its ``cos_reconciles_total``, all results)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        return sum(int(float(m.group("value"))) for line in resp.read().decode().splitlines()
+                   if (m := RECONCILES.match(line)))
+
+
 def diff(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {k: v - before.get(k, 0) for k, v in sorted(after.items()) if v - before.get(k, 0)}
 
@@ -157,6 +168,7 @@ def one_size(admin: KubeCluster, kubeconfig: str, port: int, count: int, objects
         time.sleep(3.0)  # caches synced, nothing to do: idle
         idle = rss_mib(proc.pid)
         before = requests_by_verb(port)
+        reconciles_before = reconciles(port)
         cpu0 = cpu_seconds_of(proc.pid)
         done = Settled()
         watcher = Informer(admin, InformerKey(api.API_VERSION, api.KIND, label_selector=selector), done).start()
@@ -173,6 +185,7 @@ def one_size(admin: KubeCluster, kubeconfig: str, port: int, count: int, objects
         time.sleep(3.0)  # the last events and status writes
         settled_rss = rss_mib(proc.pid)
         after = requests_by_verb(port)
+        reconciles_run = reconciles(port) - reconciles_before
         steady: dict[str, int] = {}
         if steady_seconds > 0:
             time.sleep(steady_seconds)
@@ -184,6 +197,7 @@ def one_size(admin: KubeCluster, kubeconfig: str, port: int, count: int, objects
             "rss_mib": {"idle": round(idle, 1), "settled": round(settled_rss, 1)},
             "kib_per_cached_object": round((settled_rss - idle) * 1024 / cached, 2),
             "requests": diff(after, before), "requests_total": sum(diff(after, before).values()),
+            "reconciles_per_cos": round(reconciles_run / count, 2),
             "steady_state": {"seconds": steady_seconds, "requests": steady},
         }
     finally:

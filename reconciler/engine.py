@@ -316,6 +316,7 @@ class _Run:
                     continue
                 except ApiError as exc:
                     return self.fail(f"archiving ClusterObjectSet {sibling['metadata']['name']}: {exc}", exc)
+                self.result.changed.add(sibling["metadata"]["name"])
                 self.event("Normal", conditions.ARCHIVED, f"Archived revision {_revision(sibling)} "
                            f"({sibling['metadata']['name']}): revision {self.revision} has rolled out")
         if not was_succeeded:

@@ -38,10 +38,11 @@ from common.runtime.leader import LeaderConfig, LeaderElector
 from common.runtime.parallel import DEFAULT_CONCURRENCY, RETRY_JITTER, SEQUENTIAL, WATCH_CONNECTIONS, Fanout
 from common.runtime.queue import ShutDown, WorkQueue
 from common.runtime.recorder import EventRecorder
+from reconciler.collisions import controller_ref
 from reconciler.engine import reconcile
 from reconciler.metrics import Metrics
 from reconciler.result import EngineConfig, Result, Writer
-from reconciler.watches import COS_KEY, CRD_API_VERSION, WatchSet
+from reconciler.watches import COS_KEY, CRD_API_VERSION, MANAGED_SELECTOR, Wake, WatchSet
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,25 @@ def client_options(config: ProcessConfig) -> dict[str, Any]:
     of its own from a client made otherwise."""
     requests = max(1, config.workers) + config.rollout_concurrency
     return {"pool_size": requests + WATCH_CONNECTIONS, "retry_jitter": RETRY_JITTER}
+
+
+def own_change(prev: Obj | None, obj: Obj) -> bool:
+    """Whether a COS changed from ``prev`` to ``obj`` only as the reconciler itself changes it, so the change
+    needs no reconcile: its status (only the reconciler writes it) and its own teardown finalizer. Nothing else
+    may differ: the generation (a spec change raises it), labels, annotations, deletionTimestamp, other
+    finalizers; what every write changes (resourceVersion, managedFields) does not count."""
+    if prev is None:
+        return False
+    if prev is obj:
+        return True
+    before, after = prev.get("metadata") or {}, obj.get("metadata") or {}
+    return before.get("generation") == after.get("generation") and _meta_key(before) == _meta_key(after)
+
+
+def _meta_key(meta: Obj) -> Obj:
+    out = {k: v for k, v in meta.items() if k not in ("resourceVersion", "managedFields", "finalizers")}
+    out["finalizers"] = [f for f in meta.get("finalizers") or [] if f != api.FINALIZER_TEARDOWN]
+    return out
 
 
 class ReconcilerProcess:
@@ -270,18 +290,31 @@ class ReconcilerProcess:
 
     # --------------------------------------------------------------------------------------- events
     def _on_event(self, key: InformerKey, etype: str, obj: Obj, prev: Obj | None) -> None:
+        # The echo of the reconciler's own write does not queue a COS again: the reconcile that wrote it knew what
+        # it wrote. Otherwise a rollout's own creates, finalizer and status writes each queue their COS once more,
+        # a second full pass over every object for nothing (measured at scale: 2.0 reconciles per COS, not 1).
         if key == COS_KEY:
             name = str((obj.get("metadata") or {}).get("name") or "")
             if etype == "DELETED":
                 with self._state_lock:
                     self.metrics.forget_revision(name)
                 self.watches.forget(name)
+            elif own_change(prev, obj):
+                return
             self.queue.add(name)
             return
         if key.kind == "CustomResourceDefinition" and key.api_version == CRD_API_VERSION:
             # a CR in a later phase is applied as soon as its CRD is served
             self.kube.invalidate_discovery(str((obj.get("spec") or {}).get("group") or "") or None)
         wake = self.watches.woken(key, etype, obj, prev)
+        if key.label_selector == MANAGED_SELECTOR and (etype == "ADDED" or (etype == "MODIFIED" and prev is obj)):
+            # Created (only the COS that controls an object creates it: the engine reads through this cache, so
+            # the watch was there before the create), or the version the cache already held from the answer to
+            # our own write (Informer.write_through): its controller wrote it and knows. Other owners (an older
+            # revision) still hear of it.
+            controller = controller_ref(obj)
+            if controller is not None and controller.get("kind") == api.KIND:
+                wake = Wake(wake.names - {str(controller.get("name"))}, wake.at_once)
         for name in wake.names:
             if wake.at_once:
                 self.queue.forget(name)
@@ -318,6 +351,8 @@ class ReconcilerProcess:
             self.watches.forget(name)  # deleted meanwhile (its DELETED event may have come before this result)
         else:
             self.watches.reported(name, result.watched_kinds, result.referenced_secrets, result.error)
+        for other in sorted(result.changed):
+            self.queue.add(other)   # archived by this reconcile: its teardown starts now
         if result.events:
             cos_inf = self.caches.get(COS_KEY)
             cos = (cos_inf.get(None, name) if cos_inf else None) or {

@@ -50,6 +50,9 @@ class Result:
     events: list[Event] = field(default_factory=list)
     watched_kinds: set[tuple[str, str]] = field(default_factory=set)
     referenced_secrets: set[tuple[str, str]] = field(default_factory=set)
+    # other COSs this reconcile changed (the siblings it archived): the process queues them, since the watch
+    # event of a write the process made itself wakes nobody
+    changed: set[str] = field(default_factory=set)
     # For the metrics: the COS's Progressing reason as this reconcile wrote it (or, when it wrote no status or
     # the write failed, as it read it; None without one), its owner-name label, and, when this reconcile set
     # Succeeded True for the first time and the write went through, seconds from its creationTimestamp.

@@ -67,7 +67,9 @@ class InformerKey:
         return f"{self.kind}.{self.api_version}{where}{sel}"
 
 
-# handler(informer key, event type ADDED|MODIFIED|DELETED, object, previous object or None)
+# handler(informer key, event type ADDED|MODIFIED|DELETED, object, previous object or None). For ADDED and
+# MODIFIED, ``previous is object`` (the same dict) means the store already held this very version: the event
+# of a write whose answer was stored through :meth:`Informer.write_through` (an echo of our own write).
 Handler = Callable[[InformerKey, str, Obj, Obj | None], None]
 
 

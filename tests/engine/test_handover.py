@@ -36,9 +36,11 @@ def test_two_revision_handover() -> None:
     assert get_cos(mc, "ext-1")["spec"]["lifecycleState"] == "Archived"
     assert ("Normal", "Archived", "Archived revision 1 (ext-1): revision 2 has rolled out") in [
         (e.type, e.reason, e.message) for e in result.events]
+    assert result.changed == {"ext-1"}   # the process queues the archived revision: its teardown is due
 
     mc.reset_requests()
     result = run(mc, "ext-1")
+    assert result.changed == set()
     assert writes(mc) == [("patch", "ConfigMap", "moves"), ("delete", "ConfigMap", "old-only"),
                           ("patch_status", KIND, "ext-1"), ("patch", KIND, "ext-1")]
     assert _refs(mc, "ConfigMap", "moves") == [("ext-2", True)]

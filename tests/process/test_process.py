@@ -89,6 +89,27 @@ def test_status_is_written_as_a_merge_patch_of_what_changed_on_the_cos_read(serv
     assert body["metadata"]["resourceVersion"] != get_cos(server, "c1")["metadata"]["resourceVersion"]
 
 
+def test_a_rollout_is_one_reconcile_the_echoes_of_its_own_writes_wake_nothing(server: FakeApiServer,
+                                                                              proc: ReconcilerProcess) -> None:
+    server.put_object(cos("c1", 1, phase("a", cm("x")), phase("b", cm("y"), cm("z"))))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    wait_for(proc.queue.idle)
+    time.sleep(0.5)   # the watch events of its creates, its finalizer and its status writes have all come
+    assert proc.reconcile_count == 1
+    # a write by anyone else still wakes it: a label on the COS, and a change to one of its objects
+    live = get_cos(server, "c1")
+    live["metadata"].setdefault("labels", {})["touched"] = "yes"
+    server.put_object(live)
+    wait_for(lambda: proc.reconcile_count == 2 and proc.queue.idle())
+    x = server.get_object("v1", "ConfigMap", "x", "ns")
+    x["metadata"]["annotations"] = {**(x["metadata"].get("annotations") or {}), "someone": "else"}
+    server.put_object(x)
+    wait_for(lambda: proc.reconcile_count == 3 and proc.queue.idle())
+    time.sleep(0.3)
+    assert proc.reconcile_count == 3
+
+
 def test_drift_on_a_managed_object_is_repaired_through_its_watch(server: FakeApiServer,
                                                                  proc: ReconcilerProcess) -> None:
     server.put_object(cos("c1", 1, phase("a", cm("x", k="v"))))
