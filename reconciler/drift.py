@@ -219,6 +219,15 @@ class AppliedMemory:
                                          str(meta.get("resourceVersion") or ""))
         return True
 
+    def seen(self, obj: Obj) -> bool:
+        """Whether ``obj`` is the very version (uid and resourceVersion) our last write of it returned, or that a
+        reconcile since found unchanged: nothing in it is news to the engine."""
+        meta = obj.get("metadata") or {}
+        rv = str(meta.get("resourceVersion") or "")
+        with self._lock:
+            rec = self._records.get(_key(obj))
+        return bool(rv) and rec is not None and rec.resource_version == rv and rec.uid == str(meta.get("uid") or "")
+
     def forget(self, obj: Obj) -> None:
         with self._lock:
             self._records.pop(_key(obj), None)

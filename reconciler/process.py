@@ -39,7 +39,7 @@ from common.runtime.parallel import DEFAULT_CONCURRENCY, RETRY_JITTER, SEQUENTIA
 from common.runtime.queue import ShutDown, WorkQueue
 from common.runtime.recorder import EventRecorder
 from reconciler.collisions import controller_ref
-from reconciler.engine import reconcile
+from reconciler.engine import memory_for, reconcile
 from reconciler.metrics import Metrics
 from reconciler.result import EngineConfig, Result, Writer
 from reconciler.watches import COS_KEY, CRD_API_VERSION, MANAGED_SELECTOR, Wake, WatchSet
@@ -142,6 +142,10 @@ class ReconcilerProcess:
         # Orders "is the COS still in the cache? then set its state" against its DELETED event removing the
         # series, and both against losing the lease: no stale cos_revision_state series survives either.
         self._state_lock = threading.Lock()
+        # COS name -> the managed objects' events that came while it was being reconciled, judged when it ends
+        # (see _on_event); a name is a key exactly while its reconcile runs
+        self._running: dict[str, list[Obj]] = {}
+        self._running_lock = threading.Lock()
         self._workers: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._done = threading.Event()
@@ -289,6 +293,11 @@ class ReconcilerProcess:
         return self.elector is None or self.elector.leading.is_set()
 
     # --------------------------------------------------------------------------------------- events
+    def engine_saw(self, obj: Obj) -> bool:
+        """Whether the engine already has this version of a managed object (its memory of its own writes, kept
+        for the cluster object the process reconciles through; an engine passed in that keeps none has none)."""
+        return memory_for(self.cluster).applied.seen(obj)
+
     def _on_event(self, key: InformerKey, etype: str, obj: Obj, prev: Obj | None) -> None:
         # The echo of the reconciler's own write does not queue a COS again: the reconcile that wrote it knew what
         # it wrote. Otherwise a rollout's own creates, finalizer and status writes each queue their COS once more,
@@ -307,14 +316,19 @@ class ReconcilerProcess:
             # a CR in a later phase is applied as soon as its CRD is served
             self.kube.invalidate_discovery(str((obj.get("spec") or {}).get("group") or "") or None)
         wake = self.watches.woken(key, etype, obj, prev)
-        if key.label_selector == MANAGED_SELECTOR and (etype == "ADDED" or (etype == "MODIFIED" and prev is obj)):
-            # Created (only the COS that controls an object creates it: the engine reads through this cache, so
-            # the watch was there before the create), or the version the cache already held from the answer to
-            # our own write (Informer.write_through): its controller wrote it and knows. Other owners (an older
-            # revision) still hear of it.
-            controller = controller_ref(obj)
-            if controller is not None and controller.get("kind") == api.KIND:
-                wake = Wake(wake.names - {str(controller.get("name"))}, wake.at_once)
+        controller = controller_ref(obj) if key.label_selector == MANAGED_SELECTOR and etype != "DELETED" else None
+        if controller is not None and controller.get("kind") == api.KIND and str(controller.get("name")) in wake.names:
+            # The COS that controls it: not for the very version its own write returned (or one a reconcile found
+            # unchanged), which it knows. While it is being reconciled, the answer to a write in flight may not be
+            # recorded yet (the event can come first): judged when that reconcile ends. Other owners (an older
+            # revision) still hear of every event.
+            name = str(controller.get("name"))
+            with self._running_lock:
+                held = self._running.get(name)
+                if held is not None:
+                    held.append(obj)
+            if held is not None or self.engine_saw(obj):
+                wake = Wake(wake.names - {name}, wake.at_once)
         for name in wake.names:
             if wake.at_once:
                 self.queue.forget(name)
@@ -333,8 +347,16 @@ class ReconcilerProcess:
                 self.queue.done(name)
 
     def _process(self, name: str) -> None:
-        with self.watches.reconciling():
-            self._reconcile_one(name)
+        with self._running_lock:
+            self._running[name] = []
+        try:
+            with self.watches.reconciling():
+                self._reconcile_one(name)
+        finally:
+            with self._running_lock:
+                held = self._running.pop(name, [])
+            if any(not self.engine_saw(obj) for obj in held):
+                self.queue.add(name)   # something it did not write changed while it ran
 
     def _reconcile_one(self, name: str) -> None:
         started = time.monotonic()

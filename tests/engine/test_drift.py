@@ -54,3 +54,20 @@ def test_another_intent_or_another_object_is_never_unchanged() -> None:
     recreated = _answer("10")
     recreated["metadata"]["uid"] = "u-2"
     assert not memory.unchanged(INTENT, recreated)
+
+
+def test_seen_is_the_version_our_write_returned_or_one_a_reconcile_found_unchanged() -> None:
+    """What the process's event handler asks before waking an object's controller (reconciler.process)."""
+    memory = AppliedMemory()
+    assert not memory.seen(_answer("10"))            # nothing written yet
+    memory.remember(INTENT, _answer("10"))
+    assert memory.seen(_answer("10"))                # the echo of our own write
+    assert not memory.seen(_answer("11"))            # a newer version: someone else's change
+    other_uid = _answer("10")
+    other_uid["metadata"]["uid"] = "u-2"
+    assert not memory.seen(other_uid)                # deleted and created again by someone else
+    assert not memory.seen({**_answer("10"), "metadata": {**_answer("10")["metadata"], "resourceVersion": ""}})
+    labelled = _answer("11")
+    labelled["metadata"]["labels"] = {"team": "blue"}
+    assert memory.unchanged(INTENT, labelled)        # a reconcile looked at version 11 and found it unchanged
+    assert memory.seen(labelled)
