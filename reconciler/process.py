@@ -355,7 +355,7 @@ class ReconcilerProcess:
         finally:
             with self._running_lock:
                 held = self._running.pop(name, [])
-            if any(not self.engine_saw(obj) for obj in held):
+            if not self._stopping.is_set() and any(not self.engine_saw(obj) for obj in held):
                 self.queue.add(name)   # something it did not write changed while it ran
 
     def _reconcile_one(self, name: str) -> None:
