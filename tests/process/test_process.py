@@ -14,7 +14,7 @@ from common.cluster.kube import KubeCluster
 from common.contract.conditions import settled
 from common.runtime.cache import InformerKey
 from common.runtime.client import CachedCluster
-from reconciler.engine import Result
+from reconciler.engine import Result, memory_for
 from reconciler.process import ProcessConfig, ReconcilerProcess
 from reconciler.watches import MANAGED_SELECTOR
 from tests.engine.helpers import cm, cos, phase
@@ -108,6 +108,46 @@ def test_a_rollout_is_one_reconcile_the_echoes_of_its_own_writes_wake_nothing(se
     wait_for(lambda: proc.reconcile_count == 3 and proc.queue.idle())
     time.sleep(0.3)
     assert proc.reconcile_count == 3
+
+
+def test_events_during_a_reconcile_are_judged_when_it_ends(kube: KubeCluster) -> None:
+    """An event of one of the COS's objects that comes while the COS is being reconciled is held: at the end, a
+    version the engine wrote itself is dropped, anyone else's queues the COS again (driven without workers)."""
+    managed = InformerKey("v1", "ConfigMap", None, MANAGED_SELECTOR)
+
+    def version(rv: str, manager: str = "olm.operatorframework.io") -> dict:
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "x", "namespace": "ns", "uid": "u-x", "resourceVersion": rv,
+                             "ownerReferences": [{"apiVersion": "olm.operatorframework.io/v1",
+                                                  "kind": "ClusterObjectSet", "name": "c1", "uid": "u-c1",
+                                                  "controller": True}],
+                             "managedFields": [{"manager": manager, "operation": "Apply", "apiVersion": "v1",
+                                                "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}}]},
+                "data": {"k": "v"}}
+
+    deliver: list[dict] = []
+
+    def reconcile(cluster: object, name: str) -> Result:
+        for obj in deliver:   # the watch event comes before the write's answer is recorded
+            p._on_event(managed, "MODIFIED", obj, None)
+        memory_for(p.cluster).applied.remember(version("7"), version("7"))   # our write's answer
+        return Result()
+
+    p = ReconcilerProcess(kube, ProcessConfig(workers=1), reconcile=reconcile, watch_timeout=30)
+    try:
+        deliver[:] = [version("7")]           # the echo of our own write
+        p._process("c1")
+        assert len(p.queue) == 0
+        deliver[:] = [version("8", manager="kubectl-edit")]   # someone else's change, during the reconcile
+        p._process("c1")
+        assert len(p.queue) == 1 and p.queue.get(timeout=1) == "c1"
+        p.queue.done("c1")
+        p._on_event(managed, "MODIFIED", version("7"), None)  # outside a reconcile: known, wakes nobody
+        assert len(p.queue) == 0
+        p._on_event(managed, "MODIFIED", version("9", manager="kubectl-edit"), None)
+        assert len(p.queue) == 1
+    finally:
+        p.stop()
 
 
 def test_drift_on_a_managed_object_is_repaired_through_its_watch(server: FakeApiServer,
