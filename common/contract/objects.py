@@ -50,6 +50,21 @@ def merge_patch_between(old: Obj, new: Obj) -> Obj:
 _ABSENT = object()
 
 
+def apply_merge_patch(target: Any, patch: Any) -> Any:
+    """``target`` with the JSON merge patch ``patch`` applied (RFC 7386, section 2), as a new value: ``target``
+    is not modified (the maps along the patch's paths are new; what the patch does not touch is shared with
+    ``target``), and the patch's values are copied."""
+    if not isinstance(patch, dict):
+        return _copy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = apply_merge_patch(result.get(k), v)
+    return result
+
+
 @dataclass(frozen=True, slots=True)
 class GVK:
     """Group, version and kind of an object; ``group`` is ``""`` for the core group."""

@@ -54,7 +54,7 @@ from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from common.cluster.interface import AlreadyExists, ApiError, BadRequest, Conflict, Invalid, NotFound, UnknownKind
 from common.contract import labels as labelsel
-from common.contract.objects import GVK, Obj, copy_json
+from common.contract.objects import GVK, Obj, apply_merge_patch, copy_json
 
 Path = tuple[str, ...]
 WRITE_VERBS = frozenset({"create", "apply", "patch", "patch_status", "update", "update_status", "delete"})
@@ -237,19 +237,6 @@ def _del_path(obj: Obj, p: Path) -> None:
             del parent[key]
         else:
             break
-
-
-def _merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy_json(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            result.pop(k, None)
-        else:
-            result[k] = _merge_patch(result.get(k), v)
-    return result
 
 
 _P = ParamSpec("_P")
@@ -862,15 +849,8 @@ class MemCluster:
         info = self._info(api_version, kind)
         if not info.status_subresource:
             raise NotFound("the server could not find the requested resource")
-        live = self._lookup(info, name, namespace)
-        if live is None:
-            raise self._not_found(info, name)
-        if not isinstance(patch, dict):
-            raise BadRequest("merge patch must be a JSON object")
-        want_rv = resource_version or (patch.get("metadata") or {}).get("resourceVersion")
-        if want_rv and want_rv != live["metadata"]["resourceVersion"]:
-            raise self._conflict(info, name)
-        patched = _merge_patch(copy_json(live), patch)
+        live = self._patch_target(info, name, namespace, patch, resource_version)
+        patched = apply_merge_patch(copy_json(live), patch)
         new = copy_json(live)
         if "status" in patched:
             new["status"] = patched["status"]
@@ -878,9 +858,10 @@ class MemCluster:
             new.pop("status", None)
         return self._commit(info, live, new)
 
-    def _patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
-               resource_version: str | None, manager: str) -> Obj:
-        info = self._info(api_version, kind)
+    def _patch_target(self, info: KindInfo, name: str, namespace: str | None, patch: Obj,
+                      resource_version: str | None) -> Obj:
+        """The live object a merge patch applies to, once the patch is a map and its resourceVersion (given, or
+        in the patch's metadata) is current; NotFound, BadRequest or Conflict otherwise."""
         live = self._lookup(info, name, namespace)
         if live is None:
             raise self._not_found(info, name)
@@ -889,7 +870,13 @@ class MemCluster:
         want_rv = resource_version or (patch.get("metadata") or {}).get("resourceVersion")
         if want_rv and want_rv != live["metadata"]["resourceVersion"]:
             raise self._conflict(info, name)
-        new = _merge_patch(copy_json(live), patch)
+        return live
+
+    def _patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
+               resource_version: str | None, manager: str) -> Obj:
+        info = self._info(api_version, kind)
+        live = self._patch_target(info, name, namespace, patch, resource_version)
+        new = apply_merge_patch(copy_json(live), patch)
         new["metadata"]["name"] = live["metadata"]["name"]
         if info.namespaced:
             new["metadata"]["namespace"] = live["metadata"]["namespace"]

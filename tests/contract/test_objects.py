@@ -1,26 +1,41 @@
-"""``merge_patch_between``: the smallest RFC 7386 patch from one JSON object to another."""
+"""RFC 7386 merge patches: ``apply_merge_patch`` (held to the RFC's own examples) and ``merge_patch_between``, the
+smallest patch from one JSON object to another (applying it gives the other)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.contract.objects import merge_patch_between
+from common.contract.objects import apply_merge_patch, merge_patch_between
+
+# RFC 7386, Appendix A: (original, patch, result)
+RFC_EXAMPLES = [
+    ({"a": "b"}, {"a": "c"}, {"a": "c"}),
+    ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+    ({"a": "b"}, {"a": None}, {}),
+    ({"a": "b", "b": "c"}, {"a": None}, {"b": "c"}),
+    ({"a": ["b"]}, {"a": "c"}, {"a": "c"}),
+    ({"a": "c"}, {"a": ["b"]}, {"a": ["b"]}),
+    ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+    ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}),
+    (["a", "b"], ["c", "d"], ["c", "d"]),
+    ({"a": "b"}, ["c"], ["c"]),
+    ({"a": "foo"}, None, None),
+    ({"a": "foo"}, "bar", "bar"),
+    ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
+    ([1, 2], {"a": "b", "c": None}, {"a": "b"}),
+    ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}}),
+]
 
 
-def apply_merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386, section 2, written from the RFC's pseudocode (independent of the code under test)."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = apply_merge_patch(result.get(key), value)
-    return result
+@pytest.mark.parametrize(("original", "patch", "result"), RFC_EXAMPLES)
+def test_apply_merge_patch_gives_the_rfc_examples_results(original: Any, patch: Any, result: Any) -> None:
+    before = repr(original)
+    assert apply_merge_patch(original, patch) == result
+    assert repr(original) == before   # the target is left as it was
 
 
 def test_a_status_change_sends_only_what_changed() -> None:

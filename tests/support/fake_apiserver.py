@@ -57,6 +57,7 @@ import jsonpatch
 import yaml
 
 from common.contract import labels as selectors
+from common.contract.objects import apply_merge_patch
 from common.testing.memcluster import UNTYPED_GROUPS, drop_empty
 
 Obj = dict[str, Any]
@@ -204,19 +205,6 @@ class _HttpError(Exception):
         super().__init__(message)
         self.code, self.reason, self.message = code, reason, message
         self.headers = headers or {}
-
-
-def _merge(base: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(base) if isinstance(base, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = _merge(out.get(k), v)
-    return out
 
 
 def _release(live: Any, old_intent: Any, new_intent: Any) -> Any:
@@ -1069,7 +1057,7 @@ class FakeApiServer:
                 return self._apply(kind, ns_key, name, body, manager, query.get("force") == "true", dry_run)
             old = self._get(kind, ns_key, name)
             if content_type.startswith(("application/merge-patch+json", "application/strategic-merge-patch+json")):
-                new = _merge(old, body)
+                new = apply_merge_patch(copy.deepcopy(old), body)
             elif content_type.startswith("application/json-patch+json"):
                 try:
                     new = jsonpatch.apply_patch(old, body)
