@@ -73,26 +73,29 @@ def cpu_seconds_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def requests_by_verb(port: int) -> dict[str, int]:
-    out: dict[str, int] = {}
+def scrape(port: int) -> str:
+    """The reconciler's /metrics page, read once for every figure taken from it at one moment."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-        for line in resp.read().decode().splitlines():
-            m = METRIC.match(line)
-            if m:
-                verb = re.search(r'verb="([^"]*)"', m.group("labels"))
-                key = verb.group(1) if verb else "?"
-                out[key] = out.get(key, 0) + int(float(m.group("value")))
+        return str(resp.read().decode())
+
+
+def requests_by_verb(page: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in page.splitlines():
+        m = METRIC.match(line)
+        if m:
+            verb = re.search(r'verb="([^"]*)"', m.group("labels"))
+            key = verb.group(1) if verb else "?"
+            out[key] = out.get(key, 0) + int(float(m.group("value")))
     return out
 
 
 RECONCILES = re.compile(r'^cos_reconciles_total\{[^}]*\} (?P<value>[0-9.e+]+)$')
 
 
-def reconciles(port: int) -> int:
+def reconciles(page: str) -> int:
     """Reconciles the process ran so far (its ``cos_reconciles_total``, all results)."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-        return sum(int(float(m.group("value"))) for line in resp.read().decode().splitlines()
-                   if (m := RECONCILES.match(line)))
+    return sum(int(float(m.group("value"))) for line in page.splitlines() if (m := RECONCILES.match(line)))
 
 
 def diff(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
@@ -101,7 +104,7 @@ def diff(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
 
 def metrics_up(port: int) -> bool:
     try:
-        requests_by_verb(port)
+        scrape(port)
     except OSError:
         return False
     return True
@@ -167,8 +170,8 @@ def one_size(admin: KubeCluster, kubeconfig: str, port: int, count: int, objects
         wait(lambda: metrics_up(port), 60, "the reconciler's /metrics", 0.2)
         time.sleep(3.0)  # caches synced, nothing to do: idle
         idle = rss_mib(proc.pid)
-        before = requests_by_verb(port)
-        reconciles_before = reconciles(port)
+        page = scrape(port)
+        before, reconciles_before = requests_by_verb(page), reconciles(page)
         cpu0 = cpu_seconds_of(proc.pid)
         done = Settled()
         watcher = Informer(admin, InformerKey(api.API_VERSION, api.KIND, label_selector=selector), done).start()
@@ -184,12 +187,12 @@ def one_size(admin: KubeCluster, kubeconfig: str, port: int, count: int, objects
         cpu = cpu_seconds_of(proc.pid) - cpu0
         time.sleep(3.0)  # the last events and status writes
         settled_rss = rss_mib(proc.pid)
-        after = requests_by_verb(port)
-        reconciles_run = reconciles(port) - reconciles_before
+        page = scrape(port)
+        after, reconciles_run = requests_by_verb(page), reconciles(page) - reconciles_before
         steady: dict[str, int] = {}
         if steady_seconds > 0:
             time.sleep(steady_seconds)
-            steady = diff(requests_by_verb(port), after)
+            steady = diff(requests_by_verb(scrape(port)), after)
         cached = count * objects
         return {
             "cos": count, "objects": cached, "settle_seconds": round(took, 2),
