@@ -262,6 +262,14 @@ class Watcher:
         return succeeded(self.informer.get(None, self.name))
 
 
+def _first_namespace(cos: dict) -> str | None:
+    """The namespace of a COS's first inline object, ``None`` for any other shape (a COS someone else left)."""
+    try:
+        return cos["spec"]["phases"][0]["objects"][0]["object"]["metadata"].get("namespace")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+
+
 def rss_kib() -> int:
     """This process's resident memory (VmRSS), KiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -428,8 +436,7 @@ def main() -> int:
             cos_inf = proc.caches.get(COS_KEY)
             assert cos_inf is not None
             # only this run's COS (one left behind by an interrupted run must not be touched or counted)
-            names = [o["metadata"]["name"] for o in cos_inf.items()
-                     if o["spec"]["phases"][0]["objects"][0]["object"]["metadata"]["namespace"] == ns]
+            names = [o["metadata"]["name"] for o in cos_inf.items() if _first_namespace(o) == ns]
             result["steady_state"] = steady(proc, counted, lambda: names, args.steady_seconds)
             teardown(admin, proc, names[0], ns)
     finally:
