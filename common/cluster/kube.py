@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
 import urllib3
@@ -140,7 +140,7 @@ class KubeCluster:
         self._bearer: BearerSource | None = None
         self._writer_client: Any = None
         self._anonymous_client: Any = None   # built once, on the first with_bearer, shared by every view
-        self._pools: dict[int, Any] = {}     # id(ApiClient) -> its connection pool of the API server (see _send)
+        self._pools: dict[int, tuple[Any, str]] = {}  # id(ApiClient) -> (its pool of the API server, URL path)
 
     # ------------------------------------------------------------------------------------ construction
     @classmethod
@@ -280,10 +280,14 @@ class KubeCluster:
         if type(manager) is not urllib3.PoolManager:   # a proxy: its manager knows how to address it
             return manager.urlopen(method, client.configuration.host + target, body=data, headers=headers,
                                    timeout=timeout, preload_content=not stream)
-        pool = self._pools.get(id(client))
-        if pool is None or pool.pool is None:   # first use, or closed since (pools are made again on demand)
-            pool = self._pools[id(client)] = manager.connection_from_url(client.configuration.host)
-        return pool.urlopen(method, target, body=data, headers=headers, timeout=timeout, redirect=False,
+        found = self._pools.get(id(client))
+        if found is None or found[0].pool is None:   # first use, or closed since (pools are made again on demand)
+            host = client.configuration.host
+            # a server URL with a path (Rancher's https://rancher/k8s/clusters/c-xyz, kubectl proxy
+            # --api-prefix) keeps it in front of every request, as the client library's own URLs do
+            found = self._pools[id(client)] = (manager.connection_from_url(host), urlsplit(host).path.rstrip("/"))
+        pool, prefix = found
+        return pool.urlopen(method, prefix + target, body=data, headers=headers, timeout=timeout, redirect=False,
                             preload_content=not stream)
 
     def request(self, verb: str, method: str, path: str, *, query: dict[str, str] | None = None,

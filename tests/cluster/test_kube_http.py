@@ -327,6 +327,30 @@ def test_watch_sends_resource_version_and_streams_events(kube: KubeCluster, serv
     assert events[0].obj["kind"] == "ConfigMap"
 
 
+def test_a_server_url_with_a_path_keeps_it_in_front_of_every_request(tmp_path) -> None:
+    # Rancher (https://rancher/k8s/clusters/c-xyz) and `kubectl proxy --api-prefix` serve the API under a path;
+    # the fake server answers 404 to anything outside it, so each call below fails if the prefix is dropped
+    with FakeApiServer(path_prefix="/k8s/clusters/c-abc") as server:
+        kube = KubeCluster.from_kubeconfig(server.write_kubeconfig(str(tmp_path / "kubeconfig")))
+        try:
+            kube.create(CM)
+            assert kube.get("v1", "ConfigMap", "cm1", "ns1")["data"] == {"a": "1"}
+            _, rv = kube.list_with_version("v1", "ConfigMap", "ns1")
+            kube.merge_patch("v1", "ConfigMap", "cm1", "ns1", {"data": {"b": "2"}})
+            (event,) = kube.watch("v1", "ConfigMap", "ns1", resource_version=rv, timeout_seconds=1)
+            assert (event.type, event.obj["data"]) == ("MODIFIED", {"a": "1", "b": "2"})
+        finally:
+            kube.close()
+        assert [(r.method, r.path) for r in server.requests] == [
+            ("GET", "/api/v1"),
+            ("POST", "/api/v1/namespaces/ns1/configmaps"),
+            ("GET", "/api/v1/namespaces/ns1/configmaps/cm1"),
+            ("GET", "/api/v1/namespaces/ns1/configmaps"),
+            ("PATCH", "/api/v1/namespaces/ns1/configmaps/cm1"),
+            ("GET", "/api/v1/namespaces/ns1/configmaps"),
+        ]
+
+
 def test_watch_refused_with_410_raises_gone(kube: KubeCluster, server: FakeApiServer) -> None:
     from common.cluster.interface import Gone
 

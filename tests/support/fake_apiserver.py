@@ -284,7 +284,8 @@ class FakeApiServer:
     """The fake API server; use as a context manager or call ``start()``/``stop()``."""
 
     def __init__(self, *, with_cos_crd: bool = True, history: int = 100_000,
-                 crd_discovery_delay: float = 0.0, record: bool = True, namespace_lifecycle: bool = False) -> None:
+                 crd_discovery_delay: float = 0.0, record: bool = True, namespace_lifecycle: bool = False,
+                 path_prefix: str = "") -> None:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self.kinds: dict[tuple[str, str], Kind] = {}  # (group/version, kind) -> Kind
@@ -309,6 +310,9 @@ class FakeApiServer:
         # NamespaceLifecycle admission: no new object in a namespace that does not exist (404, as a real
         # server answers). Off by default: most tests never create the namespaces their objects live in.
         self.namespace_lifecycle = namespace_lifecycle
+        # served under a path, as behind Rancher (https://rancher/k8s/clusters/c-xyz) or `kubectl proxy
+        # --api-prefix`: a request without it is a 404, and ``url`` includes it
+        self.path_prefix = path_prefix.rstrip("/")
         # identities (see the module docstring)
         self.admin_user = "admin"
         self.authorize: Callable[[str, str, str, str, str], bool] | None = None
@@ -350,7 +354,7 @@ class FakeApiServer:
     def url(self) -> str:
         assert self._httpd is not None
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host}:{port}{self.path_prefix}"
 
     def write_kubeconfig(self, path: str, token: str = "fake-token") -> str:
         """Write a kubeconfig naming this server (plain HTTP, the given bearer token) and return its path."""
@@ -1176,6 +1180,12 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        prefix = self.api.path_prefix
+        if prefix:
+            if not url.path.startswith(prefix + "/"):
+                self._send(404, {}, status_body(404, "NotFound", f"the server is at {prefix}, not at {url.path}"))
+                return
+            url = url._replace(path=url.path[len(prefix):])
         ctype = self.headers.get("Content-Type") or ""
         token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
         agent = self.headers.get("User-Agent") or ""
