@@ -89,14 +89,20 @@ def client_options(config: ProcessConfig) -> dict[str, Any]:
 
 def own_change(prev: Obj | None, obj: Obj) -> bool:
     """Whether a COS changed from ``prev`` to ``obj`` only as the reconciler itself changes it, so the change
-    needs no reconcile: its status (only the reconciler writes it) and its own teardown finalizer. Nothing else
-    may differ: the generation (a spec change raises it), labels, annotations, deletionTimestamp, other
-    finalizers; what every write changes (resourceVersion, managedFields) does not count."""
+    needs no reconcile: its status (only the reconciler writes it) and the addition of its teardown finalizer.
+    Nothing else may differ: the generation (a spec change raises it), labels, annotations, deletionTimestamp,
+    other finalizers; what every write changes (resourceVersion, managedFields) does not count. The finalizer's
+    removal is not ours to ignore: someone stripping it from a live COS must see it put back, or a later archive
+    would find "torn down already" and leave every object behind (our own removal, at the end of a teardown, is
+    an echo of our write or a reconcile that finds nothing to do)."""
     if prev is None:
         return False
     if prev is obj:
         return True
     before, after = prev.get("metadata") or {}, obj.get("metadata") or {}
+    if api.FINALIZER_TEARDOWN in (before.get("finalizers") or []) and \
+            api.FINALIZER_TEARDOWN not in (after.get("finalizers") or []):
+        return False
     return before.get("generation") == after.get("generation") and _meta_key(before) == _meta_key(after)
 
 

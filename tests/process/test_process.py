@@ -110,6 +110,29 @@ def test_a_rollout_is_one_reconcile_the_echoes_of_its_own_writes_wake_nothing(se
     assert proc.reconcile_count == 3
 
 
+def test_someone_removing_the_teardown_finalizer_wakes_the_cos_and_it_is_put_back(server: FakeApiServer,
+                                                                                  proc: ReconcilerProcess) -> None:
+    # our own finalizer's addition is an echo; its removal by anyone else is not: left alone, a later archive
+    # would find no finalizer, take the COS for torn down already and leave its objects behind
+    server.put_object(cos("c1", 1, phase("a", cm("x"))))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    wait_for(proc.queue.idle)
+    time.sleep(0.3)
+    count = proc.reconcile_count
+    live = get_cos(server, "c1")
+    assert live["metadata"]["finalizers"] == ["olm.operatorframework.io/teardown"]
+    live["metadata"]["finalizers"] = []
+    server.put_object(live)   # kubectl patch --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'
+    wait_for(lambda: get_cos(server, "c1")["metadata"].get("finalizers") == ["olm.operatorframework.io/teardown"])
+    assert proc.reconcile_count > count
+    live = get_cos(server, "c1")
+    live["spec"]["lifecycleState"] = "Archived"
+    live["metadata"]["generation"] += 1
+    server.put_object(live)
+    wait_for(lambda: server.get_object("v1", "ConfigMap", "x", "ns") is None)   # torn down, not orphaned
+
+
 def test_events_during_a_reconcile_are_judged_when_it_ends(kube: KubeCluster) -> None:
     """An event of one of the COS's objects that comes while the COS is being reconciled is held: at the end, a
     version the engine wrote itself is dropped, anyone else's queues the COS again (driven without workers)."""
