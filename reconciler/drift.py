@@ -229,8 +229,14 @@ class AppliedMemory:
         return bool(rv) and rec is not None and rec.resource_version == rv and rec.uid == str(meta.get("uid") or "")
 
     def forget(self, obj: Obj) -> None:
+        """Drop the record of ``obj``, gone from the cluster; a record of another object of that name (made
+        again since, so another uid) stays: a late DELETED event of the old one must not erase it."""
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        key = _key(obj)
         with self._lock:
-            self._records.pop(_key(obj), None)
+            rec = self._records.get(key)
+            if rec is not None and (not uid or rec.uid == uid):
+                del self._records[key]
 
     def record(self, intent: Obj, live: Obj) -> Applied | None:
         """The record of our last write of this very object (same uid), if any."""

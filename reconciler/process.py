@@ -314,6 +314,7 @@ class ReconcilerProcess:
                 with self._state_lock:
                     self.metrics.forget_revision(name)
                 self.watches.forget(name)
+                memory_for(self.cluster).failing.pop(str((obj.get("metadata") or {}).get("uid") or ""), None)
             elif own_change(prev, obj):
                 return
             self.queue.add(name)
@@ -321,6 +322,8 @@ class ReconcilerProcess:
         if key.kind == "CustomResourceDefinition" and key.api_version == CRD_API_VERSION:
             # a CR in a later phase is applied as soon as its CRD is served
             self.kube.invalidate_discovery(str((obj.get("spec") or {}).get("group") or "") or None)
+        if etype == "DELETED" and key.label_selector == MANAGED_SELECTOR:
+            memory_for(self.cluster).applied.forget(obj)   # gone: its record would only take memory
         wake = self.watches.woken(key, etype, obj, prev)
         controller = controller_ref(obj) if key.label_selector == MANAGED_SELECTOR and etype != "DELETED" else None
         if controller is not None and controller.get("kind") == api.KIND and str(controller.get("name")) in wake.names:

@@ -56,6 +56,21 @@ def test_another_intent_or_another_object_is_never_unchanged() -> None:
     assert not memory.unchanged(INTENT, recreated)
 
 
+def test_forget_drops_the_record_of_that_object_only() -> None:
+    """A managed object's DELETED event forgets its record (reconciler.process); a late DELETED of an older
+    object of the same name, created again since (another uid), leaves the new one's record alone."""
+    memory = AppliedMemory()
+    memory.remember(INTENT, _answer("10"))
+    older = _answer("9")
+    older["metadata"]["uid"] = "u-old"
+    memory.forget(older)
+    assert len(memory) == 1 and memory.seen(_answer("10"))
+    memory.forget(_answer("12"))                     # its own DELETED event: same uid, a later version
+    assert len(memory) == 0 and not memory.seen(_answer("10"))
+    memory.forget(_answer("12"))                     # twice is harmless
+    assert len(memory) == 0
+
+
 def test_seen_is_the_version_our_write_returned_or_one_a_reconcile_found_unchanged() -> None:
     """What the process's event handler asks before waking an object's controller (reconciler.process)."""
     memory = AppliedMemory()

@@ -133,6 +133,21 @@ def test_someone_removing_the_teardown_finalizer_wakes_the_cos_and_it_is_put_bac
     wait_for(lambda: server.get_object("v1", "ConfigMap", "x", "ns") is None)   # torn down, not orphaned
 
 
+def test_the_memory_of_deleted_objects_goes_with_them(server: FakeApiServer, proc: ReconcilerProcess) -> None:
+    # a long-lived process that rolls out and deletes COSs must not keep a record of every object it ever wrote
+    proc.start()
+    for i in range(3):
+        server.put_object(cos(f"c{i}", 1, phase("a", cm(f"x{i}"), cm(f"y{i}"))))
+        wait_for(lambda i=i: settled(get_cos(server, f"c{i}")))
+    wait_for(proc.queue.idle)
+    applied = memory_for(proc.cluster).applied
+    assert len(applied) == 6
+    for i in range(3):
+        server.delete_object(COS_API, "ClusterObjectSet", f"c{i}")
+    wait_for(lambda: server.objects("v1", "ConfigMap") == [] and server.objects(COS_API, "ClusterObjectSet") == [])
+    wait_for(lambda: len(applied) == 0)
+
+
 def test_events_during_a_reconcile_are_judged_when_it_ends(kube: KubeCluster) -> None:
     """An event of one of the COS's objects that comes while the COS is being reconciled is held: at the end, a
     version the engine wrote itself is dropped, anyone else's queues the COS again (driven without workers)."""
