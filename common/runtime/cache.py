@@ -91,6 +91,10 @@ def _as_int(rv: Any) -> int | None:
         return None
 
 
+def _uid(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
 def _rv(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
@@ -312,12 +316,20 @@ class Informer:
         with self._lock:
             entry = self._store.get(k)
             if etype == "DELETED":
-                self._store.pop(k, None)
-                self._tombstones[k] = _as_int(rv) or 0
-                if self.key.label_selector and not self.selector.matches((obj.get("metadata") or {}).get("labels")):
-                    self._left.add(k)  # it still exists: it only stopped matching our selector
-                if len(self._tombstones) > 10_000:
-                    self._tombstones.pop(next(iter(self._tombstones)))
+                held_rv, new_rv = (_as_int(entry[0]) if entry is not None else None), _as_int(rv)
+                if entry is not None and held_rv is not None and new_rv is not None and held_rv > new_rv and \
+                        _uid(_decode(entry[1])) != _uid(obj):
+                    # the late DELETED of an object made again since (our write-through stored the new one,
+                    # another uid): the one held is not gone, and its own ADDED event comes next
+                    stale = True
+                else:
+                    self._store.pop(k, None)
+                    self._tombstones[k] = _as_int(rv) or 0
+                    if self.key.label_selector and \
+                            not self.selector.matches((obj.get("metadata") or {}).get("labels")):
+                        self._left.add(k)  # it still exists: it only stopped matching our selector
+                    if len(self._tombstones) > 10_000:
+                        self._tombstones.pop(next(iter(self._tombstones)))
             else:
                 dead_rv = self._tombstones.get(k)
                 new_rv = _as_int(rv)

@@ -154,6 +154,26 @@ def test_write_through_is_not_undone_by_an_older_watch_event(kube: KubeCluster, 
     assert informer.get("ns1", "a")["data"] == {"k": "2"}
 
 
+def test_a_late_deleted_event_of_an_older_object_leaves_the_one_made_again_since(
+        kube: KubeCluster, server: FakeApiServer, informer: Informer) -> None:
+    events: list[tuple[str, str, str | None]] = []
+    informer.handler = lambda key, etype, obj, prev: events.append(
+        (etype, obj["metadata"]["uid"], prev and prev["metadata"]["uid"]))
+    informer.start()
+    assert informer.synced.wait(5)
+    old = kube.create(cm("a"))
+    wait_for(lambda: informer.get("ns1", "a") is not None)
+    kube.delete("v1", "ConfigMap", "a", "ns1")
+    new = kube.create(cm("a", k="new"))
+    informer.write_through(new)                     # our create's answer, before the watch's DELETED of the old
+    gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(int(new["metadata"]["resourceVersion"]) - 1)}}
+    informer._apply_event("DELETED", gone)
+    assert informer.get("ns1", "a")["data"] == {"k": "new"}   # not "NotFound" until the ADDED event
+    assert ("DELETED", old["metadata"]["uid"], new["metadata"]["uid"]) not in events
+    informer._apply_event("DELETED", {**new, "metadata": {**new["metadata"], "resourceVersion": "999"}})
+    assert informer.get("ns1", "a") is None          # its own DELETED: gone
+
+
 def test_caches_start_on_demand_and_stop_when_unwanted(kube: KubeCluster, server: FakeApiServer) -> None:
     caches = Caches(kube, None, watch_timeout=30)
     try:
