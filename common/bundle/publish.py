@@ -20,15 +20,24 @@ and ``-namespace``) is kept across revisions: a publish that names none gives th
 revision's, and one that names another updates the latest revision in place when its content is unchanged (as
 OLM v1 does when a ClusterExtension's ``spec.serviceAccount`` changes). It is never removed by a publish.
 
+Races with another publisher or a ``cosctl gc`` of the same owner are part of the design: recovery cannot tell
+a crashed publish's Secrets from those of a publish still between steps 1 and 2, so it may delete them; the
+publish then makes them again, owned from the start, once its COS exists (step 3 finds them gone). Recovery only
+deletes with the resourceVersion it read, so a Secret a publish adopted or made again since is left alone, and it
+only adopts Secrets the COS refers to: one left by a publish of other content that lost the race for that
+revision name is deleted, not kept alive by a COS that never uses it.
+
 Everything here talks to the ``common.cluster.interface.Cluster`` protocol; every write is recorded as an
-:class:`Action`, and ``dry_run`` records the same actions without writing.
+:class:`Action` once the cluster accepted it (an :class:`ActionLog` passes each on as it is recorded, so a run
+that fails part-way has already told its reader what it wrote), and ``dry_run`` records the same actions without
+writing.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
-from collections.abc import Callable, Mapping, Sequence
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +78,31 @@ class Action:
     def __str__(self) -> str:
         target = f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
         return f"{self.verb} {target}" + (f": {self.detail}" if self.detail else "")
+
+
+class ActionLog(list[Action]):
+    """The writes of one run, in the order the cluster accepted them (in a dry run: would be asked).
+
+    ``report`` hears each action as it is recorded, that is right after its write succeeded: a command prints
+    them as they happen, so when a later request fails (or the process is killed) the reader has already seen
+    what exists on the cluster, and that rerunning the same command finishes it."""
+
+    def __init__(self, report: Callable[[Action], None] | None = None) -> None:
+        super().__init__()
+        self._report = report
+
+    def append(self, action: Action) -> None:
+        super().append(action)
+        if self._report is not None:
+            self._report(action)
+
+    def extend(self, actions: Iterable[Action]) -> None:
+        for action in actions:
+            self.append(action)
+
+    def __iadd__(self, actions: Iterable[Action]) -> ActionLog:  # type: ignore[override, misc]
+        self.extend(actions)
+        return self
 
 
 @dataclass(slots=True)
@@ -163,57 +197,77 @@ def _own(cluster: Cluster, secret: Obj, cos: Obj, actions: list[Action], dry_run
     meta = secret["metadata"]
     kept = [r for r in meta.get("ownerReferences") or []
             if not (r.get("kind") == api.KIND and r.get("name") == cos["metadata"]["name"])]
-    actions.append(Action("patch", "Secret", meta["name"], meta.get("namespace"),
-                          f"ownerReference to ClusterObjectSet {cos['metadata']['name']}"))
     if not dry_run:
         cluster.merge_patch(*_SECRET, meta["name"], meta.get("namespace"),
                             {"metadata": {"ownerReferences": [*kept, api.owner_reference(cos)]}},
                             resource_version=meta.get("resourceVersion"))
+    actions.append(Action("patch", "Secret", meta["name"], meta.get("namespace"),
+                          f"ownerReference to ClusterObjectSet {cos['metadata']['name']}"))
+
+
+def _referenced(cos: Obj, system_namespace: str) -> set[tuple[str, str]]:
+    """(namespace, name) of every Secret the COS's refs name (an empty namespace is the system namespace, as
+    the reconciler resolves it)."""
+    return {(r.get("namespace") or system_namespace, r.get("name") or "") for r in _refs(cos) if isinstance(r, dict)}
 
 
 def recover(cluster: Cluster, *, namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, owner: str | None = None,
-            dry_run: bool = False) -> list[Action]:
-    """Finish or undo interrupted publishes: delete object-data Secrets whose COS does not exist, add the
-    missing ownerReference to Secrets of an existing COS. With ``owner``, only that owner's Secrets."""
+            dry_run: bool = False, actions: list[Action] | None = None) -> list[Action]:
+    """Finish or undo interrupted publishes: delete object-data Secrets whose COS does not exist, or does not
+    refer to them; add the missing ownerReference to the Secrets an existing COS refers to. With ``owner``, only
+    that owner's Secrets. Each delete carries the uid and resourceVersion read here: a Secret that a publish
+    adopted or made again since then has changed, and is left to it."""
+    actions = [] if actions is None else actions
     selector = api.LABEL_REVISION_NAME + (f",{api.LABEL_OWNER_NAME}={owner}" if owner else "")
     secrets = [s for s in cluster.list(*_SECRET, namespace=namespace, label_selector=selector)
                if s.get("type") == api.SECRET_TYPE]
     if not secrets:
-        return []
+        return actions
     by_name = {c["metadata"]["name"]: c for c in cluster.list(*_COS)}
-    actions: list[Action] = []
     for secret in sorted(secrets, key=lambda s: s["metadata"]["name"]):
         meta = secret["metadata"]
-        cos = by_name.get((meta.get("labels") or {}).get(api.LABEL_REVISION_NAME, ""))
+        revision = (meta.get("labels") or {}).get(api.LABEL_REVISION_NAME, "")
+        cos = by_name.get(revision)
         if cos is None:
-            actions.append(Action("delete", "Secret", meta["name"], meta.get("namespace"),
-                                  "orphaned: its ClusterObjectSet does not exist"))
-            if not dry_run:
-                with contextlib.suppress(NotFound):
-                    cluster.delete(*_SECRET, meta["name"], meta.get("namespace"), uid=meta.get("uid"),
-                                   resource_version=meta.get("resourceVersion"))
+            why = "orphaned: its ClusterObjectSet does not exist"
+        elif (meta.get("namespace") or "", meta["name"]) not in _referenced(cos, namespace):
+            why = (f"orphaned: ClusterObjectSet {revision} does not refer to it (left by a publish of other "
+                   "content for that revision)")
         else:
-            _own(cluster, secret, cos, actions, dry_run)
+            if not dry_run:
+                _own_fresh(cluster, secret, cos, actions)
+            else:
+                _own(cluster, secret, cos, actions, True)
+            continue
+        if not dry_run:
+            try:
+                cluster.delete(*_SECRET, meta["name"], meta.get("namespace"), uid=meta.get("uid"),
+                               resource_version=meta.get("resourceVersion"))
+            except (NotFound, Conflict):  # gone already, or adopted / made again by a publish since we read it
+                continue
+        actions.append(Action("delete", "Secret", meta["name"], meta.get("namespace"), why))
     return actions
 
 
 def retain(cluster: Cluster, owner: str, *, keep: int = RETAIN_ARCHIVED, dry_run: bool = False,
-           revisions: Sequence[Obj] | None = None) -> list[Action]:
+           revisions: Sequence[Obj] | None = None, actions: list[Action] | None = None) -> list[Action]:
     """Delete the owner's Archived revisions beyond the newest ``keep``; Active ones are never touched.
     Their Secrets follow through garbage collection (they are owned by the COS)."""
+    actions = [] if actions is None else actions
     revisions = owner_revisions(cluster, owner) if revisions is None else revisions
     archived = [c for c in revisions if (c.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ARCHIVED]
     archived.sort(key=revision_of, reverse=True)
-    actions: list[Action] = []
     for cos in archived[keep:]:
         meta = cos["metadata"]
         if meta.get("deletionTimestamp"):
             continue
+        if not dry_run:
+            try:
+                cluster.delete(*_COS, meta["name"], uid=meta.get("uid"), propagation_policy="Background")
+            except NotFound:
+                continue
         actions.append(Action("delete", api.KIND, meta["name"], None,
                               f"archived revision {revision_of(cos)} beyond the newest {keep}"))
-        if not dry_run:
-            with contextlib.suppress(NotFound):
-                cluster.delete(*_COS, meta["name"], uid=meta.get("uid"), propagation_policy="Background")
     return actions
 
 
@@ -225,33 +279,40 @@ def _same_secret(live: Obj, want: Obj) -> bool:
                 == want["metadata"]["labels"][api.LABEL_REVISION_NAME])
 
 
-def create_revision(cluster: Cluster, packed: Packed, *, dry_run: bool = False) -> list[Action]:
+def create_revision(cluster: Cluster, packed: Packed, *, dry_run: bool = False,
+                    actions: list[Action] | None = None) -> list[Action]:
     """Steps 1-3 of the crash-safe sequence, each idempotent so a rerun after a crash completes it."""
-    actions: list[Action] = []
-    created: list[Obj] = []
+    actions = [] if actions is None else actions
+    present: list[tuple[Obj, Obj]] = []  # (as packed, as read back) for step 3
+    made: list[Obj] = []  # what this call created itself (withdrawn if the revision name is taken)
     for secret in packed.secrets:
         meta = secret["metadata"]
         size = sum(len(base64.b64decode(v)) for v in secret["data"].values())
-        actions.append(Action("create", "Secret", meta["name"], meta["namespace"],
-                              f"{len(secret['data'])} object(s), {size} bytes"))
+        action = Action("create", "Secret", meta["name"], meta["namespace"],
+                        f"{len(secret['data'])} object(s), {size} bytes")
         if dry_run:
+            actions.append(action)
             continue
         try:
-            created.append(cluster.create(secret))
+            live = cluster.create(secret)
+            made.append(live)
+            actions.append(action)
         except AlreadyExists:
             live = cluster.get(*_SECRET, meta["name"], meta["namespace"])
             if not _same_secret(live, secret):
                 raise PublishError(
                     f"Secret {meta['namespace']}/{meta['name']} already exists with different content or labels; "
-                    "its name is a content address, so refusing to use it (delete it, or run cosctl gc)") from None
-            created.append(live)
+                    "its name is a content address, so refusing to use it; recovery does not delete a Secret "
+                    "it did not pack: find out what made it, delete it, and publish again") from None
+        present.append((secret, live))
     cos = packed.cos
     name = cos["metadata"]["name"]
     phases = cos["spec"]["phases"]
-    actions.append(Action("create", api.KIND, name, None,
-                          f"revision {cos['spec']['revision']}, {len(phases)} phase(s), "
-                          f"{sum(len(p['objects']) for p in phases)} object(s)"))
+    action = Action("create", api.KIND, name, None,
+                    f"revision {cos['spec']['revision']}, {len(phases)} phase(s), "
+                    f"{sum(len(p['objects']) for p in phases)} object(s)")
     if dry_run:
+        actions.append(action)
         for secret in packed.secrets:
             meta = secret["metadata"]
             actions.append(Action("patch", "Secret", meta["name"], meta["namespace"],
@@ -259,22 +320,57 @@ def create_revision(cluster: Cluster, packed: Packed, *, dry_run: bool = False) 
         return actions
     try:
         live_cos = cluster.create(cos)
+        actions.append(action)
     except AlreadyExists:
         live_cos = cluster.get(*_COS, name)
         if content_of(live_cos.get("spec") or {}) != content_of(cos["spec"]):
-            raise PublishError(f"ClusterObjectSet {name} already exists with different content") from None
-    for secret in created:
-        _own_fresh(cluster, secret, live_cos, actions)
+            _withdraw(cluster, made, live_cos, actions)
+            raise PublishError(f"ClusterObjectSet {name} already exists with different content (another "
+                               "publish made it meanwhile); publish again to make the next revision") from None
+    for secret, live in present:
+        _own_fresh(cluster, live, live_cos, actions, packed=secret)
     return actions
 
 
-def _own_fresh(cluster: Cluster, secret: Obj, cos: Obj, actions: list[Action]) -> None:
-    """Step 3 for one Secret, retrying once from a fresh read when it changed since we saw it."""
-    try:
-        _own(cluster, secret, cos, actions, False)
-    except Conflict:
+def _withdraw(cluster: Cluster, made: Sequence[Obj], cos: Obj, actions: list[Action]) -> None:
+    """Delete the Secrets this publish created for a revision name another publish took first with other
+    content, unless that revision refers to them too: nothing else would ever use them."""
+    for secret in made:
         meta = secret["metadata"]
-        _own(cluster, cluster.get(*_SECRET, meta["name"], meta.get("namespace")), cos, actions, False)
+        namespace = meta.get("namespace") or ""
+        if (namespace, meta["name"]) in _referenced(cos, namespace):
+            continue
+        try:
+            cluster.delete(*_SECRET, meta["name"], meta.get("namespace"), uid=meta.get("uid"))
+        except (NotFound, Conflict):
+            continue
+        actions.append(Action("delete", "Secret", meta["name"], meta.get("namespace"),
+                              f"ClusterObjectSet {cos['metadata']['name']} was made meanwhile with other content"))
+
+
+def _own_fresh(cluster: Cluster, secret: Obj, cos: Obj, actions: list[Action], *, packed: Obj | None = None) -> None:
+    """Step 3 for one Secret, retrying once from a fresh read when it changed since we saw it. When it is gone
+    (a concurrent recovery took it for a crashed publish's leftover before this COS existed) and ``packed``
+    holds its content, it is made again, owned by the COS from the start, so the COS never points at nothing."""
+    meta = secret["metadata"]
+    try:
+        try:
+            _own(cluster, secret, cos, actions, False)
+        except Conflict:
+            _own(cluster, cluster.get(*_SECRET, meta["name"], meta.get("namespace")), cos, actions, False)
+    except NotFound:
+        if packed is None:
+            return
+        again = copy.deepcopy(packed)
+        again["metadata"]["ownerReferences"] = [api.owner_reference(cos)]
+        try:
+            cluster.create(again)
+        except AlreadyExists:  # made again meanwhile by another publish of the same content
+            _own_fresh(cluster, cluster.get(*_SECRET, meta["name"], meta.get("namespace")), cos, actions)
+            return
+        actions.append(Action("create", "Secret", meta["name"], meta.get("namespace"),
+                              f"deleted meanwhile (recovery run by another cosctl); made again, owned by "
+                              f"ClusterObjectSet {cos['metadata']['name']}"))
 
 
 def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind: str | None = None,
@@ -282,11 +378,13 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
             collision_protection: str = api.COLLISION_PREVENT, progress_deadline_minutes: int | None = None,
             bundle_version: str | None = None, progression_probes: list[Obj] | None = None,
             annotations: Mapping[str, str] | None = None, service_account: ServiceAccountRef | None = None,
-            dry_run: bool = False, revisions: Sequence[Obj] | None = None) -> Result:
+            dry_run: bool = False, revisions: Sequence[Obj] | None = None,
+            report: Callable[[Action], None] | None = None) -> Result:
     """Make the owner's latest Active revision carry ``phases``: in place when only mutable fields differ,
     otherwise as revision N+1 named ``<owner>-<N+1>``. Recovery runs first, retention before creating.
     ``service_account``: the ServiceAccount the revision is applied with (default: the latest revision's);
-    ``revisions`` is the owner's list when the caller already read it (to complete a bundle's options)."""
+    ``revisions`` is the owner's list when the caller already read it (to complete a bundle's options);
+    ``report`` hears each write as soon as it is made (:class:`ActionLog`)."""
 
     def render(name: str, revision: int) -> Packed:
         return pack(phases, name=name, revision=revision, system_namespace=system_namespace, owner=owner,
@@ -295,19 +393,21 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
                     progression_probes=progression_probes, annotations=annotations)
 
     return publish_rendered(cluster, render, owner=owner, system_namespace=system_namespace, dry_run=dry_run,
-                            service_account=service_account, revisions=revisions)
+                            service_account=service_account, revisions=revisions, report=report)
 
 
 def publish_rendered(cluster: Cluster, render: Callable[[str, int], Packed], *, owner: str,
                      system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, dry_run: bool = False,
                      revisions: Sequence[Obj] | None = None,
-                     service_account: ServiceAccountRef | None = None) -> Result:
+                     service_account: ServiceAccountRef | None = None,
+                     report: Callable[[Action], None] | None = None) -> Result:
     """The decision and the crash-safe sequence of :func:`publish` for any rendering: ``render(name, revision)``
     gives the revision's COS and Secrets (``cosctl rollback`` renders an earlier revision's content).
     ``revisions`` is the owner's list when the caller already read it (recovery never changes it).
     ``service_account`` names the ServiceAccount the revision is applied with; by default the latest
     revision's, so an identity once given is kept by every later revision."""
-    actions = recover(cluster, namespace=system_namespace, owner=owner, dry_run=dry_run)
+    actions = ActionLog(report)
+    recover(cluster, namespace=system_namespace, owner=owner, dry_run=dry_run, actions=actions)
     revisions = list(owner_revisions(cluster, owner) if revisions is None else revisions)
     latest = revisions[-1] if revisions else None
     number = revision_of(latest) + 1 if latest else 1
@@ -328,14 +428,14 @@ def publish_rendered(cluster: Cluster, render: Callable[[str, int], Packed], *, 
         patch = _mutable_patch(latest, packed.cos)
         if not patch:
             return Result("unchanged", name, revision_of(latest), actions, dry_run)
-        actions.append(Action("patch", api.KIND, name, None,
-                              "mutable fields " + ", ".join(_paths(patch))))
         if not dry_run:
-            cluster.merge_patch(*_COS, name, None, patch,
-                                resource_version=latest["metadata"].get("resourceVersion"))
+            # No resourceVersion: the reconciler writes status all the time, and only mutable fields are set
+            # (to absolute values), so a write that landed since the read changes nothing this patch decides.
+            cluster.merge_patch(*_COS, name, None, patch)
+        actions.append(Action("patch", api.KIND, name, None, "mutable fields " + ", ".join(_paths(patch))))
         return Result("updated", name, revision_of(latest), actions, dry_run)
-    actions += retain(cluster, owner, dry_run=dry_run, revisions=revisions)
-    actions += create_revision(cluster, packed, dry_run=dry_run)
+    retain(cluster, owner, dry_run=dry_run, revisions=revisions, actions=actions)
+    create_revision(cluster, packed, dry_run=dry_run, actions=actions)
     return Result("created", packed.cos["metadata"]["name"], number, actions, dry_run)
 
 
@@ -357,15 +457,17 @@ def _restore_secrets(cluster: Cluster, latest: Obj, packed: Packed, actions: lis
     missing = [s for s in packed.secrets if s["metadata"]["name"] not in present]
     for secret in missing:
         meta = secret["metadata"]
-        actions.append(Action("create", "Secret", meta["name"], meta["namespace"],
-                              f"missing Secret of ClusterObjectSet {name}"))
+        action = Action("create", "Secret", meta["name"], meta["namespace"],
+                        f"missing Secret of ClusterObjectSet {name}")
         if dry_run:
+            actions.append(action)
             continue
         try:
             live = cluster.create(secret)
+            actions.append(action)
         except AlreadyExists:
             live = cluster.get(*_SECRET, meta["name"], meta["namespace"])
-        _own_fresh(cluster, live, latest, actions)
+        _own_fresh(cluster, live, latest, actions, packed=secret)
 
 
 def _paths(patch: Obj) -> list[str]:
@@ -374,8 +476,20 @@ def _paths(patch: Obj) -> list[str]:
             + [f"metadata.annotations[{k}]" for k in patch.get("metadata", {}).get("annotations", {})])
 
 
-def gc(cluster: Cluster, *, owner: str, namespace: str = api.DEFAULT_SYSTEM_NAMESPACE,
-       dry_run: bool = False) -> list[Action]:
-    """Recovery and retention on their own (``cosctl gc``)."""
-    return recover(cluster, namespace=namespace, owner=owner, dry_run=dry_run) + retain(
-        cluster, owner, dry_run=dry_run)
+def gc(cluster: Cluster, *, owner: str | None, namespace: str = api.DEFAULT_SYSTEM_NAMESPACE,
+       dry_run: bool = False, report: Callable[[Action], None] | None = None) -> list[Action]:
+    """Recovery and retention on their own (``cosctl gc``). With ``owner=None``: recovery over every
+    object-data Secret of ``namespace`` (also those ``cosctl pack`` output put there through ``kubectl``, which
+    carry no owner-name label and no ownerReference until recovery gives them their COS), and retention for
+    every owner named by a COS's owner-name label."""
+    actions = ActionLog(report)
+    recover(cluster, namespace=namespace, owner=owner, dry_run=dry_run, actions=actions)
+    if owner is not None:
+        retain(cluster, owner, dry_run=dry_run, actions=actions)
+        return actions
+    every = cluster.list(*_COS, label_selector=api.LABEL_OWNER_NAME)
+    for name in sorted({c["metadata"]["labels"][api.LABEL_OWNER_NAME] for c in every}):
+        revisions = sorted((c for c in every if c["metadata"]["labels"][api.LABEL_OWNER_NAME] == name),
+                           key=lambda c: (revision_of(c), c["metadata"]["name"]))
+        retain(cluster, name, dry_run=dry_run, revisions=revisions, actions=actions)
+    return actions

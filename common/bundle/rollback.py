@@ -12,14 +12,16 @@ cannot be restored, and the error names what is missing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from common.bundle.contents import ContentUnavailable, cluster_reader, resolve_phases
 from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, pack
 from common.bundle.publish import (
     PROVENANCE_ANNOTATIONS,
+    Action,
     PublishError,
     Result,
+    content_of,
     owner_revisions,
     publish_rendered,
     revision_of,
@@ -38,12 +40,23 @@ class RollbackError(PublishError):
 
 
 def choose_target(revisions: Sequence[Obj], owner: str, to_revision: int | None) -> Obj:
-    """Revision ``to_revision``, or by default the newest revision before the latest that succeeded."""
+    """Revision ``to_revision``, or by default the newest revision before the latest that succeeded.
+
+    Except when the latest has not succeeded (yet) and holds the content of an earlier revision that did: it is
+    then a rollback to that revision, still rolling out or interrupted part-way (the command failed or was
+    killed after creating it), and the default target stays that revision. Rerunning a rollback finishes it
+    (``unchanged``, repairing what the interrupted run left) instead of going back to the revision it rolled
+    back from, which may have succeeded too. ``--to-revision`` still names any revision."""
     if not revisions:
         raise RollbackError(f"owner {owner} has no revisions")
     latest = revisions[-1]
     present = ", ".join(str(revision_of(c)) for c in revisions)
     if to_revision is None:
+        if not succeeded(latest):
+            content = content_of(latest.get("spec") or {})
+            twins = [c for c in revisions[:-1] if succeeded(c) and content_of(c.get("spec") or {}) == content]
+            if twins:
+                return twins[-1]
         earlier = [c for c in revisions if revision_of(c) < revision_of(latest) and succeeded(c)]
         if not earlier:
             raise RollbackError(f"owner {owner} has no earlier revision that succeeded to roll back to "
@@ -61,17 +74,21 @@ def choose_target(revisions: Sequence[Obj], owner: str, to_revision: int | None)
 
 def rollback(cluster: Cluster, *, owner: str, to_revision: int | None = None,
              system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, service_account: ServiceAccountRef | None = None,
-             dry_run: bool = False) -> tuple[Obj, Result]:
+             dry_run: bool = False, announce: Callable[[Obj], None] | None = None,
+             report: Callable[[Action], None] | None = None) -> tuple[Obj, Result]:
     """Publish the content of ``to_revision`` (default: the previous revision that succeeded) as the owner's
     next revision. Returns the target and the publish result (``unchanged`` when the latest Active revision
     already has that content). The new revision is applied with ``service_account``, by default the latest
-    revision's: the identity the owner is installed with now, not the one it had at revision N."""
+    revision's: the identity the owner is installed with now, not the one it had at revision N. ``announce``
+    hears the target once chosen, before any write; ``report`` each write as it is made."""
     revisions = owner_revisions(cluster, owner)
     target = choose_target(revisions, owner, to_revision)
     try:
         phases = resolve_phases(target, cluster_reader(cluster), system_namespace=system_namespace)
     except ContentUnavailable as exc:
         raise RollbackError(f"cannot roll back to revision {revision_of(target)}: " + str(exc)) from None
+    if announce is not None:
+        announce(target)
     spec = target.get("spec") or {}
     meta = target.get("metadata") or {}
     labels = meta.get("labels") or {}
@@ -89,7 +106,8 @@ def rollback(cluster: Cluster, *, owner: str, to_revision: int | None = None,
         return packed
 
     return target, publish_rendered(cluster, render, owner=owner, system_namespace=system_namespace,
-                                    dry_run=dry_run, revisions=revisions, service_account=service_account)
+                                    dry_run=dry_run, revisions=revisions, service_account=service_account,
+                                    report=report)
 
 
 def _copy_entry_fields(source: Obj, spec: Obj) -> None:

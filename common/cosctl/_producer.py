@@ -16,7 +16,7 @@ from common.bundle.contents import ContentUnavailable
 from common.bundle.manifests import Manifest, ManifestError, load
 from common.bundle.packing import PackingError
 from common.bundle.phasing import Phase, PhasingError, sort_into_phases
-from common.bundle.publish import PublishError
+from common.bundle.publish import Action, PublishError
 from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RenderError
 from common.cluster.interface import ApiError, Cluster
 from common.contract import api
@@ -177,9 +177,39 @@ def connect(args: argparse.Namespace) -> Cluster:
         raise ConnectError(f"cannot load the cluster configuration: {exc}") from None
 
 
-def run(command: str, body: Callable[[], int], *, failure: int = EXIT_FAILED) -> int:
+class Progress:
+    """Prints each write of a publish, rollback or gc as the cluster accepts it (``would ...`` in a dry run), so a
+    run that fails part-way has already shown what it wrote; :meth:`hint` then says how to finish it."""
+
+    def __init__(self, dry_run: bool) -> None:
+        self.prefix = "would " if dry_run else ""
+        self.dry_run = dry_run
+        self.written = 0
+
+    def __call__(self, action: Action) -> None:
+        print(f"{self.prefix}{action}", flush=True)
+        self.written += 1
+
+    def hint(self) -> str | None:
+        """After a failure: what the writes above mean, or None when there were none."""
+        if self.dry_run or not self.written:
+            return None
+        return (f"{self.written} write(s) above were made before the failure; run the same command again to "
+                "finish (it completes or undoes what an interrupted run left)")
+
+
+def run(command: str, body: Callable[[], int], *, failure: int = EXIT_FAILED,
+        progress: Progress | None = None) -> int:
     """Run a subcommand body, turning every expected failure into a clear message and exit code ``failure``
-    (1; ``diff`` uses 2, as diff(1) does, since 1 means "different")."""
+    (1; ``diff`` uses 2, as diff(1) does, since 1 means "different"). With ``progress``, a failure after some
+    writes also says that rerunning finishes the job."""
+    code = _run(command, body, failure)
+    if code == failure and progress is not None and (hint := progress.hint()) is not None:
+        print(f"cosctl {command}: {hint}", file=sys.stderr)
+    return code
+
+
+def _run(command: str, body: Callable[[], int], failure: int) -> int:
     try:
         return body()
     except ManifestError as exc:

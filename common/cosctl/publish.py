@@ -16,6 +16,7 @@ from common.bundle.publish import owner_revisions, publish
 from common.cosctl._inputs import add_input_arguments, load_inputs, peek_bundle, system_namespace
 from common.cosctl._producer import (
     EXIT_OK,
+    Progress,
     UsageError,
     add_bundle_arguments,
     add_cluster_arguments,
@@ -46,10 +47,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _main(args: argparse.Namespace) -> int:
-    return run("publish", lambda: _publish(args))
+    progress = Progress(args.dry_run)
+    return run("publish", lambda: _publish(args, progress), progress=progress)
 
 
-def _publish(args: argparse.Namespace) -> int:
+def _publish(args: argparse.Namespace, progress: Progress) -> int:
     bundle = peek_bundle(args.paths)  # a bundle that does not load is reported before the cluster is contacted
     owner = args.owner or (bundle.package_name if bundle is not None else None)
     if not owner:
@@ -64,6 +66,9 @@ def _publish(args: argparse.Namespace) -> int:
         revisions = owner_revisions(cluster, owner)
         inputs = load_inputs(args, command="publish", bundle=bundle,
                              recorded=revisions[-1] if revisions else None)
+    if inputs.bundle is not None and inputs.options is not None:
+        kept = f" (options kept from {inputs.kept_from})" if inputs.kept_from else ""
+        print(f"bundle {inputs.bundle.csv_name} rendered for namespace {inputs.options.namespace}{kept}")
     result = publish(cluster, inputs.phases, owner=owner, owner_kind=args.owner_kind,
                      system_namespace=system_namespace(args, bundle=bundle is not None),
                      collision_protection=args.collision_protection,
@@ -72,12 +77,6 @@ def _publish(args: argparse.Namespace) -> int:
                      progression_probes=load_probes(args.progression_probes),
                      service_account=service_account_in(args.service_account,
                                                         inputs.options.namespace if inputs.options else None),
-                     dry_run=args.dry_run, revisions=revisions)
-    prefix = "would " if args.dry_run else ""
-    if inputs.bundle is not None and inputs.options is not None:
-        kept = f" (options kept from {inputs.kept_from})" if inputs.kept_from else ""
-        print(f"bundle {inputs.bundle.csv_name} rendered for namespace {inputs.options.namespace}{kept}")
-    for action in result.actions:
-        print(f"{prefix}{action}")
+                     dry_run=args.dry_run, revisions=revisions, report=progress)
     print(result.summary())
     return EXIT_OK

@@ -11,8 +11,10 @@ import argparse
 
 from common.bundle.publish import revision_of
 from common.bundle.rollback import rollback
+from common.contract.objects import Obj
 from common.cosctl._producer import (
     EXIT_OK,
+    Progress,
     add_cluster_arguments,
     add_namespace_argument,
     add_service_account_argument,
@@ -50,18 +52,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _main(args: argparse.Namespace) -> int:
-    return run("rollback", lambda: _rollback(args))
+    progress = Progress(args.dry_run)
+    return run("rollback", lambda: _rollback(args, progress), progress=progress)
 
 
-def _rollback(args: argparse.Namespace) -> int:
+def _rollback(args: argparse.Namespace, progress: Progress) -> int:
     service_account = service_account_in(args.service_account, None)  # said before connecting
-    target, result = rollback(args.connect(args), owner=args.owner, to_revision=args.to_revision,
-                              system_namespace=args.system_namespace, service_account=service_account,
-                              dry_run=args.dry_run)
-    print(f"rolling back owner {args.owner} to revision {revision_of(target)} ({target['metadata']['name']})")
-    prefix = "would " if args.dry_run else ""
-    for action in result.actions:
-        print(f"{prefix}{action}")
+
+    def announce(target: Obj) -> None:
+        print(f"rolling back owner {args.owner} to revision {revision_of(target)} ({target['metadata']['name']})",
+              flush=True)
+
+    _target, result = rollback(args.connect(args), owner=args.owner, to_revision=args.to_revision,
+                               system_namespace=args.system_namespace, service_account=service_account,
+                               dry_run=args.dry_run, announce=announce, report=progress)
     print(result.summary())
     if result.outcome == "created" and not args.dry_run:
         print(f"follow it: cosctl status {result.name} --watch")

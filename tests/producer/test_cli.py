@@ -76,6 +76,24 @@ def test_publish_reports_api_errors_without_a_traceback(tmp_path):
                    'create resource "secrets"\n')
 
 
+def test_publish_that_fails_part_way_has_shown_what_it_wrote_and_says_how_to_finish(tmp_path):
+    from common.cluster.interface import Forbidden
+    mc = MemCluster()
+    mc.fail("patch", Forbidden('secrets "x" is forbidden: User "ci" cannot patch resource "secrets"'), kind="Secret")
+    code, out, err = cosctl("publish", str(write_bundle(tmp_path / "b")), "--owner", "shop", cluster=mc)
+    secret = mc.objects("v1", "Secret")[0]["metadata"]["name"]
+    assert code == 1
+    assert out.splitlines()[0].startswith(f"create Secret {NS}/{secret}: 3 object(s), ")
+    assert out.splitlines()[1:] == ["create ClusterObjectSet shop-1: revision 1, 3 phase(s), 3 object(s)"]
+    assert err == ('cosctl publish: the cluster refused: Forbidden: secrets "x" is forbidden: User "ci" cannot patch '
+                   'resource "secrets"\n'
+                   "cosctl publish: 2 write(s) above were made before the failure; run the same command again to "
+                   "finish (it completes or undoes what an interrupted run left)\n")
+    assert cosctl("publish", str(tmp_path / "b"), "--owner", "shop", cluster=mc) == (0, (
+        f"patch Secret {NS}/{secret}: ownerReference to ClusterObjectSet shop-1\n"
+        "unchanged: ClusterObjectSet shop-1 (revision 1) already has this content\n"), "")
+
+
 def test_gc_cleans_orphans_and_says_when_there_is_nothing(tmp_path):
     mc = MemCluster()
     mc.put({"apiVersion": "v1", "kind": "Secret", "type": api.SECRET_TYPE,
@@ -86,6 +104,11 @@ def test_gc_cleans_orphans_and_says_when_there_is_nothing(tmp_path):
     assert cosctl("gc", "--owner", "shop", cluster=mc)[1] == (
         f"delete Secret {NS}/shop-9-00: orphaned: its ClusterObjectSet does not exist\n")
     assert cosctl("gc", "--owner", "shop", cluster=mc) == (0, "nothing to clean up\n", "")
+    mc.put({"apiVersion": "v1", "kind": "Secret", "type": api.SECRET_TYPE,
+            "metadata": {"name": "web-1-00", "namespace": NS, "labels": {api.LABEL_REVISION_NAME: "web-1"}}})
+    assert cosctl("gc", "--owner", "shop", cluster=mc) == (0, "nothing to clean up\n", "")
+    assert cosctl("gc", cluster=mc) == (
+        0, f"delete Secret {NS}/web-1-00: orphaned: its ClusterObjectSet does not exist\n", "")
 
 
 # ---- a stand-in reconciler, to give status something to show -----------------------------------------------

@@ -270,7 +270,8 @@ def test_a_secret_name_taken_by_other_content_is_refused():
         publish(mc, bundle(big=False), owner="shop")
     assert str(e.value) == (
         f"Secret {NS}/{packed.secrets[0]['metadata']['name']} already exists with different content or labels; "
-        "its name is a content address, so refusing to use it (delete it, or run cosctl gc)")
+        "its name is a content address, so refusing to use it; recovery does not delete a Secret it did not "
+        "pack: find out what made it, delete it, and publish again")
     assert mc.objects(*COS) == []
 
 
@@ -304,3 +305,168 @@ def test_republishing_the_same_content_restores_deleted_secrets():
     assert_consistent(mc)
     mc.reset_requests()
     assert publish(mc, bundle(), owner="shop").actions == [] and mc.writes == 0
+
+
+# ---- races with another cosctl (a gc, or a publish of the same owner) and failures part-way ------------------
+
+class Before:
+    """A Cluster that runs ``act`` once, just before the first request ``matches(verb, args)``: another client
+    acting on the same API server between two of this client's requests."""
+
+    def __init__(self, inner: MemCluster, matches: Any, act: Any) -> None:
+        self.inner, self.matches, self.act, self.done = inner, matches, act, False
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not self.done and self.matches(name, args):
+                self.done = True
+                self.act()
+            return attr(*args, **kwargs)
+        return call
+
+
+def creating_the_cos(verb: str, args: tuple[Any, ...]) -> bool:
+    return verb == "create" and args[0].get("kind") == api.KIND
+
+
+def test_a_gc_between_steps_1_and_2_cannot_leave_the_new_revision_pointing_at_nothing():
+    mc = MemCluster()
+    publish(mc, bundle("1"), owner="shop")
+    swept: list[str] = []
+    racing = Before(mc, creating_the_cos, lambda: swept.extend(str(a) for a in gc(mc, owner="shop")))
+    result = publish(racing, bundle("2"), owner="shop")
+    made = [a.name for a in result.actions if a.verb == "create" and a.kind == "Secret"][:3]
+    assert len(result.actions) == 7 and len(swept) == 3
+    assert swept == [f"delete Secret {NS}/{n}: orphaned: its ClusterObjectSet does not exist" for n in sorted(made)]
+    assert [str(a) for a in result.actions][4:] == [
+        f"create Secret {NS}/{n}: deleted meanwhile (recovery run by another cosctl); made again, owned by "
+        "ClusterObjectSet shop-2" for n in made]
+    assert_consistent(mc)
+    assert gc(mc, owner="shop") == []
+
+
+def test_a_publish_that_loses_its_revision_name_to_other_content_takes_its_secrets_back():
+    mc = MemCluster()
+    publish(mc, bundle("1"), owner="shop")
+    winner: list[Any] = []
+    # the other publish runs whole after this one's recovery, before this one's first Secret
+    racing = Before(mc, lambda verb, args: verb == "create",
+                    lambda: winner.append(publish(mc, bundle("3"), owner="shop")))
+    log: list[str] = []
+    with pytest.raises(PublishError) as e:
+        publish(racing, bundle("2"), owner="shop", report=lambda a: log.append(str(a)))
+    assert str(e.value) == ("ClusterObjectSet shop-2 already exists with different content (another publish made "
+                            "it meanwhile); publish again to make the next revision")
+    assert winner[0].name == "shop-2"
+    made = [line.split(": ")[0].split()[-1] for line in log if line.startswith("create Secret")]
+    assert len(made) == 3
+    assert log[3:] == [f"delete Secret {n}: ClusterObjectSet shop-2 was made meanwhile with other content"
+                       for n in made]
+    assert_consistent(mc)
+    assert {s["metadata"]["labels"][api.LABEL_REVISION_NAME] for s in secrets(mc)} == {"shop-1", "shop-2"}
+
+
+def test_a_publish_whose_fresh_secrets_the_winner_swept_fails_cleanly():
+    mc = MemCluster()
+    publish(mc, bundle("1"), owner="shop")
+    racing = Before(mc, creating_the_cos, lambda: publish(mc, bundle("3"), owner="shop"))
+    with pytest.raises(PublishError):
+        publish(racing, bundle("2"), owner="shop")
+    assert_consistent(mc)
+    assert len(secrets(mc)) == 6
+
+
+def test_recovery_deletes_a_secret_its_revision_does_not_refer_to_instead_of_adopting_it():
+    mc = MemCluster()
+    publish(mc, bundle("1", big=False), owner="shop")
+    stray = {"apiVersion": "v1", "kind": "Secret", "type": api.SECRET_TYPE,
+             "metadata": {"name": "shop-1-0000000000000000", "namespace": NS,
+                          "labels": {api.LABEL_REVISION_NAME: "shop-1", api.LABEL_OWNER_NAME: "shop"}}}
+    mc.put(stray)
+    assert [str(a) for a in recover(mc, owner="shop")] == [
+        f"delete Secret {NS}/shop-1-0000000000000000: orphaned: ClusterObjectSet shop-1 does not refer to it "
+        "(left by a publish of other content for that revision)"]
+    assert_consistent(mc)
+
+
+def test_recovery_leaves_a_secret_that_a_publish_adopted_since_it_was_listed():
+    mc = MemCluster()
+    with pytest.raises(Crash):
+        publish(CrashAfter(mc, 1), bundle("1"), owner="shop")
+    (leftover,) = secrets(mc)
+    name = leftover["metadata"]["name"]
+
+    def adopted() -> None:
+        mc.edit("v1", "Secret", name, NS, lambda s: s["metadata"]["labels"].__setitem__("adopted", "yes"))
+
+    deleting = Before(mc, lambda verb, args: verb == "delete", adopted)
+    assert recover(deleting, owner="shop") == []
+    assert [s["metadata"]["name"] for s in secrets(mc)] == [name]
+
+
+def test_an_in_place_update_is_not_refused_for_a_status_write_since_the_read():
+    mc = MemCluster()
+    publish(mc, bundle("1", big=False), owner="shop")
+
+    def reconciler_writes_status() -> None:
+        mc.set_status(*COS, "shop-1", None, {"conditions": []})
+
+    patching = Before(mc, lambda verb, args: verb == "merge_patch" and args[1] == api.KIND,
+                      reconciler_writes_status)
+    result = publish(patching, bundle("1", big=False), owner="shop", progress_deadline_minutes=30)
+    assert (result.outcome, [str(a) for a in result.actions]) == (
+        "updated", ["patch ClusterObjectSet shop-1: mutable fields spec.progressDeadlineMinutes"])
+    assert mc.peek(*COS, "shop-1")["spec"]["progressDeadlineMinutes"] == 30
+
+
+@pytest.mark.parametrize("crash_after", range(full_publish_writes()))
+def test_what_is_reported_is_exactly_what_was_written_before_a_crash(crash_after):
+    mc = MemCluster()
+    reported: list[Any] = []
+    with pytest.raises(Crash):
+        publish(CrashAfter(mc, crash_after), bundle(), owner="shop", report=reported.append)
+    assert [(a.verb, a.kind, a.name) for a in reported] == [(r.verb, r.kind, r.name) for r in mc.write_log()]
+
+
+def test_a_secret_changed_between_step_1_and_step_3_is_owned_once_and_reported_once():
+    mc = MemCluster()
+
+    def touched() -> None:
+        for s in secrets(mc):
+            mc.edit("v1", "Secret", s["metadata"]["name"], NS,
+                    lambda o: o["metadata"].__setitem__("annotations", {"x": "y"}))
+
+    racing = Before(mc, lambda verb, args: verb == "merge_patch", touched)
+    result = publish(racing, bundle(big=False), owner="shop")
+    assert [a.verb for a in result.actions] == ["create", "create", "patch"]
+    assert_consistent(mc)
+
+
+def test_gc_without_an_owner_adopts_kubectl_created_pack_output_and_trims_every_owner():
+    """``cosctl pack --name web-1 | kubectl create -f -``: Secrets without owner label or ownerReference.
+    Only a gc over the whole namespace finds them: it gives them their COS as owner, so deleting the COS removes
+    them, and deletes those whose COS was never created."""
+    from common.bundle.packing import pack
+    mc = MemCluster()
+    created = pack(bundle("1", big=False), name="web-1")
+    for obj in (*created.secrets, created.cos):
+        mc.put(obj)
+    never = pack(bundle("2", big=False), name="web-2")
+    for obj in never.secrets:
+        mc.put(obj)
+    for n in range(1, 8):
+        publish(mc, bundle(str(n), big=False), owner="shop")
+        mc.edit(*COS, f"shop-{n}", None, lambda o: o["spec"].__setitem__("lifecycleState", "Archived"))
+    assert gc(mc, owner="web-1") == []  # the owner label is what --owner selects by: these have none
+    (kept,), (orphan,) = created.secrets, never.secrets
+    assert [str(a) for a in gc(mc, owner=None)] == [
+        f"patch Secret {NS}/{kept['metadata']['name']}: ownerReference to ClusterObjectSet web-1",
+        f"delete Secret {NS}/{orphan['metadata']['name']}: orphaned: its ClusterObjectSet does not exist",
+        "delete ClusterObjectSet shop-2: archived revision 2 beyond the newest 5"]  # shop-7's publish took shop-1
+    mc.remove(*COS, "web-1")
+    assert mc.peek("v1", "Secret", kept["metadata"]["name"], NS) is None
+    assert gc(mc, owner=None) == []

@@ -114,3 +114,34 @@ def test_nothing_succeeded_before_the_latest(tmp_path):
     assert cosctl("rollback", "--owner", "shop", cluster=mc) == (
         1, "", "cosctl rollback: owner shop has no earlier revision that succeeded to roll back to (revisions "
                "on the cluster: 1); name one with --to-revision\n")
+
+
+def test_rerunning_a_rollback_that_failed_part_way_finishes_it_instead_of_going_back(tmp_path):
+    """shop-2 is bad but its probes passed (Succeeded latches); the rollback to shop-1 fails after creating shop-3.
+    The default target of the rerun is still shop-1, not shop-2, the revision being rolled back from."""
+    from common.cluster.interface import InternalError
+    mc = MemCluster()
+    for n in (1, 2):
+        cosctl("publish", str(write_bundle(tmp_path / f"b{n}", image=f"web:{n}")), "--owner", "shop", cluster=mc)
+        succeed(mc, f"shop-{n}")
+    mc.edit(*COS, "shop-1", None, lambda o: o["spec"].__setitem__("lifecycleState", "Archived"))
+    mc.fail("patch", InternalError("etcdserver: request timed out"), kind="Secret")
+    code, out, err = cosctl("rollback", "--owner", "shop", cluster=mc)
+    secret = next(s["metadata"]["name"] for s in mc.objects("v1", "Secret")
+                  if s["metadata"]["labels"][api.LABEL_REVISION_NAME] == "shop-3")
+    assert code == 1
+    assert out.splitlines()[0] == "rolling back owner shop to revision 1 (shop-1)"
+    assert out.splitlines()[1].startswith(f"create Secret {NS}/{secret}: 3 object(s), ")
+    assert out.splitlines()[2:] == ["create ClusterObjectSet shop-3: revision 3, 3 phase(s), 3 object(s)"]
+    assert err == ("cosctl rollback: the cluster refused: InternalError: etcdserver: request timed out\n"
+                   "cosctl rollback: 2 write(s) above were made before the failure; run the same command again "
+                   "to finish (it completes or undoes what an interrupted run left)\n")
+    assert cosctl("rollback", "--owner", "shop", cluster=mc) == (0, (
+        "rolling back owner shop to revision 1 (shop-1)\n"
+        f"patch Secret {NS}/{secret}: ownerReference to ClusterObjectSet shop-3\n"
+        "unchanged: ClusterObjectSet shop-3 (revision 3) already has this content\n"), "")
+    assert sorted(c["metadata"]["name"] for c in mc.objects(*COS)) == ["shop-1", "shop-2", "shop-3"]
+    # once the rollback succeeded, the default goes back one more successful revision, as before
+    succeed(mc, "shop-3")
+    assert cosctl("rollback", "--owner", "shop", "--dry-run", cluster=mc)[1].splitlines()[0] == (
+        "rolling back owner shop to revision 2 (shop-2)")
