@@ -84,7 +84,8 @@ def test_render_prints_olm_v1s_objects_in_its_order(tmp_path):
     deployment = docs[-1]
     template = deployment["spec"]["template"]
     assert deployment["spec"]["revisionHistoryLimit"] == 1
-    assert template["metadata"]["annotations"] == {"capabilities": "Basic Install", "olm.targetNamespaces": ""}
+    assert template["metadata"]["annotations"] == {"capabilities": "Basic Install", "olm.targetNamespaces": "",
+                                                   "olm.operatorNamespace": "demo-system"}
     assert template["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "50m", "memory": "512Mi"}}
 
 

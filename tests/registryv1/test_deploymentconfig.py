@@ -130,7 +130,7 @@ def test_annotations_are_added_to_deployment_and_template_never_overriding() -> 
     dep = rendered({"annotations": {"tmpl": "config", "keep": "config", "new": "n"}})
     assert dep["metadata"]["annotations"] == {"keep": "config", "new": "n", "tmpl": "config"}
     assert dep["spec"]["template"]["metadata"]["annotations"] == {
-        "keep": "csv", "new": "n", "olm.targetNamespaces": "", "tmpl": "t"}
+        "keep": "csv", "new": "n", "olm.operatorNamespace": "inst", "olm.targetNamespaces": "", "tmpl": "t"}
 
 
 @pytest.mark.parametrize("config", [None, {}, {"env": [], "tolerations": [], "annotations": {}}])

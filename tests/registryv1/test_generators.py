@@ -92,12 +92,14 @@ def test_deployments_without_webhooks_or_without_a_provider_keep_their_volumes()
 
 def test_deployment_metadata_and_template_annotations() -> None:
     b = bundle(csv("d.v1", modes=install_modes(OWN, SINGLE), annotations={"a": "csv", "b": "csv"},
-                   deployments=[deployment("d", template_annotations={"b": "template", "olm.targetNamespaces": "x"},
+                   deployments=[deployment("d", template_annotations={"b": "template", "olm.targetNamespaces": "x",
+                                                                        "olm.operatorNamespace": "y"},
                                            label={"tier": "ops"})]))
     (dep,) = deployments(decode(b), Options("inst", ["w1"]))
     assert dep["metadata"] == {"name": "d", "namespace": "inst", "labels": {"tier": "ops"}}
     assert dep["spec"]["template"]["metadata"]["annotations"] == {"a": "csv", "b": "template",
-                                                                  "olm.targetNamespaces": "w1"}
+                                                                  "olm.targetNamespaces": "w1",
+                                                                  "olm.operatorNamespace": "inst"}
     assert dep["spec"]["revisionHistoryLimit"] == 1
 
 

@@ -108,8 +108,10 @@ def test_the_deployment_is_the_csv_spec_after_the_go_round_trip_with_olm_parity_
             "template": {
                 "metadata": {
                     "labels": {"app": "ops-controller"},
-                    # CSV annotations under the template's own, plus the watched namespaces ("" = all)
-                    "annotations": {"capabilities": "Basic Install", "olm.targetNamespaces": "", "team": "template"},
+                    # CSV annotations under the template's own, plus the watched namespaces ("" = all) and the
+                    # install namespace
+                    "annotations": {"capabilities": "Basic Install", "olm.targetNamespaces": "",
+                                    "olm.operatorNamespace": "ops", "team": "template"},
                 },
                 "spec": {
                     "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": "512Mi"}}],  # secretName: not a field
@@ -225,7 +227,8 @@ def test_target_namespaces_are_checked_against_the_install_modes(
 def test_target_namespaces_the_install_modes_allow(modes: tuple[str, ...], watch: str | None) -> None:
     (dep,) = render(decode(_targets_bundle(*modes)), "inst", watch_namespace=watch)
     expected = "" if watch is None else watch
-    assert dep["spec"]["template"]["metadata"]["annotations"] == {"olm.targetNamespaces": expected}
+    assert dep["spec"]["template"]["metadata"]["annotations"] == {"olm.targetNamespaces": expected,
+                                                                  "olm.operatorNamespace": "inst"}
 
 
 def test_every_validator_error_is_reported_joined_by_newlines_before_the_target_namespaces() -> None:

@@ -194,6 +194,9 @@ def deployments(b: TypedBundle, opts: Options) -> list[Obj]:
         template_meta = template.setdefault("metadata", {})
         annotations = {**b.csv_annotations, **(template_meta.get("annotations") or {})}
         annotations["olm.targetNamespaces"] = ",".join(opts.target_namespaces)
+        # OLM v0 put both OperatorGroup annotations on the CSV, and operators read them through the downward
+        # API; OLM v1 sets this one too since operator-controller v1.11.0 (#2803)
+        annotations["olm.operatorNamespace"] = opts.install_namespace
         template_meta["annotations"] = annotations
         spec["revisionHistoryLimit"] = 1
         metadata = _meta(dep.name, opts.install_namespace)

@@ -12,9 +12,10 @@ OLM v1's path, and where each step lives here:
    (:mod:`.certproviders`) and the ``deploymentConfig`` (:mod:`.deploymentconfig`).
 
 Each install-strategy deployment becomes a Deployment with ``revisionHistoryLimit: 1``, the CSV's annotations
-merged under the pod template's own and ``olm.targetNamespaces`` (the watched namespaces joined by commas,
-``""`` for all); permissions become Roles in each watched namespace, or ClusterRoles (with a rule to read
-namespaces) when the operator watches all of them.
+merged under the pod template's own, ``olm.targetNamespaces`` (the watched namespaces joined by commas, ``""``
+for all) and ``olm.operatorNamespace`` (the install namespace; operator-controller v1.11.0 and later);
+permissions become Roles in each watched namespace, or ClusterRoles (with a rule to read namespaces) when the
+operator watches all of them.
 
 The output is OLM v1's, object for object, with these decisions about what Go's serialization adds:
 
