@@ -143,6 +143,19 @@ def test_render_unusable_input_exits_2(tmp_path):
         2, "", "cosctl render: -n/--namespace NS is required: the namespace to install the bundle in\n")
 
 
+def test_an_install_namespace_no_cluster_accepts_is_refused_before_rendering(tmp_path):
+    bundle = str(demo_bundle(tmp_path / "b"))
+    assert cosctl("render", bundle, "-n", "Demo_System") == (2, "", (
+        "cosctl render: install namespace 'Demo_System' (-n/--namespace) is not a valid namespace name: a lowercase "
+        "RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an "
+        "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')\n"))
+    assert cosctl("pack", bundle, "-n", "d" * 64) == (2, "", (
+        f"cosctl pack: install namespace '{'d' * 64}' (-n/--namespace) is not a valid namespace name: must be no "
+        "more than 63 characters\n"))
+    assert cosctl("render", bundle, "-n", "d" * 63)[0] == 0
+
+
 # --------------------------------------------------------------------------------------------------- pack
 
 def test_pack_of_a_bundle_carries_olm_v1s_annotations_and_the_options(tmp_path):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.bundle.phasing import clean
-from common.contract import api
+from common.contract import api, names
 from common.contract.objects import Obj, ObjectRef
 
 from .config import parse_config
@@ -70,12 +70,22 @@ class InstallOptions:
         return cls(value["namespace"], config or None, provider, create)
 
 
+def check_install_namespace(namespace: str) -> None:
+    """Refuse an install namespace no ClusterExtension can name (its CRD: a DNS-1123 label of at most 63
+    characters), as the API server would refuse the Namespace itself, before anything is rendered."""
+    problems = names.is_dns1123_label(namespace)
+    if problems:
+        raise BundleInputError(f"install namespace {namespace!r} (-n/--namespace) is not a valid namespace name: "
+                               + "; ".join(problems))
+
+
 def render_bundle(bundle: RegistryV1, options: InstallOptions) -> list[Obj]:
     """The objects OLM v1 applies for ``bundle`` installed with ``options``, in its order; with
     ``create_namespace``, the install Namespace first. Raises what each step raises, with OLM v1's messages:
     :class:`~.model.RenderError` (unsupported bundle, validators, target namespaces) and
     :class:`~.model.ConfigurationError` (the configuration) and :class:`~.model.BundleInputError` (a part of
     the bundle that does not decode into OLM v1's Go types)."""
+    check_install_namespace(options.namespace)
     typed = decode(bundle)  # once: the refusals and the renderer read the same decoded bundle
     check_supported(typed, options.cert_provider)
     config = parse_config(bundle, options.config, options.namespace)
