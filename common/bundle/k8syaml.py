@@ -102,6 +102,19 @@ class _Uint64(int):
     """An integer go-yaml holds as uint64 (above int64): a JSON number that loses precision, an invalid key."""
 
 
+class RoundedUint64(int):
+    """An integer above int64 as the API machinery reads sigs.k8s.io/yaml's JSON of it: a float64, here its
+    integral value. ``exact`` is what the YAML said, digit for digit, which is what a Go field keeping the JSON
+    raw (``json.RawMessage``, or a string field) gets: OLM reads ``metadata/properties.yaml`` that way."""
+
+    exact: int
+
+    def __new__(cls, rounded: int, exact: int) -> RoundedUint64:
+        number = super().__new__(cls, rounded)
+        number.exact = exact
+        return number
+
+
 class _ValueProblem(Exception):
     """Raised while building a document; ``path`` grows as it unwinds so the message can name the field."""
 
@@ -310,7 +323,7 @@ def _json_value(value: Any, node: Node) -> Any:
             raise _ValueProblem("not a finite number (.nan or .inf): JSON cannot hold it", node)
         return json_number(value)
     if kind is _Uint64:
-        return json_number(float(value))
+        return RoundedUint64(json_number(float(value)), int(value))  # below 2**64 < 1e21: always integral
     return value
 
 

@@ -224,6 +224,14 @@ def properties_of(tmp_path: Path, csv_properties: str | None, properties: str | 
                  '{"type":"1e-06","value":4}]', id="scalar-types-as-go-strings"),
     pytest.param('[{"type":"é\\t","value":"\\/"}]', 'properties:\n- type: "é\\t\\b\\f"\n  value: "/é"\n',
                  '[{"type":"é\\t","value":"\\/"},{"type":"é\\t\\b\\f","value":"/é"}]', id="escapes"),
+    # OLM keeps a property's value as json.RawMessage and its type as a Go string: an integer beyond int64 keeps
+    # every digit there (a manifest's would become a float64), as does one below int64's minimum as a float
+    pytest.param(None, "properties:\n- {type: t, value: 18446744073709551615}\n- {type: u, value: 0xFFFFFFFFFFFFFFFF}\n"
+                       "- {type: 12345678901234567891, value: {a: [9223372036854775808]}}\n"
+                       "- {type: neg, value: -9223372036854775809}\n",
+                 '[{"type":"t","value":18446744073709551615},{"type":"u","value":18446744073709551615},'
+                 '{"type":"12345678901234567891","value":{"a":[9223372036854775808]}},'
+                 '{"type":"neg","value":-9223372036854776000}]', id="integers-beyond-int64-digit-for-digit"),
 ])
 def test_properties_fold_into_the_csv_as_olm_does(tmp_path: Path, csv_properties: str | None,
                                                   properties: str | None, expected: str) -> None:

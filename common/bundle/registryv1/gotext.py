@@ -71,6 +71,10 @@ def _go_json_string(text: str) -> str:
     return "".join(out)
 
 
+class GoRawNumber(str):
+    """A JSON number's text, marshalled as it is (Go's ``json.RawMessage`` holding a number)."""
+
+
 def _marshal(value: Any, sort_keys: bool) -> str:
     if value is None:
         return "null"
@@ -82,6 +86,8 @@ def _marshal(value: Any, sort_keys: bool) -> str:
         return str(value)
     if isinstance(value, float):
         return go_json_float(value)
+    if isinstance(value, GoRawNumber):
+        return str.__str__(value)
     if isinstance(value, str):
         return _go_json_string(value)
     if isinstance(value, list):

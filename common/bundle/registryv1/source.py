@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common.bundle.k8syaml import RoundedUint64
 from common.bundle.registryv1 import oci
 from common.bundle.registryv1.documents import read_documents
-from common.bundle.registryv1.gotext import go_compact_json, go_float32_g, go_fold, go_marshal_json
+from common.bundle.registryv1.gotext import GoRawNumber, go_compact_json, go_float32_g, go_fold, go_marshal_json
 from common.bundle.registryv1.gounmarshal import object_meta_problem
 from common.bundle.registryv1.model import (
     MEDIATYPE_ANNOTATION,
@@ -191,11 +192,25 @@ def _scalar_text(value: Any) -> str | None:
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, RoundedUint64):
+        return str(value.exact)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
         return go_float32_g(value)
     return None
+
+
+def _raw_numbers(value: Any) -> Any:
+    """``value`` with integers above int64 as the exact text YAML gave: OLM decodes a property's ``value`` into a
+    ``json.RawMessage``, which keeps sigs.k8s.io/yaml's digits (no float64 on the way)."""
+    if isinstance(value, RoundedUint64):
+        return GoRawNumber(value.exact)
+    if isinstance(value, list):
+        return [_raw_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _raw_numbers(v) for k, v in value.items()}
+    return value
 
 
 def _manifest_files(root: Path, label: str) -> Iterator[Path]:
@@ -275,7 +290,7 @@ def _file_properties(document: Any, name: str) -> list[str]:
         type_ = _go_field(item, "type", null_kept=False)
         if type_ is not None and not isinstance(type_, (dict, list)):
             type_ = _scalar_text(type_)
-        out.append(_property(type_ if type_ is not None else "", go_marshal_json(value), where))
+        out.append(_property(type_ if type_ is not None else "", go_marshal_json(_raw_numbers(value)), where))
     return out
 
 
