@@ -213,32 +213,46 @@ def _referenced(cos: Obj, system_namespace: str) -> set[tuple[str, str]]:
 
 def recover(cluster: Cluster, *, namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, owner: str | None = None,
             dry_run: bool = False, actions: list[Action] | None = None) -> list[Action]:
-    """Finish or undo interrupted publishes: delete object-data Secrets whose COS does not exist, or does not
-    refer to them; add the missing ownerReference to the Secrets an existing COS refers to. With ``owner``, only
-    that owner's Secrets. Each delete carries the uid and resourceVersion read here: a Secret that a publish
-    adopted or made again since then has changed, and is left to it."""
+    """Finish or undo interrupted publishes. With ``owner`` (every publish, and ``cosctl gc --owner``), among
+    that owner's object-data Secrets: delete those no COS refers to whose COS does not exist, or does not refer
+    to them; add the missing ownerReference to those their COS refers to. Without ``owner``, over every
+    object-data Secret of ``namespace``, only the ownerReferences are added: a Secret without an owner label
+    whose COS does not exist may be ``cosctl pack`` output that ``kubectl create`` is applying at this moment
+    (its Secrets come before its COS), and nothing would make it again.
+
+    A Secret another COS refers to is never deleted, nor given its label's COS as controller owner (deleting
+    that COS would take it away from the other): that is a hand-made sharing recovery leaves alone. Each delete
+    carries the uid and resourceVersion read here: a Secret that a publish adopted or made again since then has
+    changed, and is left to it."""
     actions = [] if actions is None else actions
     selector = api.LABEL_REVISION_NAME + (f",{api.LABEL_OWNER_NAME}={owner}" if owner else "")
     secrets = [s for s in cluster.list(*_SECRET, namespace=namespace, label_selector=selector)
                if s.get("type") == api.SECRET_TYPE]
     if not secrets:
         return actions
-    by_name = {c["metadata"]["name"]: c for c in cluster.list(*_COS)}
+    coses = cluster.list(*_COS)
+    by_name = {c["metadata"]["name"]: c for c in coses}
+    users: dict[tuple[str, str], set[str]] = {}
+    for each in coses:
+        for where in _referenced(each, namespace):
+            users.setdefault(where, set()).add(each["metadata"]["name"])
     for secret in sorted(secrets, key=lambda s: s["metadata"]["name"]):
         meta = secret["metadata"]
         revision = (meta.get("labels") or {}).get(api.LABEL_REVISION_NAME, "")
         cos = by_name.get(revision)
-        if cos is None:
-            why = "orphaned: its ClusterObjectSet does not exist"
-        elif (meta.get("namespace") or "", meta["name"]) not in _referenced(cos, namespace):
-            why = (f"orphaned: ClusterObjectSet {revision} does not refer to it (left by a publish of other "
-                   "content for that revision)")
-        else:
-            if not dry_run:
-                _own_fresh(cluster, secret, cos, actions)
-            else:
-                _own(cluster, secret, cos, actions, True)
+        using = users.get((meta.get("namespace") or "", meta["name"]), set())
+        if using:
+            if using == {revision} and cos is not None:
+                if not dry_run:
+                    _own_fresh(cluster, secret, cos, actions)
+                else:
+                    _own(cluster, secret, cos, actions, True)
             continue
+        if owner is None:
+            continue
+        why = ("orphaned: its ClusterObjectSet does not exist" if cos is None else
+               f"orphaned: ClusterObjectSet {revision} does not refer to it (left by a publish of other content "
+               "for that revision)")
         if not dry_run:
             try:
                 cluster.delete(*_SECRET, meta["name"], meta.get("namespace"), uid=meta.get("uid"),
@@ -300,6 +314,7 @@ def create_revision(cluster: Cluster, packed: Packed, *, dry_run: bool = False,
         except AlreadyExists:
             live = cluster.get(*_SECRET, meta["name"], meta["namespace"])
             if not _same_secret(live, secret):
+                _withdraw(cluster, made, None, actions)
                 raise PublishError(
                     f"Secret {meta['namespace']}/{meta['name']} already exists with different content or labels; "
                     "its name is a content address, so refusing to use it; recovery does not delete a Secret "
@@ -332,20 +347,22 @@ def create_revision(cluster: Cluster, packed: Packed, *, dry_run: bool = False,
     return actions
 
 
-def _withdraw(cluster: Cluster, made: Sequence[Obj], cos: Obj, actions: list[Action]) -> None:
-    """Delete the Secrets this publish created for a revision name another publish took first with other
-    content, unless that revision refers to them too: nothing else would ever use them."""
+def _withdraw(cluster: Cluster, made: Sequence[Obj], cos: Obj | None, actions: list[Action]) -> None:
+    """Delete the Secrets this publish created when it cannot go on: for a revision name another publish took
+    first with other content (``cos``; those that revision refers to too are kept), or when one of its names is
+    taken by a Secret it cannot use (``cos`` None). Nothing else would ever use them."""
     for secret in made:
         meta = secret["metadata"]
         namespace = meta.get("namespace") or ""
-        if (namespace, meta["name"]) in _referenced(cos, namespace):
+        if cos is not None and (namespace, meta["name"]) in _referenced(cos, namespace):
             continue
         try:
             cluster.delete(*_SECRET, meta["name"], meta.get("namespace"), uid=meta.get("uid"))
         except (NotFound, Conflict):
             continue
-        actions.append(Action("delete", "Secret", meta["name"], meta.get("namespace"),
-                              f"ClusterObjectSet {cos['metadata']['name']} was made meanwhile with other content"))
+        why = (f"ClusterObjectSet {cos['metadata']['name']} was made meanwhile with other content"
+               if cos is not None else "this publish cannot go on (below)")
+        actions.append(Action("delete", "Secret", meta["name"], meta.get("namespace"), why))
 
 
 def _own_fresh(cluster: Cluster, secret: Obj, cos: Obj, actions: list[Action], *, packed: Obj | None = None) -> None:
@@ -408,6 +425,26 @@ def publish_rendered(cluster: Cluster, render: Callable[[str, int], Packed], *, 
     revision's, so an identity once given is kept by every later revision."""
     actions = ActionLog(report)
     recover(cluster, namespace=system_namespace, owner=owner, dry_run=dry_run, actions=actions)
+    for attempt in range(_DECISION_ATTEMPTS):
+        if attempt:
+            revisions = None  # the latest revision changed under us: decide again from a fresh list
+        result = _decide_and_write(cluster, render, owner, revisions, service_account, actions, dry_run,
+                                   last_attempt=attempt == _DECISION_ATTEMPTS - 1)
+        if result is not None:
+            return result
+    raise AssertionError("unreachable: the last attempt raises its Conflict")
+
+
+# How often a publish re-reads and decides again when the revision it was updating in place changed meanwhile
+# (the reconciler writes status all the time): its in-place patch carries the resourceVersion it decided on.
+_DECISION_ATTEMPTS = 5
+
+
+def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], owner: str,
+                      revisions: Sequence[Obj] | None, service_account: ServiceAccountRef | None,
+                      actions: list[Action], dry_run: bool, *, last_attempt: bool) -> Result | None:
+    """One decision of :func:`publish_rendered` and its writes; ``None`` when the latest revision changed
+    between the read and the in-place patch (a Conflict), so the caller decides again."""
     revisions = list(owner_revisions(cluster, owner) if revisions is None else revisions)
     latest = revisions[-1] if revisions else None
     number = revision_of(latest) + 1 if latest else 1
@@ -429,9 +466,15 @@ def publish_rendered(cluster: Cluster, render: Callable[[str, int], Packed], *, 
         if not patch:
             return Result("unchanged", name, revision_of(latest), actions, dry_run)
         if not dry_run:
-            # No resourceVersion: the reconciler writes status all the time, and only mutable fields are set
-            # (to absolute values), so a write that landed since the read changes nothing this patch decides.
-            cluster.merge_patch(*_COS, name, None, patch)
+            # with the resourceVersion decided on: a revision archived, deleted or made again meanwhile (or only
+            # its status written) is a Conflict, and the decision is made again from what is there now
+            try:
+                cluster.merge_patch(*_COS, name, None, patch,
+                                    resource_version=latest["metadata"].get("resourceVersion"))
+            except Conflict:
+                if last_attempt:
+                    raise
+                return None
         actions.append(Action("patch", api.KIND, name, None, "mutable fields " + ", ".join(_paths(patch))))
         return Result("updated", name, revision_of(latest), actions, dry_run)
     retain(cluster, owner, dry_run=dry_run, revisions=revisions, actions=actions)

@@ -28,7 +28,7 @@ from common.bundle.publish import (
 )
 from common.cluster.interface import Cluster
 from common.contract import api
-from common.contract.conditions import succeeded
+from common.contract.conditions import outcome, succeeded
 from common.contract.objects import Obj
 from common.contract.serviceaccount import ServiceAccountRef
 
@@ -42,17 +42,18 @@ class RollbackError(PublishError):
 def choose_target(revisions: Sequence[Obj], owner: str, to_revision: int | None) -> Obj:
     """Revision ``to_revision``, or by default the newest revision before the latest that succeeded.
 
-    Except when the latest has not succeeded (yet) and holds the content of an earlier revision that did: it is
-    then a rollback to that revision, still rolling out or interrupted part-way (the command failed or was
-    killed after creating it), and the default target stays that revision. Rerunning a rollback finishes it
-    (``unchanged``, repairing what the interrupted run left) instead of going back to the revision it rolled
-    back from, which may have succeeded too. ``--to-revision`` still names any revision."""
+    Except when the latest is still rolling out (no outcome yet: not succeeded, blocked, past its deadline or
+    archived) and holds the content of an earlier revision that succeeded: it is then a rollback to that
+    revision, under way or interrupted part-way (the command failed or was killed after creating it), and the
+    default target stays that revision. Rerunning a rollback finishes it (``unchanged``, repairing what the
+    interrupted run left) instead of going back to the revision it rolled back from, which may have succeeded
+    too. Once such a revision failed, the default is the usual one again. ``--to-revision`` names any revision."""
     if not revisions:
         raise RollbackError(f"owner {owner} has no revisions")
     latest = revisions[-1]
     present = ", ".join(str(revision_of(c)) for c in revisions)
     if to_revision is None:
-        if not succeeded(latest):
+        if outcome(latest) is None:
             content = content_of(latest.get("spec") or {})
             twins = [c for c in revisions[:-1] if succeeded(c) and content_of(c.get("spec") or {}) == content]
             if twins:

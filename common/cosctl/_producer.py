@@ -201,15 +201,24 @@ class Progress:
 def run(command: str, body: Callable[[], int], *, failure: int = EXIT_FAILED,
         progress: Progress | None = None) -> int:
     """Run a subcommand body, turning every expected failure into a clear message and exit code ``failure``
-    (1; ``diff`` uses 2, as diff(1) does, since 1 means "different"). With ``progress``, a failure after some
-    writes also says that rerunning finishes the job."""
-    code = _run(command, body, failure)
-    if code == failure and progress is not None and (hint := progress.hint()) is not None:
-        print(f"cosctl {command}: {hint}", file=sys.stderr)
-    return code
+    (1; ``diff`` uses 2, as diff(1) does, since 1 means "different"). With ``progress``, a refusal by the
+    cluster after some writes also says that rerunning finishes the job (a :class:`PublishError` says itself
+    what to do)."""
+    try:
+        return _run(command, body, failure)
+    except ApiError as exc:
+        _refused(command, exc)
+        if progress is not None and (hint := progress.hint()) is not None:
+            print(f"cosctl {command}: {hint}", file=sys.stderr)
+        return failure
+
+
+def _refused(command: str, exc: ApiError) -> None:
+    print(f"cosctl {command}: the cluster refused: {exc.reason}: {exc.message}", file=sys.stderr)
 
 
 def _run(command: str, body: Callable[[], int], failure: int) -> int:
+    """``run`` for every failure but the cluster's refusals (:class:`ApiError`), which it raises."""
     try:
         return body()
     except ManifestError as exc:
@@ -226,8 +235,6 @@ def _run(command: str, body: Callable[[], int], failure: int) -> int:
         return EXIT_USAGE
     except (ConfigurationError, RenderError) as exc:  # OLM v1's refusal, in its words
         print(f"cosctl {command}: {exc}", file=sys.stderr)
-    except ApiError as exc:
-        print(f"cosctl {command}: the cluster refused: {exc.reason}: {exc.message}", file=sys.stderr)
     except BrokenPipeError:
         raise  # the reader went away (| head): main exits quietly
     except OSError as exc:

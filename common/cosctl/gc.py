@@ -4,7 +4,8 @@ Deletes object-data Secrets left by an interrupted publish (their ClusterObjectS
 not refer to them), adds the ownerReference to Secrets an existing ClusterObjectSet refers to that lack it, and
 deletes Archived revisions beyond the newest five. Without ``--owner`` it covers every object-data Secret of the
 namespace: ``cosctl pack`` output created with ``kubectl`` has no owner label, and gets its ownerReference (so
-deleting the ClusterObjectSet removes its Secrets) only this way.
+deleting the ClusterObjectSet removes its Secrets) only this way. Without ``--owner`` no Secret is deleted: one
+whose ClusterObjectSet does not exist may be such output while ``kubectl create`` is applying it (Secrets first).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     f"revisions beyond the newest {RETAIN_ARCHIVED}. Active revisions are never deleted.")
     parser.add_argument("--owner", default=None,
                         help="only this owner's Secrets and revisions (default: every object-data Secret of the "
-                             "namespace, including those of `cosctl pack` output created with kubectl, and every "
-                             "owner's archived revisions)")
+                             "namespace, including those of `cosctl pack` output created with kubectl, gets the "
+                             "ownerReference to the ClusterObjectSet that uses it, but none is deleted; and every "
+                             "owner's archived revisions are trimmed)")
     add_namespace_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="print what would be done; write nothing")
     add_cluster_arguments(parser)

@@ -145,3 +145,16 @@ def test_rerunning_a_rollback_that_failed_part_way_finishes_it_instead_of_going_
     succeed(mc, "shop-3")
     assert cosctl("rollback", "--owner", "shop", "--dry-run", cluster=mc)[1].splitlines()[0] == (
         "rolling back owner shop to revision 2 (shop-2)")
+
+
+def test_a_rollback_whose_revision_failed_is_not_taken_for_one_under_way(tmp_path):
+    """shop-1 and shop-2 succeeded; shop-3 (shop-1's content) missed its deadline: the default rollback goes to
+    shop-2, the newest earlier revision that succeeded, as it always did."""
+    mc = MemCluster()
+    for n in (1, 2):
+        cosctl("publish", str(write_bundle(tmp_path / f"b{n}", image=f"web:{n}")), "--owner", "shop", cluster=mc)
+        succeed(mc, f"shop-{n}")
+    cosctl("rollback", "--owner", "shop", "--to-revision", "1", cluster=mc)
+    set_conditions(mc, "shop-3", ("False", "ProgressDeadlineExceeded", "Revision has not rolled out."))
+    assert cosctl("rollback", "--owner", "shop", "--dry-run", cluster=mc)[1].splitlines()[0] == (
+        "rolling back owner shop to revision 2 (shop-2)")
