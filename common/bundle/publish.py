@@ -25,7 +25,9 @@ a crashed publish's Secrets from those of a publish still between steps 1 and 2,
 publish then makes them again, owned from the start, once its COS exists (step 3 finds them gone). Recovery only
 deletes with the resourceVersion it read, so a Secret a publish adopted or made again since is left alone, and it
 only adopts Secrets the COS refers to: one left by a publish of other content that lost the race for that
-revision name is deleted, not kept alive by a COS that never uses it.
+revision name is deleted, not kept alive by a COS that never uses it. It deletes only within one owner's
+Secrets: ``cosctl gc`` over every owner adds ownerReferences and deletes nothing, since ``kubectl create`` of
+``cosctl pack`` output makes its Secrets before its COS and nothing would make them again.
 
 Everything here talks to the ``common.cluster.interface.Cluster`` protocol; every write is recorded as an
 :class:`Action` once the cluster accepted it (an :class:`ActionLog` passes each on as it is recorded, so a run
