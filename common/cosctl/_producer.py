@@ -205,21 +205,6 @@ def run(command: str, body: Callable[[], int], *, failure: int = EXIT_FAILED,
     cluster after some writes also says that rerunning finishes the job (a :class:`PublishError` says itself
     what to do)."""
     try:
-        return _run(command, body, failure)
-    except ApiError as exc:
-        _refused(command, exc)
-        if progress is not None and (hint := progress.hint()) is not None:
-            print(f"cosctl {command}: {hint}", file=sys.stderr)
-        return failure
-
-
-def _refused(command: str, exc: ApiError) -> None:
-    print(f"cosctl {command}: the cluster refused: {exc.reason}: {exc.message}", file=sys.stderr)
-
-
-def _run(command: str, body: Callable[[], int], failure: int) -> int:
-    """``run`` for every failure but the cluster's refusals (:class:`ApiError`), which it raises."""
-    try:
         return body()
     except ManifestError as exc:
         for problem in exc.problems:
@@ -235,6 +220,10 @@ def _run(command: str, body: Callable[[], int], failure: int) -> int:
         return EXIT_USAGE
     except (ConfigurationError, RenderError) as exc:  # OLM v1's refusal, in its words
         print(f"cosctl {command}: {exc}", file=sys.stderr)
+    except ApiError as exc:
+        print(f"cosctl {command}: the cluster refused: {exc.reason}: {exc.message}", file=sys.stderr)
+        if progress is not None and (hint := progress.hint()) is not None:
+            print(f"cosctl {command}: {hint}", file=sys.stderr)
     except BrokenPipeError:
         raise  # the reader went away (| head): main exits quietly
     except OSError as exc:
