@@ -45,6 +45,18 @@ ownerReference that was just released): a write is sent only when the server say
 something. (A controlled object of which our manager owns nothing, restored from a backup say, is applied
 once: we could not tell a later change otherwise.)
 
+When the fingerprint is computed. An :class:`AppliedMemory` made with ``settled_by_watch`` (the reconciler
+process's) does not fingerprint the answer of a write at once: most objects (ConfigMaps, Services, RBAC) are
+never changed by anyone else, and for them "same uid at the resourceVersion our write returned" already says
+unchanged. The record stays *pending* until the version it describes is replaced: the process's watch then
+hands the replaced version (the cached answer) to :meth:`AppliedMemory.settle`, which fingerprints it, exactly
+what fingerprinting the answer would have given (the cache keeps our manager's managedFields). The fingerprint
+is then computed once for an object a controller changes (a Deployment's status) and never for the others:
+a rollout's writes cost no projection at all. A pending record meeting a newer version that was never settled
+(the watch was down, or the event came between the write and its record) cannot tell: :meth:`unchanged` says
+no and one dry run decides, as after a restart. Without the flag (the engine driven on its own, with no watch)
+every answer is fingerprinted when it is remembered.
+
 A server that sends no ``managedFields`` for our manager (none does among conformant ones, but a proxy may
 strip them) cannot be judged this way: :func:`reconciler.rollout.is_subset` on the manifest is the fallback.
 """
@@ -94,12 +106,15 @@ def project(value: Any, fields: Obj) -> Any:
     for key, sub in fields.items():
         if key == ".":
             continue
-        child = _child(value, key)
-        children = {k: v for k, v in (sub or {}).items() if k != "."} if isinstance(sub, dict) else {}
+        # ``f:`` keys are nearly all of a set: looked up inline (this runs for every object we write)
+        if key.startswith("f:"):
+            child = value.get(key[2:], _NONE) if isinstance(value, dict) else _NONE
+        else:
+            child = _child(value, key)
         if child is _NONE:
             out[key] = ABSENT
-        elif children:
-            out[key] = project(child, children)
+        elif isinstance(sub, dict) and (len(sub) > 1 or (sub and "." not in sub)):
+            out[key] = project(child, sub)   # a node with children besides "." (which this call skips)
         else:
             out[key] = child
     return out
@@ -166,6 +181,14 @@ def watched(obj: Obj, fields: Obj) -> Obj:
     return {**fields, "f:data": data}
 
 
+def _ours(obj: Obj, manager: str = FIELD_MANAGER) -> bool:
+    """Whether ``obj`` has a ``fieldsV1`` entry of ``manager`` on the main resource (what :func:`our_fields` and
+    :func:`fingerprint` need to say anything), without building the set."""
+    return any(isinstance(e, dict) and e.get("manager") == manager and not e.get("subresource")
+               and isinstance(e.get("fieldsV1"), dict)
+               for e in (obj.get("metadata") or {}).get("managedFields") or [])
+
+
 def fingerprint(obj: Obj, manager: str = FIELD_MANAGER) -> bytes | None:
     """Digest of ``manager``'s field set and of ``obj``'s values there; ``None`` without managedFields."""
     fields = our_fields(obj, manager)
@@ -183,7 +206,7 @@ def same_at(fields: Obj, a: Obj, b: Obj) -> bool:
 class Applied:
     uid: str
     intent: bytes
-    fingerprint: bytes
+    fingerprint: bytes | None    # None: pending, that of the version at ``resource_version`` (see ``settle``)
     resource_version: str = ""   # of the object the fingerprint was last found on (see ``unchanged``)
 
 
@@ -195,11 +218,16 @@ def _key(obj: Obj) -> tuple[str, str, str, str]:
 
 
 class AppliedMemory:
-    """What our last write of each object returned, as :class:`Applied` records (thread-safe)."""
+    """What our last write of each object returned, as :class:`Applied` records (thread-safe).
 
-    def __init__(self) -> None:
+    ``settled_by_watch``: the owner promises to call :meth:`settle` with every cached version of an object that a
+    newer one replaces (a watch's MODIFIED event and its previous object); the answers of writes are then
+    fingerprinted only when they are replaced (see the module docstring)."""
+
+    def __init__(self, *, settled_by_watch: bool = False) -> None:
         self._records: dict[tuple[str, str, str, str], Applied] = {}
         self._lock = threading.Lock()
+        self.settled_by_watch = settled_by_watch
 
     def __len__(self) -> int:
         with self._lock:
@@ -208,16 +236,35 @@ class AppliedMemory:
     def remember(self, intent: Obj, answer: Obj) -> bool:
         """Record that ``answer`` is the server's form of ``intent``; ``False`` (nothing recorded) when the
         answer carries no managedFields of ours."""
-        fp = fingerprint(answer)
+        pending = self.settled_by_watch
+        fp = None if pending else fingerprint(answer)   # pending: computed by ``settle``, if ever needed
         key = _key(intent)
         with self._lock:
-            if fp is None:
+            if not (_ours(answer) if pending else fp is not None):
                 self._records.pop(key, None)
                 return False
             meta = answer.get("metadata") or {}
             self._records[key] = Applied(str(meta.get("uid") or ""), digest(intent), fp,
                                          str(meta.get("resourceVersion") or ""))
         return True
+
+    def settle(self, replaced: Obj) -> None:
+        """``replaced``, a cached version a newer one just replaced: when it is the version a pending record
+        describes (same uid and resourceVersion), fingerprint it now, the last moment it can be."""
+        meta = replaced.get("metadata") or {}
+        key = _key(replaced)
+        with self._lock:
+            rec = self._records.get(key)
+        if rec is None or rec.fingerprint is not None or not rec.resource_version or \
+                rec.resource_version != str(meta.get("resourceVersion") or "") or rec.uid != str(meta.get("uid") or ""):
+            return
+        fp = fingerprint(replaced)
+        with self._lock:
+            if self._records.get(key) is rec:
+                if fp is None:
+                    del self._records[key]
+                else:
+                    self._records[key] = Applied(rec.uid, rec.intent, fp, rec.resource_version)
 
     def seen(self, obj: Obj) -> bool:
         """Whether ``obj`` is the very version (uid and resourceVersion) our last write of it returned, or that a
@@ -257,8 +304,8 @@ class AppliedMemory:
         rv = str((live.get("metadata") or {}).get("resourceVersion") or "")
         if rv and rv == rec.resource_version:
             return True
-        if rec.fingerprint != fingerprint(live):
-            return False
+        if rec.fingerprint is None or rec.fingerprint != fingerprint(live):
+            return False   # (pending and never settled: what our write returned is no longer known)
         if rv:
             with self._lock:
                 if self._records.get(_key(intent)) is rec:

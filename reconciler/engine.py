@@ -38,6 +38,7 @@ from common.contract.gotext import go_quote
 from common.contract.objects import Obj, copy_json, merge_patch_between
 from common.contract.serviceaccount import ServiceAccountMissing, ServiceAccountRef
 from reconciler import collisions, digest
+from reconciler.drift import AppliedMemory
 from reconciler.resolve import Resolution, inline_kinds, referenced_secrets, resolve
 from reconciler.result import EngineConfig, Event, Memory, Result, Writer
 from reconciler.rollout import ObjectError, Outcome, Owner, reconcile_object
@@ -63,11 +64,15 @@ class ReconcileError(Exception):
 _MEMORY: weakref.WeakKeyDictionary[Cluster, Memory] = weakref.WeakKeyDictionary()
 
 
-def memory_for(cluster: Cluster) -> Memory:
-    """The engine's memory of its work through ``cluster`` (one per cluster object, as long as it lives)."""
+def memory_for(cluster: Cluster, *, settled_by_watch: bool = False) -> Memory:
+    """The engine's memory of its work through ``cluster`` (one per cluster object, as long as it lives).
+
+    ``settled_by_watch`` applies when this call makes it (the first for ``cluster``): a caller that watches
+    every object it has the engine write, and hands each replaced version to ``applied.settle`` (the reconciler
+    process), lets the engine leave the answers of its writes unfingerprinted until then (:mod:`reconciler.drift`)."""
     memory = _MEMORY.get(cluster)
     if memory is None:
-        memory = _MEMORY[cluster] = Memory()
+        memory = _MEMORY[cluster] = Memory(applied=AppliedMemory(settled_by_watch=settled_by_watch))
     return memory
 
 

@@ -141,6 +141,9 @@ class ReconcilerProcess:
                              keep_managers=frozenset({api.FIELD_MANAGER}))
         self.watches = WatchSet(self.caches, kube, config.system_namespace)
         self.cluster = CachedCluster(kube, self.caches, lazy=self.watches.informer_for_read)
+        # What the engine remembers of its writes through this cluster. The watches settle it (_on_event): the
+        # answer of a write is fingerprinted only once another version replaces it (reconciler.drift).
+        self.memory = memory_for(self.cluster, settled_by_watch=True)
         self.recorder = EventRecorder(kube, "cos-reconciler", config.identity, on_recorded=self.metrics.count_event)
         self.metrics.bind_gauges(lambda: len(self.queue), lambda: float(self.watches.managed_objects()),
                                  lambda: len(self.caches.informers()))
@@ -302,7 +305,7 @@ class ReconcilerProcess:
     def engine_saw(self, obj: Obj) -> bool:
         """Whether the engine already has this version of a managed object (its memory of its own writes, kept
         for the cluster object the process reconciles through; an engine passed in that keeps none has none)."""
-        return memory_for(self.cluster).applied.seen(obj)
+        return self.memory.applied.seen(obj)
 
     def _on_event(self, key: InformerKey, etype: str, obj: Obj, prev: Obj | None) -> None:
         # The echo of the reconciler's own write does not queue a COS again: the reconcile that wrote it knew what
@@ -314,7 +317,7 @@ class ReconcilerProcess:
                 with self._state_lock:
                     self.metrics.forget_revision(name)
                 self.watches.forget(name)
-                memory_for(self.cluster).failing.pop(str((obj.get("metadata") or {}).get("uid") or ""), None)
+                self.memory.failing.pop(str((obj.get("metadata") or {}).get("uid") or ""), None)
             elif own_change(prev, obj):
                 return
             self.queue.add(name)
@@ -323,7 +326,9 @@ class ReconcilerProcess:
             # a CR in a later phase is applied as soon as its CRD is served
             self.kube.invalidate_discovery(str((obj.get("spec") or {}).get("group") or "") or None)
         if etype == "DELETED" and key.label_selector == MANAGED_SELECTOR:
-            memory_for(self.cluster).applied.forget(obj)   # gone: its record would only take memory
+            self.memory.applied.forget(obj)   # gone: its record would only take memory
+        elif etype == "MODIFIED" and prev is not None and prev is not obj:
+            self.memory.applied.settle(prev)  # the version our write returned, if it is that one: fingerprinted now
         wake = self.watches.woken(key, etype, obj, prev)
         controller = controller_ref(obj) if key.label_selector == MANAGED_SELECTOR and etype != "DELETED" else None
         if controller is not None and controller.get("kind") == api.KIND and str(controller.get("name")) in wake.names:

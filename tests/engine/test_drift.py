@@ -86,3 +86,32 @@ def test_seen_is_the_version_our_write_returned_or_one_a_reconcile_found_unchang
     labelled["metadata"]["labels"] = {"team": "blue"}
     assert memory.unchanged(INTENT, labelled)        # a reconcile looked at version 11 and found it unchanged
     assert memory.seen(labelled)
+
+
+def test_settled_by_watch_the_answer_is_fingerprinted_only_when_another_version_replaces_it() -> None:
+    """The reconciler process's memory: a write's answer is not fingerprinted when it is remembered; the watch
+    hands the cached version over when a newer one replaces it, and from then on it judges as the eager one."""
+    memory = AppliedMemory(settled_by_watch=True)
+    assert memory.remember(INTENT, _answer("10"))
+    rec = memory.record(INTENT, _answer("10"))
+    assert rec is not None and rec.fingerprint is None and rec.resource_version == "10"
+    assert memory.unchanged(INTENT, _answer("10")) and memory.seen(_answer("10"))
+    labelled = _answer("11")
+    labelled["metadata"]["labels"] = {"team": "blue"}
+    assert not memory.unchanged(INTENT, labelled)    # never settled: what we wrote is not known, a dry run decides
+    memory.settle(_answer("9"))                      # another version than the one remembered: nothing
+    memory.settle({**_answer("10"), "metadata": {**_answer("10")["metadata"], "uid": "u-2"}})   # another object
+    assert memory.record(INTENT, _answer("10")).fingerprint is None  # type: ignore[union-attr]
+    memory.settle(_answer("10"))                     # version 10 replaced by 11: fingerprinted now
+    rec = memory.record(INTENT, labelled)
+    assert rec is not None and rec.fingerprint == fingerprint(_answer("10")) and rec.resource_version == "10"
+    assert memory.unchanged(INTENT, labelled)        # a label is not ours: unchanged, now at version 11
+    assert memory.record(INTENT, labelled).resource_version == "11"  # type: ignore[union-attr]
+    assert not memory.unchanged(INTENT, _answer("12", value="edited", manager="kubectl-edit"))
+
+
+def test_settled_by_watch_remembers_nothing_for_an_answer_without_managed_fields_of_ours() -> None:
+    memory = AppliedMemory(settled_by_watch=True)
+    memory.remember(INTENT, _answer("10"))
+    assert not memory.remember(INTENT, _answer("11", manager="someone-else"))
+    assert len(memory) == 0

@@ -188,6 +188,31 @@ def test_events_during_a_reconcile_are_judged_when_it_ends(kube: KubeCluster) ->
         p.stop()
 
 
+def test_a_change_of_fields_not_ours_wakes_the_cos_and_costs_no_request(server: FakeApiServer,
+                                                                       proc: ReconcilerProcess) -> None:
+    """The answers of the rollout's writes are not fingerprinted when written (reconciler.drift): the watch settles
+    the one a label edit replaces, so the reconcile that edit wakes finds the object unchanged without a dry run."""
+    server.put_object(cos("c1", 1, phase("a", cm("x", k="v"), cm("y"))))
+    proc.start()
+    wait_for(lambda: settled(get_cos(server, "c1")))
+    wait_for(proc.queue.idle)
+    time.sleep(0.3)
+    rec = proc.memory.applied.record(cm("x", k="v"), server.get_object("v1", "ConfigMap", "x", "ns") or {})
+    assert rec is not None and rec.fingerprint is None   # pending: nobody else changed it yet
+    server.clear_requests()
+    count = proc.reconcile_count
+    live = server.get_object("v1", "ConfigMap", "x", "ns")
+    assert live is not None
+    live["metadata"]["labels"]["team"] = "blue"
+    server.put_object(live)
+    wait_for(lambda: proc.reconcile_count > count and proc.queue.idle())
+    time.sleep(0.3)
+    assert writes(server) == []
+    rec = proc.memory.applied.record(cm("x", k="v"), live)
+    assert rec is not None and rec.fingerprint is not None
+    assert rec.resource_version == server.get_object("v1", "ConfigMap", "x", "ns")["metadata"]["resourceVersion"]
+
+
 def test_drift_on_a_managed_object_is_repaired_through_its_watch(server: FakeApiServer,
                                                                  proc: ReconcilerProcess) -> None:
     server.put_object(cos("c1", 1, phase("a", cm("x", k="v"))))
