@@ -55,6 +55,7 @@ from common.contract import api
 from common.contract.conditions import settled
 from common.runtime.cache import Informer, InformerKey
 from common.runtime.parallel import RETRY_JITTER, WATCH_CONNECTIONS
+from reconciler.process import tune_collector
 from reconciler.watches import MANAGED_SELECTOR
 
 METRIC = re.compile(r'^cos_api_requests_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$')
@@ -228,6 +229,7 @@ def main() -> int:
     args = p.parse_args()
     path = kubeconfig_or_skip(args.kubeconfig)
     admin = KubeCluster.from_kubeconfig(path, pool_size=8 + WATCH_CONNECTIONS, retry_jitter=RETRY_JITTER)
+    tune_collector()   # the floor client runs under the collector settings cos-reconciler runs under
     ensure_crd(admin)
     rows = []
     for count in args.counts:

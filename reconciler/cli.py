@@ -8,7 +8,6 @@ v1's operator-controller is running (:mod:`reconciler.olm_guard`: it reconciles 
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import signal
@@ -106,7 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     from common.runtime.leader import LeaderConfig
     from reconciler.metrics import Metrics
     from reconciler.olm_guard import check_start
-    from reconciler.process import ProcessConfig, ReconcilerProcess, client_options, run_until_settled
+    from reconciler.process import (
+        ProcessConfig,
+        ReconcilerProcess,
+        client_options,
+        run_until_settled,
+        tune_collector,
+    )
 
     if args.workers < 1:
         log.error("--workers must be at least 1, got %d", args.workers)
@@ -179,9 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     log.info("starting (identity %s, leader election %s)", identity, "on" if args.leader_elect else "off")
-    # Everything made so far (modules, the client, the process) lives as long as the process: moved out of the
-    # cyclic collector's reach, its full collections no longer scan it again and again under load.
-    gc.freeze()
+    # Everything made so far (modules, the client, the process) lives as long as the process: out of the cyclic
+    # collector's reach from now on, and young collections made rarer (reconciler.process.tune_collector).
+    tune_collector()
     proc.start()
     while not proc.wait(0.5):
         pass

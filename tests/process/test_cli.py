@@ -58,3 +58,12 @@ def test_once_times_out_with_exit_1_when_a_cos_cannot_settle(server: FakeApiServ
               "--metrics-bind", "0")
     assert res.returncode == 1, res.stderr
     assert res.stdout.startswith("c1: not settled (Progressing True/Retrying: getting Secret olmv1-system/missing:")
+
+
+def test_the_process_freezes_its_heap_and_makes_young_collections_rarer() -> None:
+    """What ``cos-reconciler`` does once before it starts (a subprocess: the collector's state is process-wide)."""
+    code = ("import gc; from reconciler.process import tune_collector; before = gc.get_threshold(); tune_collector(); "
+            "after = gc.get_threshold(); print(before[1:] == after[1:], after[0], gc.get_freeze_count() > 0)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["True", "10000", "True"], out.stderr
