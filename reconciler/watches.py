@@ -226,8 +226,8 @@ class WatchSet:
                 return Wake()
             with self._lock:   # it failed for want of this namespace: no backoff now
                 return Wake(frozenset(self._ns_waiters.get(str(meta.get("name") or ""), ())), at_once=True)
-        for o in (obj, prev):
-            for ref in ((o or {}).get("metadata") or {}).get("ownerReferences") or []:
+        for o in (obj,) if prev is obj or prev is None else (obj, prev):   # (prev is obj: an echo of our write)
+            for ref in (o.get("metadata") or {}).get("ownerReferences") or []:
                 if ref.get("kind") == api.KIND and GVK.parse(str(ref.get("apiVersion", "")), "x").group == api.GROUP:
                     names.add(str(ref.get("name")))
         return Wake(frozenset(names))
