@@ -308,3 +308,62 @@ def test_json_documents_are_bounded(tmp_path: Path) -> None:
 def test_bundle_files_layer_helper_writes_directories_first() -> None:
     names = [e.name for e in files_layer({"a/b/c": b"", "a/d": b""})]
     assert names == ["a/", "a/b/", "a/b/c", "a/d"]
+
+
+# --- malformed and hostile documents ---------------------------------------------------------------------------
+
+
+def test_indexes_listing_one_index_many_times_are_read_once_each(tmp_path: Path) -> None:
+    """Four levels of indexes, each listing the next 30 times: 30 to the 4th paths, 5 documents. Each document is
+    read once, so a budget of 200 listed manifests (4 x 30 + 1 listings) is enough."""
+    layout = Layout(tmp_path / "l")
+    descriptor = layout.image([layout.layer([Entry("f", b"x")])], ref="bundle")
+    for _ in range(4):
+        descriptor = layout.index([descriptor] * 30)
+    layout.finish([descriptor])
+    assert unpack(layout.root, tmp_path, oci.Limits(max_descriptors=200)) == {"f": b"x"}
+
+
+def test_the_manifests_listed_by_all_indexes_are_bounded(tmp_path: Path) -> None:
+    layout = Layout(tmp_path / "l")
+    images = [layout.image([layout.layer([Entry(f"f{i}", b"x")])], ref=f"r{i}") for i in range(3)]
+    layout.finish([layout.index(images)])
+    assert refusal(layout.root, tmp_path, oci.Limits(max_descriptors=3)) == (
+        f"{layout.root}: index.json manifests[0] manifests[2]: the image indexes list more than 3 manifests")
+
+
+def test_an_image_config_whose_config_is_not_an_object_is_refused(tmp_path: Path) -> None:
+    layout = Layout(tmp_path / "l")
+    layer = layout.layer([Entry("f", b"x")])
+    config = layout.blob(json.dumps({"architecture": "amd64", "os": "linux", "config": "labels",
+                                     "rootfs": {"type": "layers", "diff_ids": [layer["digest"]]}}).encode(),
+                         "application/vnd.oci.image.config.v1+json")
+    manifest = layout.blob(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                                       "config": config, "layers": [layer]}).encode(),
+                           "application/vnd.oci.image.manifest.v1+json")
+    layout.finish([manifest])
+    assert refusal(layout.root, tmp_path) == (
+        f"{layout.root}: index.json manifests[0] config: \"config\" is not a JSON object (got \"labels\")")
+
+
+@pytest.mark.parametrize("media_type", [{"a": 1}, ["x"]], ids=["object", "list"])
+def test_a_media_type_that_is_not_a_string_is_unsupported(tmp_path: Path, media_type: object) -> None:
+    layout, layer = _single_layer(tmp_path)
+    layout.finish([dict(layout.image([layer]), mediaType=media_type)])
+    assert refusal(layout.root, tmp_path) == (
+        f"{layout.root}: index.json manifests[0]: unsupported manifest media type {json.dumps(media_type)} "
+        "(expected an OCI or Docker v2 image manifest or index)")
+    layout, layer = _single_layer(tmp_path / "2")
+    layout.finish([layout.image([dict(layer, mediaType=media_type)])])
+    assert refusal(layout.root, tmp_path / "2") == (
+        f"{layout.root}: layer 0: unsupported layer media type {json.dumps(media_type)} (expected a tar, tar+gzip or "
+        "tar+zstd image layer)")
+
+
+def test_a_file_layer_titled_with_a_nul_character_is_refused(tmp_path: Path) -> None:
+    layout = Layout(tmp_path / "l")
+    file_layer = layout.blob(b"x", "application/vnd.oci.image.layer.v1.tar",
+                             annotations={"org.opencontainers.image.title": "manifests/a\u0000b.yaml"})
+    layout.finish([layout.image([file_layer], labels={})])
+    assert refusal(layout.root, tmp_path) == (
+        f"{layout.root}: layer 0: entry \"manifests/a\\u0000b.yaml\" has an invalid name (a NUL character)")

@@ -89,6 +89,7 @@ class Limits:
     max_entries: int = 100_000  # tar entries, all layers together
     max_layers: int = 256
     max_index_depth: int = 4  # image indexes inside image indexes
+    max_descriptors: int = 10_000  # manifest descriptors listed by all the image indexes together
 
 
 DEFAULT_LIMITS: Final = Limits()
@@ -111,6 +112,18 @@ def is_layout_tar(path: str | Path) -> bool:
                        for m in tar)
     except (tarfile.TarError, OSError, EOFError, zlib.error):
         return False
+
+
+def tar_problem(path: str | Path) -> str | None:
+    """Why the tar ``path`` cannot be read to its end (truncated, corrupt), or ``None`` when it can: a layout
+    tar cut short before its ``oci-layout`` (tools write it last) is a broken tar, not some other tar."""
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            for _ in tar:
+                pass
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        return str(exc) or type(exc).__name__
+    return None
 
 
 # --- where blobs come from -----------------------------------------------------------------------------------
@@ -199,6 +212,8 @@ class _Layout:
         self.limits = limits
         self.label = store.label
         self.verified: set[str] = set()
+        self.descriptors = 0  # listed by the indexes walked so far (Limits.max_descriptors)
+        self.walked: set[str] = set()  # digests of the image indexes and manifests already read
 
     def fail(self, problem: str) -> BundleInputError:
         return BundleInputError(f"{self.label}: {problem}")
@@ -280,15 +295,34 @@ class _Layout:
             raise self.fail(f"{what}: image indexes nested more than {self.limits.max_index_depth} deep")
         for position, descriptor in enumerate(index["manifests"]):
             where = f"{what} manifests[{position}]"
+            self.descriptors += 1
+            if self.descriptors > self.limits.max_descriptors:
+                raise self.fail(f"{where}: the image indexes list more than {self.limits.max_descriptors} "
+                                "manifests")
             if not isinstance(descriptor, dict):
                 raise self.fail(f"{where}: not a descriptor")
             annotations = _annotations(descriptor)
             if annotations.get("vnd.docker.reference.type") == "attestation-manifest":
                 continue  # BuildKit's provenance: not an image
+            name = self.blob_name(descriptor, where)
+            if name in self.walked:
+                # Listed again (an index may name one manifest under several platforms or references, and
+                # indexes may share children): its content was read already, only a reference name may be new.
+                # Reading it again would let a small layout of indexes listing one index many times over make
+                # the walk grow as width to the power of depth.
+                reference = _ref_name(annotations)
+                for found in images:
+                    if found.digest == descriptor["digest"] and reference and reference not in found.names:
+                        found.names.append(reference)
+                continue
+            self.walked.add(name)
             document = self.blob_json(descriptor, where)
             if not isinstance(document, dict):
                 raise self.fail(f"{where}: not a JSON object")
             media_type = descriptor.get("mediaType") or document.get("mediaType")
+            if media_type is not None and not isinstance(media_type, str):
+                raise self.fail(f"{where}: unsupported manifest media type {json.dumps(media_type)} (expected an "
+                                "OCI or Docker v2 image manifest or index)")
             if media_type in INDEX_TYPES or (media_type is None and "manifests" in document):
                 if not isinstance(document.get("manifests"), list):
                     raise self.fail(f"{where}: an image index without a \"manifests\" list")
@@ -297,7 +331,7 @@ class _Layout:
                 if not isinstance(document.get("layers"), list):
                     raise self.fail(f"{where}: an image manifest without a \"layers\" list")
                 images.append(_Image(descriptor["digest"], document, self._labels(document, where),
-                                     [str(annotations.get("org.opencontainers.image.ref.name") or "")]))
+                                     [_ref_name(annotations)]))
             else:
                 raise self.fail(f"{where}: unsupported manifest media type {json.dumps(media_type)} (expected an "
                                 "OCI or Docker v2 image manifest or index)")
@@ -308,7 +342,12 @@ class _Layout:
                 "application/vnd.oci.image.config.v1+json", "application/vnd.docker.container.image.v1+json"):
             return {}
         document = self.blob_json(config, f"{where} config")
-        labels = ((document.get("config") or {}).get("Labels") or {}) if isinstance(document, dict) else {}
+        if not isinstance(document, dict):
+            return {}
+        settings = document.get("config")
+        if settings is not None and not isinstance(settings, dict):
+            raise self.fail(f"{where} config: \"config\" is not a JSON object (got {json.dumps(settings)[:80]})")
+        labels = (settings or {}).get("Labels") or {}
         return labels if isinstance(labels, dict) else {}
 
     # -- layers --
@@ -364,6 +403,10 @@ class _Counted(io.RawIOBase):
 def _annotations(descriptor: dict[str, Any]) -> dict[str, Any]:
     found = descriptor.get("annotations")
     return found if isinstance(found, dict) else {}
+
+
+def _ref_name(annotations: dict[str, Any]) -> str:
+    return str(annotations.get("org.opencontainers.image.ref.name") or "")
 
 
 def _refuse_constant(name: str) -> Any:
@@ -442,6 +485,8 @@ class _Tree:
 
 def _parts(name: str, layout: _Layout, what: str) -> tuple[str, ...]:
     """The components of an entry name, refusing any that would leave the target."""
+    if "\x00" in name:
+        raise layout.fail(f"{what}: entry {json.dumps(name)} has an invalid name (a NUL character)")
     if name.startswith("/"):
         raise layout.fail(f"{what}: entry {json.dumps(name)} has an absolute path")
     parts = tuple(p for p in name.split("/") if p not in ("", "."))
@@ -576,7 +621,7 @@ def unpack(path: str | Path, target: str | Path, limits: Limits = DEFAULT_LIMITS
             title = annotations.get(ORAS_TITLE)
             if isinstance(title, str) and annotations.get(ORAS_UNPACK) != "true":
                 _apply_file(tree, descriptor, title, what)
-            elif media_type in LAYER_TYPES or isinstance(title, str):
+            elif (isinstance(media_type, str) and media_type in LAYER_TYPES) or isinstance(title, str):
                 _apply_layer(tree, descriptor, what)
             else:
                 raise layout.fail(f"{what}: unsupported layer media type {json.dumps(media_type)} (expected a "
