@@ -19,6 +19,7 @@ from common.bundle.registryv1.config import config_schema, load_config_file
 from common.bundle.registryv1.install import CERT_PROVIDERS, InstallOptions, render_bundle
 from common.bundle.registryv1.render import NO_PROVIDER
 from common.bundle.registryv1.source import load_bundle
+from common.bundle.registryv1.typed import decode
 from common.cosctl._producer import EXIT_OK, EXIT_USAGE, run, to_yaml
 
 EXAMPLE = """\
@@ -55,6 +56,9 @@ def _main(args: argparse.Namespace) -> int:
 def _render(args: argparse.Namespace) -> int:
     bundle = load_bundle(args.bundle)
     if args.config_schema:
+        # OLM v1 derives the schema from the bundle it decoded: a CSV it cannot decode has no schema to print
+        # (without this, a CSV with `installModes: x` printed a schema that asks for nothing)
+        decode(bundle)
         json.dump(config_schema(bundle), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return EXIT_OK

@@ -4,6 +4,7 @@ configuration, diff, status and history, against the in-memory API server."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,16 @@ def test_render_config_schema_follows_the_install_modes(tmp_path):
     schema = json.loads(out)
     assert schema["required"] == ["watchNamespace"]
     assert schema["properties"]["watchNamespace"]["format"] == "ownNamespaceInstallMode"
+
+
+def test_render_config_schema_of_a_csv_olm_cannot_decode_is_its_decode_error(tmp_path):
+    """No schema for a bundle OLM v1 cannot load (a schema without watchNamespace would say nothing is needed)."""
+    bundle = demo_bundle(tmp_path / "b", modes=("OwnNamespace",))
+    csv = bundle / "manifests" / "demo.clusterserviceversion.yaml"
+    csv.write_text(re.sub(r"installModes:\n(  - .*\n(    .*\n)?)+", "installModes: x\n", csv.read_text()))
+    code, out, err = cosctl("render", str(bundle), "--config-schema")
+    assert (code, out, err) == (2, "", f'cosctl render: {bundle}: ClusterServiceVersion "demo-operator.v1.0.0": '
+                                       "spec.installModes: expected an array, got string\n")
 
 
 def test_render_refusals_are_olm_v1s_words_with_exit_1(tmp_path):

@@ -19,6 +19,7 @@ import pytest
 
 from common.bundle.registryv1 import config as cfg
 from common.bundle.registryv1.config import (
+    CONFIG_FILE_MAX_BYTES,
     BundleConfig,
     config_schema,
     load_config_file,
@@ -420,3 +421,10 @@ def test_unusable_files_name_the_file(tmp_path: Path) -> None:
     path.write_bytes(b"a: \xff\n")
     with pytest.raises(BundleInputError, match="not UTF-8"):
         load_config_file(path)
+    path.write_text("a: " + "x" * CONFIG_FILE_MAX_BYTES + "\n")
+    with pytest.raises(BundleInputError) as caught:
+        load_config_file(path)
+    assert str(caught.value) == f"{path}: more than {CONFIG_FILE_MAX_BYTES} bytes"
+    with pytest.raises(BundleInputError) as caught:
+        load_config_file("/dev/zero")   # a stream that never ends is refused once it passed the limit
+    assert str(caught.value) == f"/dev/zero: more than {CONFIG_FILE_MAX_BYTES} bytes"

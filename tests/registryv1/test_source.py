@@ -8,6 +8,7 @@ run over the same directories) put into the CSV annotation.
 from __future__ import annotations
 
 import os
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,19 @@ def test_not_a_bundle(tmp_path: Path) -> None:
         f"{plain_tar}: a tar file, but not an OCI image layout (no oci-layout file at its root)")
 
 
+def test_a_truncated_layout_tar_is_a_broken_tar_not_another_kind_of_tar(tmp_path: Path) -> None:
+    """Tools write ``oci-layout`` last, so a layout tar cut short has none: it is refused as the broken tar it is."""
+    layout = bundles.bundle_image_layout(tmp_path / "l", bundles.write_bundle(tmp_path / "b"))
+    whole = tmp_path / "whole.tar"
+    with tarfile.open(whole, "w") as tar:
+        for path in sorted(p for p in layout.rglob("*") if p.is_file() and p.name != "oci-layout"):
+            tar.add(path, arcname=str(path.relative_to(layout)))
+        tar.add(layout / "oci-layout", arcname="oci-layout")
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(whole.read_bytes()[:whole.stat().st_size // 2 + 100])
+    assert refusal(cut) == f"{cut}: not a readable tar: unexpected end of data"
+
+
 def test_other_mediatypes_are_refused(tmp_path: Path) -> None:
     root = bundles.write_bundle(tmp_path / "b", annotations=bundles.annotations_yaml(mediatype="plain+v0"))
     assert refusal(root) == (f"{root}/metadata/annotations.yaml: unsupported bundle mediatype \"plain+v0\" (only "
@@ -148,6 +162,9 @@ def test_manifests_directory(tmp_path: Path) -> None:
     root = bundles.write_bundle(tmp_path / "d")
     os.mkfifo(root / "manifests" / "pipe")
     assert refusal(root) == f"{root}/manifests/pipe: not a regular file"
+    root = bundles.write_bundle(tmp_path / "e")
+    os.symlink("loop.yaml", root / "manifests" / "loop.yaml")   # a link to itself: ELOOP when followed
+    assert refusal(root) == f"{root}/manifests/loop.yaml: not a regular file"
 
 
 def test_exactly_one_csv(tmp_path: Path) -> None:

@@ -153,6 +153,11 @@ def parse_config(bundle: RegistryV1, config: dict[str, Any] | None, install_name
                         deployment_config=decode_deployment_config(data.get(DEPLOYMENT_CONFIG)))
 
 
+CONFIG_FILE_MAX_BYTES = 1 << 20
+"""A configuration file longer than this is refused unread: a revision records the configuration it was rendered
+with in an annotation, and all of an object's annotations together may not exceed 256 KiB."""
+
+
 def load_config_file(path: str | Path) -> dict[str, Any] | None:
     """The configuration in the YAML or JSON file ``path``, read as Kubernetes reads YAML; ``None`` when the
     file is empty (or holds only ``null``), which is no configuration.
@@ -168,7 +173,7 @@ def load_config_file(path: str | Path) -> dict[str, Any] | None:
     if not Path(name).exists():
         raise BundleInputError(f"{name}: no such file or directory")
     problems: list[str] = []
-    found = read_documents(Path(name), name, problems)
+    found = read_documents(Path(name), name, problems, max_bytes=CONFIG_FILE_MAX_BYTES)
     if problems:
         raise BundleInputError("\n".join(problems))
     if len(found) > 1:

@@ -13,13 +13,20 @@ from typing import Any
 from common.bundle import k8syaml
 
 
-def read_documents(path: Path, name: str, problems: list[str]) -> list[tuple[int, Any]]:
+def read_documents(path: Path, name: str, problems: list[str], *,
+                   max_bytes: int | None = None) -> list[tuple[int, Any]]:
     """(index, value) of each non-empty document of the YAML or JSON file ``path``, read as kubectl reads it
     (:mod:`common.bundle.k8syaml`); what keeps the file or a document from being read goes to ``problems`` as
     ``name:index: ...``. An empty file is no problem here: a bundle's manifest file or a configuration may be
-    empty (OLM reads nothing from it)."""
+    empty (OLM reads nothing from it). With ``max_bytes``, a longer file (or stream: ``/dev/zero`` never ends)
+    is a problem, found after reading one byte more than that."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        with path.open("rb") as handle:
+            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+        if max_bytes is not None and len(data) > max_bytes:
+            problems.append(f"{name}: more than {max_bytes} bytes")
+            return []
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         problems.append(f"{name}: not UTF-8 text")
         return []

@@ -76,6 +76,9 @@ def load_bundle(path: str | Path) -> RegistryV1:
         bundle.source = str(path)
         return bundle
     if p.is_file() and tarfile.is_tarfile(p):
+        problem = oci.tar_problem(p)
+        if problem is not None:
+            raise BundleInputError(f"{path}: not a readable tar: {problem}")
         raise BundleInputError(f"{path}: a tar file, but not an OCI image layout (no oci-layout file at its root)")
     if not p.is_dir():
         raise BundleInputError(f"{path}: not a bundle (a bundle is a directory with {ANNOTATIONS_FILE}, "
@@ -227,7 +230,11 @@ def _manifest_files(root: Path, label: str) -> Iterator[Path]:
             raise BundleInputError(
                 f"{label}: subdirectories are not allowed within the \"{MANIFESTS_DIR}\" directory of the bundle "
                 f"image filesystem: found \"{MANIFESTS_DIR}/{entry.name}\"")
-        if not entry.is_file():
+        try:
+            regular = entry.is_file()
+        except OSError:   # a symbolic link that loops (ELOOP) or cannot be followed
+            regular = False
+        if not regular:
             raise BundleInputError(f"{label}/{MANIFESTS_DIR}/{entry.name}: not a regular file")
         yield Path(entry.path)
 
