@@ -133,6 +133,7 @@ class KubeCluster:
         self.api_client = api_client
         self.options = options
         self._lock = threading.Lock()
+        self._discovering = threading.Lock()   # held while a discovery request is in flight
         self._discovery: dict[str, dict[str, Resource]] = {}  # group/version -> kind -> Resource
         self._discovered_at: dict[str, float] = {}
         self._view = False   # a with_options/with_bearer view: its clients belong to the cluster it came from
@@ -179,6 +180,7 @@ class KubeCluster:
             client = KubeCluster(connect(copy.deepcopy(self.api_client.configuration), options), options)
             # the same API server: what discovery found holds for both
             client._discovery, client._discovered_at, client._lock = self._discovery, self._discovered_at, self._lock
+            client._discovering = self._discovering
             return client
         view = copy.copy(self)   # shallow: the same ApiClient, discovery dicts and lock
         view.options = options
@@ -359,7 +361,13 @@ class KubeCluster:
         if res is not None:
             return res
         if fetched_at is None or time.monotonic() - fetched_at >= self.options.discovery_refresh_interval:
-            self._discover(gvk)
+            # One discovery at a time: the threads that need a group-version at once (a phase's first writes, 8
+            # in flight) wait for the one asking, instead of each sending the same GET.
+            with self._discovering:
+                with self._lock:
+                    again = self._discovered_at.get(gv)
+                if again is None or again == fetched_at:   # nobody discovered it meanwhile
+                    self._discover(gvk)
             with self._lock:
                 res = self._discovery.get(gv, {}).get(kind)
             if res is not None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from common.cluster.interface import (
@@ -71,6 +74,21 @@ def test_cluster_scoped_and_grouped_paths_come_from_discovery(kube: KubeCluster,
     ]
     assert kube.is_namespaced("apps/v1", "Deployment") is True
     assert kube.is_namespaced("v1", "Namespace") is False
+
+
+def test_threads_needing_a_group_version_at_once_send_one_discovery(kube: KubeCluster,
+                                                                    server: FakeApiServer) -> None:
+    """A phase's first writes (8 in flight) all need the kind's discovery: one asks, the others wait for it."""
+    server.put_object({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns1"}})
+    start = threading.Barrier(8)
+
+    def create(i: int) -> None:
+        start.wait()
+        kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}", "namespace": "ns1"}})
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(create, range(8)))
+    assert sorted(r.verb for r in server.requests) == ["create"] * 8 + ["discovery"]
 
 
 def test_namespaced_kind_without_namespace_is_a_clear_error(kube: KubeCluster, server: FakeApiServer) -> None:
