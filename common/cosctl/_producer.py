@@ -123,13 +123,26 @@ def _not_a_bundle_object(manifest: Manifest) -> str | None:
     return None
 
 
+PROBES_FILE_MAX_BYTES = 1 << 20
+"""A progression probes file longer than this is refused (the probes go into the COS, itself at most 1.5 MiB)."""
+
+
 def load_probes(path: str | None) -> list[Obj] | None:
     """The ``spec.progressionProbes`` list from a YAML/JSON file (shape errors are PackingError), read as
     kubectl reads YAML, like the manifests."""
     if path is None:
         return None
     try:
-        probes = k8syaml.load(Path(path).read_text(encoding="utf-8"))
+        with Path(path).open("rb") as handle:
+            data = handle.read(PROBES_FILE_MAX_BYTES + 1)   # bounded: a stream (/dev/zero) may never end
+    except OSError as exc:
+        raise PackingError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > PROBES_FILE_MAX_BYTES:
+        raise PackingError(f"{path}: more than {PROBES_FILE_MAX_BYTES} bytes")
+    try:
+        probes = k8syaml.load(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise PackingError(f"{path}: not UTF-8 text") from None
     except k8syaml.YAMLReadError as exc:
         raise PackingError(f"{path}: invalid YAML: {exc}") from None
     if not isinstance(probes, list):

@@ -338,6 +338,19 @@ def test_progression_probes_from_a_file_are_a_mutable_field(tmp_path):
     assert (code, out, err) == (1, "", f"cosctl pack: {probes}: progression probes must be a list\n")
 
 
+@pytest.mark.parametrize(("given", "problem"), [
+    ("dir", "cannot read: Is a directory"),
+    ("/dev/zero", "more than 1048576 bytes"),   # a stream that never ends: refused past the limit
+    ("latin1", "not UTF-8 text"),
+])
+def test_an_unusable_progression_probes_file_is_named(tmp_path, given, problem):
+    path = {"dir": str(tmp_path), "/dev/zero": "/dev/zero", "latin1": str(tmp_path / "p.yaml")}[given]
+    (tmp_path / "p.yaml").write_bytes(b"- selector: \xff\n")
+    bundle = str(write_bundle(tmp_path / "b"))
+    code, out, err = cosctl("pack", bundle, "--name", "x", "--progression-probes", path)
+    assert (code, out, err) == (1, "", f"cosctl pack: {path}: {problem}\n")
+
+
 def test_status_notes_progression_probes_it_cannot_evaluate(tmp_path):
     mc = MemCluster()
     cosctl("publish", str(write_bundle(tmp_path / "b")), "--owner", "shop", cluster=mc)

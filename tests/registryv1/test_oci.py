@@ -367,3 +367,20 @@ def test_a_file_layer_titled_with_a_nul_character_is_refused(tmp_path: Path) -> 
     layout.finish([layout.image([file_layer], labels={})])
     assert refusal(layout.root, tmp_path) == (
         f"{layout.root}: layer 0: entry \"manifests/a\\u0000b.yaml\" has an invalid name (a NUL character)")
+
+
+@pytest.mark.parametrize("whiteout", [".wh..", ".wh...", ".wh.", "manifests/.wh...", "manifests/.wh."])
+def test_a_whiteout_that_names_no_file_is_refused(tmp_path: Path, whiteout: str) -> None:
+    """``.wh..`` and ``.wh...`` would hide their own directory or the one above (the target's parent for a
+    whiteout at the root): refused before anything is removed."""
+    (tmp_path / "keep").write_text("keep")
+    layout = image_layout(tmp_path / "l", [[Entry("manifests/csv.yaml", b"kind: X\n")], [Entry(whiteout)]])
+    assert refusal(layout, tmp_path / "t") == f"{layout}: layer 1: whiteout {json.dumps(whiteout)} names no file"
+    assert (tmp_path / "keep").read_text() == "keep"
+
+
+def test_entries_nested_too_deep_are_refused(tmp_path: Path) -> None:
+    deep = "/".join(["d"] * 200) + "/f"
+    layout = image_layout(tmp_path / "l", [[Entry(deep, b"x")]])
+    assert refusal(layout, tmp_path) == (
+        f"{layout}: layer 0: entry \"d/d/d/...\" is nested 201 levels deep, more than the limit of 128")

@@ -90,6 +90,7 @@ class Limits:
     max_layers: int = 256
     max_index_depth: int = 4  # image indexes inside image indexes
     max_descriptors: int = 10_000  # manifest descriptors listed by all the image indexes together
+    max_path_depth: int = 128  # directories above an entry (deeper trees cannot even be removed recursively)
 
 
 DEFAULT_LIMITS: Final = Limits()
@@ -492,6 +493,9 @@ def _parts(name: str, layout: _Layout, what: str) -> tuple[str, ...]:
     parts = tuple(p for p in name.split("/") if p not in ("", "."))
     if ".." in parts:
         raise layout.fail(f"{what}: entry {json.dumps(name)} leads outside the image (\"..\")")
+    if len(parts) > layout.limits.max_path_depth:
+        raise layout.fail(f"{what}: entry {json.dumps('/'.join(parts[:3]) + '/...')} is nested {len(parts)} levels "
+                          f"deep, more than the limit of {layout.limits.max_path_depth}")
     return parts
 
 
@@ -518,7 +522,10 @@ def _apply_layer(tree: _Tree, descriptor: dict[str, Any], what: str) -> None:
         if parts and parts[-1] == _OPAQUE:
             tree.clear(parts[:-1])
         elif parts and parts[-1].startswith(_WHITEOUT):
-            tree.remove((*parts[:-1], parts[-1][len(_WHITEOUT):]))
+            hidden = parts[-1][len(_WHITEOUT):]
+            if hidden in ("", ".", ".."):   # would hide its own directory or the one above: never a file name
+                raise layout.fail(f"{what}: whiteout {json.dumps(member.name)} names no file")
+            tree.remove((*parts[:-1], hidden))
     budget.stream = start  # the second pass reads the same bytes again: count them once
     # Pass 2: the layer's own entries.
     for tar, member in _members(layout, descriptor, what, budget):
