@@ -384,3 +384,22 @@ def test_entries_nested_too_deep_are_refused(tmp_path: Path) -> None:
     layout = image_layout(tmp_path / "l", [[Entry(deep, b"x")]])
     assert refusal(layout, tmp_path) == (
         f"{layout}: layer 0: entry \"d/d/d/...\" is nested 201 levels deep, more than the limit of 128")
+
+
+def test_one_lookup_follows_at_most_40_links_in_all(tmp_path: Path) -> None:
+    """Links whose targets go through the next link twice (``e0 -> e1/../e1``, ...): bounding only the depth
+    let the work double with every link (2 to the 20th lookups here); all the links followed for one lookup are
+    counted, as Linux counts them."""
+    tree = oci._Tree(tmp_path, oci._Layout(oci._DirStore(tmp_path), oci.DEFAULT_LIMITS),
+                     oci._Budget(oci.DEFAULT_LIMITS))
+    tree.links = {(f"e{i}",): f"e{i + 1}/../e{i + 1}" for i in range(20)}
+    tree.links[("e20",)] = "file"
+    followed = [0]
+    assert oci._resolve(tree, ("e0",), followed) is None
+    assert followed[0] == 42   # the lookup's own link, 40 more, and the one refused
+
+
+def test_the_entries_of_a_layout_tar_are_bounded(tmp_path: Path) -> None:
+    layout = image_layout(tmp_path / "l", [[Entry("f", b"x")]])
+    packed = tar_of(layout, tmp_path / "l.tar")
+    assert refusal(packed, tmp_path, oci.Limits(max_entries=3)) == f"{packed}: more than 3 entries in the layout tar"

@@ -109,8 +109,12 @@ def is_layout_tar(path: str | Path) -> bool:
     """A tar (maybe compressed) with ``oci-layout`` at its root."""
     try:
         with tarfile.open(path, "r:*") as tar:
-            return any(_LAYOUT_MEMBER.fullmatch(m.name) and m.name.endswith(OCI_LAYOUT) and m.isfile()
-                       for m in tar)
+            for count, m in enumerate(tar, 1):
+                if count > DEFAULT_LIMITS.max_entries:
+                    return True   # read as a layout, whose reader refuses it naming the limit
+                if _LAYOUT_MEMBER.fullmatch(m.name) and m.name.endswith(OCI_LAYOUT) and m.isfile():
+                    return True
+            return False
     except (tarfile.TarError, OSError, EOFError, zlib.error):
         return False
 
@@ -161,12 +165,17 @@ class _DirStore:
 
 
 class _TarStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, limits: Limits) -> None:
         self.label = str(path)
         try:
             self.tar = tarfile.open(path, "r:*")  # noqa: SIM115 - closed by close(), like the directory store
-            self.members = {m.name.removeprefix("./"): m for m in self.tar
-                            if m.isfile() and _LAYOUT_MEMBER.fullmatch(m.name)}
+            self.members: dict[str, tarfile.TarInfo] = {}
+            for count, member in enumerate(self.tar, 1):
+                if count > limits.max_entries:
+                    self.tar.close()
+                    raise BundleInputError(f"{path}: more than {limits.max_entries} entries in the layout tar")
+                if member.isfile() and _LAYOUT_MEMBER.fullmatch(member.name):
+                    self.members[member.name.removeprefix("./")] = member
         except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
             raise BundleInputError(f"{path}: not a readable tar: {exc}") from None
 
@@ -565,9 +574,15 @@ def _apply_file(tree: _Tree, descriptor: dict[str, Any], title: str, what: str) 
         tree.write(parts, source, int(descriptor["size"]), what)
 
 
-def _resolve(tree: _Tree, link: tuple[str, ...], hops: int = 0) -> tuple[str, ...] | None:
-    """Where the symbolic link ``link`` leads, resolved inside the image (``/`` and ``..`` stop at its root)."""
-    if hops > 40:
+def _resolve(tree: _Tree, link: tuple[str, ...], followed: list[int] | None = None) -> tuple[str, ...] | None:
+    """Where the symbolic link ``link`` leads, resolved inside the image (``/`` and ``..`` stop at its root).
+
+    Like Linux, at most 40 more links are followed in all for one lookup (``followed`` counts them across the
+    recursion): bounding only the depth let links whose targets name other links twice make the work grow
+    exponentially."""
+    followed = followed if followed is not None else [0]
+    followed[0] += 1
+    if followed[0] > 41:
         return None
     target = tree.links[link]
     stack: list[str] = [] if target.startswith("/") else list(link[:-1])
@@ -580,7 +595,7 @@ def _resolve(tree: _Tree, link: tuple[str, ...], hops: int = 0) -> tuple[str, ..
             continue
         stack.append(component)
         if tuple(stack) in tree.links:
-            resolved = _resolve(tree, tuple(stack), hops + 1)
+            resolved = _resolve(tree, tuple(stack), followed)
             if resolved is None:
                 return None
             stack = list(resolved)
@@ -608,7 +623,7 @@ def unpack(path: str | Path, target: str | Path, limits: Limits = DEFAULT_LIMITS
     ``target``; return ``target``. Raises :class:`BundleInputError` naming the layout and the problem (and
     then leaves no ``target`` behind)."""
     source, root = Path(path), Path(target)
-    store: _Store = _DirStore(source) if source.is_dir() else _TarStore(source)
+    store: _Store = _DirStore(source) if source.is_dir() else _TarStore(source, limits)
     created = False
     try:
         layout = _Layout(store, limits)
