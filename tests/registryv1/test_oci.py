@@ -403,3 +403,30 @@ def test_the_entries_of_a_layout_tar_are_bounded(tmp_path: Path) -> None:
     layout = image_layout(tmp_path / "l", [[Entry("f", b"x")]])
     packed = tar_of(layout, tmp_path / "l.tar")
     assert refusal(packed, tmp_path, oci.Limits(max_entries=3)) == f"{packed}: more than 3 entries in the layout tar"
+
+
+def test_the_count_of_links_below_each_directory_follows_every_change(tmp_path: Path) -> None:
+    """The index that keeps removing an entry from touching every link (20,000 links made unpacking quadratic)
+    always says what the links themselves say, and replacing, removing and clearing drop the right links."""
+    root = tmp_path / "root"
+    root.mkdir()
+    tree = oci._Tree(root, oci._Layout(oci._DirStore(tmp_path), oci.DEFAULT_LIMITS), oci._Budget(oci.DEFAULT_LIMITS))
+
+    def counts() -> dict[tuple[str, ...], int]:
+        found: dict[tuple[str, ...], int] = {}
+        for link in tree.links:
+            for depth in range(1, len(link)):
+                found[link[:depth]] = found.get(link[:depth], 0) + 1
+        return found
+
+    for link in [("a", "x"), ("a", "b", "y"), ("c", "z"), ("o", "p"), ("o", "q", "r"), ("d", "e", "w")]:
+        tree.add_link(link, "f")
+    tree.add_link(("a", "x"), "g")             # replaced: counted once
+    assert tree.below == counts() == {("a",): 2, ("a", "b"): 1, ("c",): 1, ("o",): 2, ("o", "q"): 1,
+                                      ("d",): 1, ("d", "e"): 1}
+    tree.remove(("a", "b"))                    # a whiteout of a directory holding a link
+    tree.directory(("c", "z", "sub"))          # a directory where a link was
+    tree.clear(("o",))                         # an opaque directory
+    tree.remove(("zz",))                       # nothing there
+    assert sorted(tree.links) == [("a", "x"), ("d", "e", "w")]
+    assert tree.below == counts() == {("a",): 1, ("d",): 1, ("d", "e"): 1}

@@ -437,9 +437,34 @@ class _Tree:
     def __init__(self, root: Path, layout: _Layout, budget: _Budget) -> None:
         self.root, self.layout, self.budget = root, layout, budget
         self.links: dict[tuple[str, ...], str] = {}
+        # how many links lie below each directory: removing an entry with none below it touches one key, not every
+        # link (a layer of 20,000 links made unpacking quadratic)
+        self.below: dict[tuple[str, ...], int] = {}
 
     def path(self, parts: tuple[str, ...]) -> Path:
         return self.root.joinpath(*parts)
+
+    def add_link(self, parts: tuple[str, ...], target: str) -> None:
+        if parts not in self.links:
+            for depth in range(1, len(parts)):
+                self.below[parts[:depth]] = self.below.get(parts[:depth], 0) + 1
+        self.links[parts] = target
+
+    def forget_link(self, parts: tuple[str, ...]) -> None:
+        if self.links.pop(parts, None) is None:
+            return
+        for depth in range(1, len(parts)):
+            prefix = parts[:depth]
+            left = self.below[prefix] - 1
+            if left:
+                self.below[prefix] = left
+            else:
+                del self.below[prefix]
+
+    def forget_links_below(self, parts: tuple[str, ...]) -> None:
+        if self.below.get(parts):
+            for link in [k for k in self.links if len(k) > len(parts) and k[:len(parts)] == parts]:
+                self.forget_link(link)
 
     def remove(self, parts: tuple[str, ...]) -> None:
         path = self.path(parts)
@@ -447,7 +472,8 @@ class _Tree:
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
-        self.links = {k: v for k, v in self.links.items() if k[:len(parts)] != parts}
+        self.forget_link(parts)
+        self.forget_links_below(parts)
 
     def clear(self, parts: tuple[str, ...]) -> None:
         """Empty the directory ``parts`` (an opaque whiteout)."""
@@ -455,14 +481,13 @@ class _Tree:
         if path.is_dir():
             for child in path.iterdir():
                 self.remove((*parts, child.name))
-        self.links = {k: v for k, v in self.links.items() if not (k[:len(parts)] == parts and len(k) > len(parts))}
+        self.forget_links_below(parts)
 
     def directory(self, parts: tuple[str, ...]) -> None:
         for depth in range(1, len(parts) + 1):
             prefix = parts[:depth]
             path = self.path(prefix)
-            if prefix in self.links:
-                del self.links[prefix]
+            self.forget_link(prefix)
             if path.exists() and not path.is_dir():
                 path.unlink()
             if not path.exists():
@@ -548,7 +573,7 @@ def _apply_layer(tree: _Tree, descriptor: dict[str, Any], what: str) -> None:
             if source is None:  # pragma: no cover - a regular member always has a file object
                 continue
             tree.write(parts, source, member.size, what)
-            tree.links.pop(parts, None)
+            tree.forget_link(parts)
         elif member.islnk():
             target = _parts(member.linkname, layout, what)
             path = tree.path(target)
@@ -559,7 +584,7 @@ def _apply_layer(tree: _Tree, descriptor: dict[str, Any], what: str) -> None:
                 tree.write(parts, source_file, path.stat().st_size, what)
         elif member.issym():
             tree.remove(parts)
-            tree.links[parts] = member.linkname
+            tree.add_link(parts, member.linkname)
         # devices and FIFOs: not materialised
 
 
