@@ -8,9 +8,11 @@ import bz2
 import gzip
 import hashlib
 import importlib.util
+import io
 import json
 import lzma
 import os
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -441,3 +443,22 @@ def test_the_count_of_links_below_each_directory_follows_every_change(tmp_path: 
     tree.remove(("zz",))                       # nothing there
     assert sorted(tree.links) == [("a", "x"), ("d", "e", "w")]
     assert tree.below == counts() == {("a",): 1, ("d",): 1, ("d", "e"): 1}
+
+
+@pytest.mark.parametrize("fmt", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT], ids=["gnu-longname", "pax"])
+def test_header_records_past_the_limit_are_refused_before_they_are_read(tmp_path: Path, fmt: int) -> None:
+    """tarfile reads a long-name or pax record whole into memory: a small layer could claim a name of hundreds of
+    MB. A record over 1 MiB is refused, in a layer and in the layout tar itself."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=fmt) as tar:
+        info = tarfile.TarInfo("d/" + "n" * (oci.MAX_HEADER_RECORD_BYTES + 10))
+        tar.addfile(info, io.BytesIO(b""))
+    layout = Layout(tmp_path / "l")
+    layout.finish([layout.image([layout.blob(buffer.getvalue(), "application/vnd.oci.image.layer.v1.tar")])])
+    problem = refusal(layout.root, tmp_path / "1")
+    assert problem.startswith(f"{layout.root}: layer 0: not a readable tar layer (a header record of ")
+    assert problem.endswith(f" bytes, more than the limit of {oci.MAX_HEADER_RECORD_BYTES})")
+    outer = tmp_path / "outer.tar"
+    outer.write_bytes(buffer.getvalue())
+    assert oci.is_tar(outer) and not oci.is_layout_tar(outer)
+    assert (oci.tar_problem(outer) or "").endswith(f" bytes, more than the limit of {oci.MAX_HEADER_RECORD_BYTES}")

@@ -101,6 +101,27 @@ class Limits:
 DEFAULT_LIMITS: Final = Limits()
 
 
+MAX_HEADER_RECORD_BYTES: Final = _MIB
+"""A tar's GNU long-name and pax header records are read whole into memory (by ``tarfile``): any larger one is
+refused (a path is at most 4 KiB; a 1.4 MB layer could otherwise claim a 300 MB name and cost 1.3 GB)."""
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """A tar header whose long-name or pax record is refused past :data:`MAX_HEADER_RECORD_BYTES` before it is
+    read (``tarfile`` has no limit of its own; this is its one hook for each member it reads)."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type in _HEADER_RECORD_TYPES and self.size > MAX_HEADER_RECORD_BYTES:
+            raise tarfile.HeaderError(f"a header record of {self.size} bytes, more than the limit of "
+                                      f"{MAX_HEADER_RECORD_BYTES}")
+        member: tarfile.TarInfo = super()._proc_member(tarfile_)  # type: ignore[misc]
+        return member
+
+
+_HEADER_RECORD_TYPES: Final = frozenset({tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
+                                         tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE})
+
+
 # --- recognising a layout ------------------------------------------------------------------------------------
 
 
@@ -113,7 +134,7 @@ def is_layout_dir(path: str | Path) -> bool:
 def is_layout_tar(path: str | Path) -> bool:
     """A tar (maybe compressed) with ``oci-layout`` at its root."""
     try:
-        with tarfile.open(path, "r:*") as tar:
+        with tarfile.open(path, "r:*", tarinfo=_BoundedTarInfo) as tar:
             for count, m in enumerate(tar, 1):
                 if count > DEFAULT_LIMITS.max_entries:
                     return True   # read as a layout, whose reader refuses it naming the limit
@@ -124,11 +145,23 @@ def is_layout_tar(path: str | Path) -> bool:
         return False
 
 
+def is_tar(path: str | Path) -> bool:
+    """Whether ``path`` is a tar (maybe compressed): ``tarfile.is_tarfile``, with its header records bounded
+    (a refused first header still makes it a tar, whose reader says what is wrong)."""
+    try:
+        with tarfile.open(path, "r:*", tarinfo=_BoundedTarInfo):
+            return True
+    except tarfile.HeaderError:
+        return True
+    except (tarfile.TarError, OSError, EOFError, zlib.error):
+        return False
+
+
 def tar_problem(path: str | Path) -> str | None:
     """Why the tar ``path`` cannot be read to its end (truncated, corrupt), or ``None`` when it can: a layout
     tar cut short before its ``oci-layout`` (tools write it last) is a broken tar, not some other tar."""
     try:
-        with tarfile.open(path, "r:*") as tar:
+        with tarfile.open(path, "r:*", tarinfo=_BoundedTarInfo) as tar:
             for _ in tar:
                 pass
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
@@ -216,7 +249,7 @@ def _open_tar(path: Path, limits: Limits) -> tuple[tarfile.TarFile, IO[bytes] | 
         head = raw.read(6)
     opener = next((o for magic, o in _DECOMPRESSORS.items() if head.startswith(magic)), None)
     if opener is None:
-        return tarfile.open(path, "r:"), None
+        return tarfile.open(path, "r:", tarinfo=_BoundedTarInfo), None
     scratch = tempfile.TemporaryFile()  # noqa: SIM115 - returned open; closed with the tar by _TarStore.close
     try:
         written = 0
@@ -228,7 +261,7 @@ def _open_tar(path: Path, limits: Limits) -> tuple[tarfile.TarFile, IO[bytes] | 
                                            "decompression bomb?)")
                 scratch.write(chunk)
         scratch.seek(0)
-        return tarfile.open(fileobj=scratch, mode="r:"), scratch
+        return tarfile.open(fileobj=scratch, mode="r:", tarinfo=_BoundedTarInfo), scratch
     except BaseException:
         scratch.close()
         raise
@@ -576,7 +609,7 @@ def _members(layout: _Layout, descriptor: dict[str, Any], what: str, budget: _Bu
         tuple[tarfile.TarFile, tarfile.TarInfo]]:
     with layout.layer_stream(descriptor, what, budget) as stream:
         try:
-            with tarfile.open(fileobj=stream, mode="r|") as tar:
+            with tarfile.open(fileobj=stream, mode="r|", tarinfo=_BoundedTarInfo) as tar:
                 for member in tar:
                     yield tar, member
         except BundleInputError:

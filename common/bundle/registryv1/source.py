@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import tarfile
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -75,7 +74,7 @@ def load_bundle(path: str | Path) -> RegistryV1:
             bundle = _load_dir(root, label=f"{path} (image)")
         bundle.source = str(path)
         return bundle
-    if p.is_file() and tarfile.is_tarfile(p):
+    if p.is_file() and oci.is_tar(p):
         problem = oci.tar_problem(p)
         if problem is not None:
             raise BundleInputError(f"{path}: not a readable tar: {problem}")
