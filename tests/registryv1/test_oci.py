@@ -90,9 +90,11 @@ def test_a_tar_of_the_layout(tmp_path: Path) -> None:
         packed = tmp_path / name
         packed.write_bytes(compress((tmp_path / "l.tar").read_bytes()))
         assert unpack(packed, tmp_path / name.replace(".", "-")) == expected
-    truncated = tmp_path / "t.tar.gz"
-    truncated.write_bytes(gzipped.read_bytes()[:-20])
-    assert refusal(truncated, tmp_path / "3").startswith(f"{truncated}: not a readable tar: ")
+    for name, data in (("t.tar.gz", gzipped.read_bytes()), ("t.tar.xz", (tmp_path / "l.tar.xz").read_bytes())):
+        truncated = tmp_path / name
+        truncated.write_bytes(data[:len(data) // 2])
+        assert refusal(truncated, tmp_path / name.replace(".", "-")).startswith(f"{truncated}: not a readable tar: ")
+        assert oci.is_tar(truncated) and oci.tar_problem(truncated)
 
 
 def test_oras_layers(tmp_path: Path) -> None:

@@ -132,7 +132,8 @@ def is_layout_dir(path: str | Path) -> bool:
 
 
 def is_layout_tar(path: str | Path) -> bool:
-    """A tar (maybe compressed) with ``oci-layout`` at its root."""
+    """A tar (maybe compressed) with ``oci-layout`` at its root, or with more entries than a layout may hold (read
+    as one, it is refused naming that limit)."""
     try:
         with tarfile.open(path, "r:*", tarinfo=_BoundedTarInfo) as tar:
             for count, m in enumerate(tar, 1):
@@ -141,7 +142,7 @@ def is_layout_tar(path: str | Path) -> bool:
                 if _LAYOUT_MEMBER.fullmatch(m.name) and m.name.endswith(OCI_LAYOUT) and m.isfile():
                     return True
             return False
-    except (tarfile.TarError, OSError, EOFError, zlib.error):
+    except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError):
         return False
 
 
@@ -153,7 +154,7 @@ def is_tar(path: str | Path) -> bool:
             return True
     except tarfile.HeaderError:
         return True
-    except (tarfile.TarError, OSError, EOFError, zlib.error):
+    except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError):
         return False
 
 
@@ -164,7 +165,7 @@ def tar_problem(path: str | Path) -> str | None:
         with tarfile.open(path, "r:*", tarinfo=_BoundedTarInfo) as tar:
             for _ in tar:
                 pass
-    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+    except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
         return str(exc) or type(exc).__name__
     return None
 
@@ -220,7 +221,7 @@ class _TarStore:
                 if member.isfile() and _LAYOUT_MEMBER.fullmatch(member.name):
                     self.members[member.name.removeprefix("./")] = member
         except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
-            if self.scratch is not None:
+            if getattr(self, "tar", None) is not None:
                 self.close()
             raise BundleInputError(f"{path}: not a readable tar: {exc}") from None
 
