@@ -154,8 +154,9 @@ def parse_config(bundle: RegistryV1, config: dict[str, Any] | None, install_name
 
 
 CONFIG_FILE_MAX_BYTES = 1 << 20
-"""A configuration file longer than this is refused unread: a revision records the configuration it was rendered
-with in an annotation, and all of an object's annotations together may not exceed 256 KiB."""
+"""A configuration file longer than this is refused, read no further (``/dev/zero`` never ends). No usable one
+comes near it: a revision records its configuration in an annotation, and all of an object's annotations together
+may not exceed 256 KiB."""
 
 
 def load_config_file(path: str | Path) -> dict[str, Any] | None:
