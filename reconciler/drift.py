@@ -67,6 +67,7 @@ import hashlib
 import json
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,11 +79,16 @@ from common.contract.objects import Obj
 ABSENT = ["\u0000absent"]   # a projected field the object does not have (no JSON value is a list like this)
 
 
+def _entries(obj: Obj, manager: str) -> Iterator[Obj]:
+    """``manager``'s ``managedFields`` entries on the main resource that hold a ``fieldsV1`` set."""
+    return (e for e in (obj.get("metadata") or {}).get("managedFields") or []
+            if isinstance(e, dict) and e.get("manager") == manager and not e.get("subresource")
+            and isinstance(e.get("fieldsV1"), dict))
+
+
 def our_fields(obj: Obj, manager: str = FIELD_MANAGER) -> Obj | None:
     """The union of ``manager``'s ``fieldsV1`` sets on the main resource (``None`` when it has none)."""
-    entries = [e for e in (obj.get("metadata") or {}).get("managedFields") or []
-               if isinstance(e, dict) and e.get("manager") == manager and not e.get("subresource")
-               and isinstance(e.get("fieldsV1"), dict)]
+    entries = list(_entries(obj, manager))
     if not entries:
         return None
     union: Obj = {}
@@ -181,14 +187,6 @@ def watched(obj: Obj, fields: Obj) -> Obj:
     return {**fields, "f:data": data}
 
 
-def _ours(obj: Obj, manager: str = FIELD_MANAGER) -> bool:
-    """Whether ``obj`` has a ``fieldsV1`` entry of ``manager`` on the main resource (what :func:`our_fields` and
-    :func:`fingerprint` need to say anything), without building the set."""
-    return any(isinstance(e, dict) and e.get("manager") == manager and not e.get("subresource")
-               and isinstance(e.get("fieldsV1"), dict)
-               for e in (obj.get("metadata") or {}).get("managedFields") or [])
-
-
 def fingerprint(obj: Obj, manager: str = FIELD_MANAGER) -> bytes | None:
     """Digest of ``manager``'s field set and of ``obj``'s values there; ``None`` without managedFields."""
     fields = our_fields(obj, manager)
@@ -236,11 +234,14 @@ class AppliedMemory:
     def remember(self, intent: Obj, answer: Obj) -> bool:
         """Record that ``answer`` is the server's form of ``intent``; ``False`` (nothing recorded) when the
         answer carries no managedFields of ours."""
-        pending = self.settled_by_watch
-        fp = None if pending else fingerprint(answer)   # pending: computed by ``settle``, if ever needed
+        if self.settled_by_watch:   # pending: fingerprinted by ``settle``, if ever needed
+            fp, known = None, next(_entries(answer, FIELD_MANAGER), None) is not None
+        else:
+            fp = fingerprint(answer)
+            known = fp is not None
         key = _key(intent)
         with self._lock:
-            if not (_ours(answer) if pending else fp is not None):
+            if not known:
                 self._records.pop(key, None)
                 return False
             meta = answer.get("metadata") or {}
