@@ -76,7 +76,9 @@ _LAYOUT_MEMBER: Final = re.compile(r"(?:\./)?(oci-layout|index\.json|blobs/[a-z0
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 # how a compressed layout tar is opened, by its first bytes (what tarfile's "r:*" recognises)
-_DECOMPRESSORS: Final[dict[bytes, Any]] = {b"\x1f\x8b": gzip.open, b"BZh": bz2.open, b"\xfd7zXZ\x00": lzma.open}
+_DECOMPRESSORS: Final[dict[bytes, Any]] = {_GZIP_MAGIC: gzip.open, b"BZh": bz2.open, b"\xfd7zXZ\x00": lzma.open}
+# what reading a broken tar raises, whatever compresses it (a bad gzip stream is an OSError)
+_TAR_ERRORS: Final = (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError)
 _WHITEOUT: Final = ".wh."
 _OPAQUE: Final = ".wh..wh..opq"
 _MIB: Final = 1 << 20
@@ -142,7 +144,7 @@ def is_layout_tar(path: str | Path) -> bool:
                 if _LAYOUT_MEMBER.fullmatch(m.name) and m.name.endswith(OCI_LAYOUT) and m.isfile():
                     return True
             return False
-    except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError):
+    except _TAR_ERRORS:
         return False
 
 
@@ -154,7 +156,7 @@ def is_tar(path: str | Path) -> bool:
             return True
     except tarfile.HeaderError:
         return True
-    except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError):
+    except _TAR_ERRORS:
         return False
 
 
@@ -165,7 +167,7 @@ def tar_problem(path: str | Path) -> str | None:
         with tarfile.open(path, "r:*", tarinfo=_BoundedTarInfo) as tar:
             for _ in tar:
                 pass
-    except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+    except _TAR_ERRORS as exc:
         return str(exc) or type(exc).__name__
     return None
 
@@ -220,7 +222,7 @@ class _TarStore:
                     raise BundleInputError(f"{path}: more than {limits.max_entries} entries in the layout tar")
                 if member.isfile() and _LAYOUT_MEMBER.fullmatch(member.name):
                     self.members[member.name.removeprefix("./")] = member
-        except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+        except _TAR_ERRORS as exc:
             if getattr(self, "tar", None) is not None:
                 self.close()
             raise BundleInputError(f"{path}: not a readable tar: {exc}") from None
@@ -615,7 +617,7 @@ def _members(layout: _Layout, descriptor: dict[str, Any], what: str, budget: _Bu
                     yield tar, member
         except BundleInputError:
             raise
-        except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
+        except _TAR_ERRORS as exc:
             raise layout.fail(f"{what}: not a readable tar layer ({exc})") from None
 
 
