@@ -221,6 +221,26 @@ def test_metadata_fast_path_is_the_reference(manifest: Any) -> None:
     assert metadata.metadata_errors(meta, path) == metadata.metadata_field_errors(meta, path)
 
 
+VALID_META: Obj = {"name": "cm1", "namespace": "ns", "labels": {"app.kubernetes.io/name": "demo"},
+                   "annotations": {"example.com/owner": "team"}}
+ONE_FAULT = [("name", v) for v in (".", "..", "a/b", "a%b", 3)] + [
+    ("namespace", v) for v in ("Bad", "a" * 64, 4)] + [
+    ("labels", v) for v in ({"bad key!": "x"}, {"app": "bad value!"}, {"app": 1}, "x")] + [
+    ("annotations", v) for v in ({"a/b/c": "v"}, {"a": 1}, [])] + [
+    (field, "x") for field in metadata.FORBIDDEN_METADATA]
+
+
+@pytest.mark.parametrize(("field", "value"), ONE_FAULT, ids=[f"{f}={v!r}"[:40] for f, v in ONE_FAULT])
+def test_metadata_fast_path_refuses_each_fault_alone(field: str, value: Any) -> None:
+    """Each check of the fast path on its own, in metadata that is otherwise valid (random metadata seldom
+    breaks exactly one rule, so a dropped check could pass the property above)."""
+    path = "spec.phases[0].objects[0].object.metadata"
+    assert metadata.metadata_errors(VALID_META, path) == []
+    meta = {**VALID_META, field: value}
+    errors = metadata.metadata_errors(meta, path)
+    assert errors and errors == metadata.metadata_field_errors(meta, path)
+
+
 @PROPERTY
 @given(cos_objects)
 def test_update_of_the_same_phases_judged_as_its_create_minus_what_ratchets(obj: Obj) -> None:

@@ -18,6 +18,7 @@ from common.contract.validation.structure import json_type
 Obj = dict[str, Any]
 
 FORBIDDEN_METADATA = ("uid", "resourceVersion", "generation", "generateName", "finalizers", "ownerReferences")
+_FORBIDDEN = frozenset(FORBIDDEN_METADATA)
 
 
 def _parse_group_version(api_version: str) -> str | None:
@@ -55,28 +56,35 @@ def identity_errors(manifest: Obj, path: str) -> list[FieldError]:
 
 def _metadata_valid(meta: Any) -> bool:
     """True only when ``metadata_field_errors`` finds nothing: the common case decided with the (cached) name
-    checks and no error objects or paths built; anything else goes to ``metadata_field_errors`` for its words."""
+    checks and no error objects or paths built; anything else goes to ``metadata_field_errors`` for its words.
+    Plain loops and one set test instead of generators: this runs once per inline manifest, 1,000 times for a
+    maximal COS, on every admission."""
     if type(meta) is not dict:
         return False
     if "name" in meta:
         name = meta["name"]
-        if type(name) is not str or names.is_valid_path_segment_name(name):
-            return False
+        if type(name) is not str or name in (".", "..") or "/" in name or "%" in name:
+            return False  # what names.is_valid_path_segment_name refuses, without building its words
     if "namespace" in meta:
         namespace = meta["namespace"]
         if type(namespace) is not str or (namespace and names.is_dns1123_label(namespace)):
             return False
     if "labels" in meta:
         labels = meta["labels"]
-        if type(labels) is not dict or not all(
-                type(v) is str and not names.is_qualified_name(k) and not names.is_valid_label_value(v)
-                for k, v in labels.items()):
+        if type(labels) is not dict:
             return False
+        for key, value in labels.items():
+            if type(value) is not str or names.is_qualified_name(key) or names.is_valid_label_value(value):
+                return False
     if "annotations" in meta:
         annotations = meta["annotations"]
-        if type(annotations) is not dict or not all(
-                type(v) is str and not names.is_qualified_name(k.lower()) for k, v in annotations.items()):
+        if type(annotations) is not dict:
             return False
+        for key, value in annotations.items():
+            if type(value) is not str or names.is_qualified_name(key.lower()):
+                return False
+    if _FORBIDDEN.isdisjoint(meta):
+        return True
     return not any(field in meta and meta[field] not in (None, "", 0, [], {}) for field in FORBIDDEN_METADATA)
 
 
