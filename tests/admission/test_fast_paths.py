@@ -223,10 +223,10 @@ def test_metadata_fast_path_is_the_reference(manifest: Any) -> None:
 
 VALID_META: Obj = {"name": "cm1", "namespace": "ns", "labels": {"app.kubernetes.io/name": "demo"},
                    "annotations": {"example.com/owner": "team"}}
-ONE_FAULT = [("name", v) for v in (".", "..", "a/b", "a%b", 3)] + [
+ONE_FAULT: list[tuple[str, Any]] = [("name", v) for v in (".", "..", "a/b", "a%b", 3)] + [
     ("namespace", v) for v in ("Bad", "a" * 64, 4)] + [
     ("labels", v) for v in ({"bad key!": "x"}, {"app": "bad value!"}, {"app": 1}, "x")] + [
-    ("annotations", v) for v in ({"a/b/c": "v"}, {"a": 1}, [])] + [
+    ("annotations", v) for v in ({"a/b/c": "v"}, {"a": 1}, [""])] + [
     (field, "x") for field in metadata.FORBIDDEN_METADATA]
 
 
