@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 from common.contract.samples import maximal_cos
+from common.contract.validation.cel_rules import json_equal
 from tests.admission.helpers import base_cos, check, errors_of, update
 
 
@@ -63,3 +64,15 @@ def test_lone_surrogates_are_judged_not_crashed_on() -> None:
     assert errors_of(obj) == [
         'spec.phases[0].name: Invalid value: "x\\ufffd": the value must consist of only lowercase alphanumeric '
         "characters and hyphens, and must start and end with an alphanumeric character."]
+
+
+def test_unchanged_means_equal_values_of_equal_kinds() -> None:
+    """What ratcheting calls "unchanged": ``==`` with a boolean never equal to a number, whatever the key
+    order, and also for values orjson cannot encode (integers beyond 64 bits, lone surrogates)."""
+    assert json_equal({"a": 1, "b": [True, "x"]}, {"b": [True, "x"], "a": 1})
+    assert json_equal([1], [1.0])
+    assert not json_equal([1], [True])
+    assert not json_equal({"a": {"b": False}}, {"a": {"b": 0}})
+    assert json_equal({"n": 2**70, "s": "x\ud800"}, {"s": "x\ud800", "n": 2**70})
+    assert not json_equal({"n": 2**70, "f": 1}, {"n": 2**70, "f": True})
+    assert not json_equal({"a": 1}, {"a": 2})

@@ -10,10 +10,11 @@ builds the CEL view of a value (:func:`cel_views`) only where a CEL program must
 from __future__ import annotations
 
 import json
-import marshal
 import re
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from common.contract import schema as table
 from common.contract.cel import compile_rule
@@ -162,15 +163,19 @@ def json_equal(a: Any, b: Any) -> bool:
     """Equality of JSON values as CEL sees it: like Python's ``==`` (so ``1 == 1.0``), except that a boolean
     never equals a number (Python's ``True == 1`` would let ``1`` -> ``true`` pass as "unchanged").
 
-    Python's C-level ``==`` rules out almost every difference first. Identical ``marshal`` encodings (C code,
-    ~10x faster than JSON, and booleans encode unlike integers) then settle the common case: equal encodings
-    mean equal values of equal types. Encodings also reflect key order and object sharing, so a difference
-    there proves nothing; only then are the values walked.
+    Python's C-level ``==`` rules out almost every difference first. Identical compact JSON encodings (orjson:
+    C code, twice marshal's speed on a maximal COS's phases, and ``true`` is not ``1``, nor ``1.0`` ``1``) then
+    settle the common case: equal encodings of values already ``==`` mean equal values of equal types. Encodings
+    also reflect key order, so a difference there proves nothing; only then (or when orjson cannot encode a
+    value: integers beyond 64 bits, lone surrogates) are the values walked.
     """
     if a != b:
         return False
-    if marshal.dumps(a) == marshal.dumps(b):
-        return True
+    try:
+        if orjson.dumps(a) == orjson.dumps(b):
+            return True
+    except orjson.JSONEncodeError:
+        pass
     return _same_kinds(a, b)
 
 
