@@ -97,16 +97,30 @@ def system_namespace(args: argparse.Namespace, *, bundle: bool) -> str:
     return api.DEFAULT_SYSTEM_NAMESPACE
 
 
-def install_options(args: argparse.Namespace, recorded: InstallOptions | None = None) -> InstallOptions:
-    """The options from the command line, each one missing taken from ``recorded`` (the owner's latest revision)."""
+def install_options(args: argparse.Namespace, recorded: InstallOptions | None = None, *,
+                    command: str = "") -> InstallOptions:
+    """The options from the command line, each one missing taken from ``recorded`` (the owner's latest revision).
+    What the ``--config`` file says that OLM v1 would take without a word is printed as warnings of ``command``."""
     namespace = args.namespace or (recorded.namespace if recorded else None)
     if not namespace:
         raise MissingArgument("a registry+v1 bundle needs -n/--namespace NS: the namespace to install it in")
-    config = load_config_file(args.config) if args.config is not None else (recorded.config if recorded else None)
+    config = load_config(args.config, command) if args.config is not None else (
+        recorded.config if recorded else None)
     provider = args.cert_provider or (recorded.cert_provider if recorded else NO_PROVIDER)
     create = args.create_namespace if args.create_namespace is not None else bool(
         recorded and recorded.create_namespace)
     return InstallOptions(namespace, config, provider, create)
+
+
+def load_config(path: str, command: str) -> Obj | None:
+    """The ``--config`` file (:func:`load_config_file`), its warnings printed as ``command``'s: a key written
+    twice, a key of ``deploymentConfig`` that OLM v1 drops (a typo inside a toleration or an env entry would
+    otherwise change the operator without a word)."""
+    warnings: list[str] = []
+    config = load_config_file(path, warnings)
+    for note in warnings:
+        print(f"cosctl {command}: warning: {note}", file=sys.stderr)
+    return config
 
 
 def _check_bundle_only_options(args: argparse.Namespace) -> None:
@@ -130,7 +144,7 @@ def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | No
     if bundle is None:
         bundle = load_bundle(path)
     kept = recorded_options(recorded) if recorded is not None else None
-    options = install_options(args, kept)
+    options = install_options(args, kept, command=command)
     try:
         objects = render_bundle(bundle, options)
     except ConfigurationError as exc:
@@ -138,7 +152,7 @@ def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | No
             raise ConfigurationError(
                 f"the configuration kept from ClusterObjectSet {recorded['metadata']['name']} does not fit "
                 f"{bundle.csv_name}: {exc}\nnothing was done: give --config FILE with a configuration this bundle "
-                f"accepts (cosctl render {path} --config-schema prints its schema)") from None
+                f"accepts (cosctl render {path} --config-schema prints its schema)", exc.hints) from None
         raise
     objects, notes = revision_objects(objects)
     for note in notes:

@@ -15,11 +15,12 @@ import argparse
 import json
 import sys
 
-from common.bundle.registryv1.config import config_schema, load_config_file
+from common.bundle.registryv1.config import config_schema
 from common.bundle.registryv1.install import CERT_PROVIDERS, InstallOptions, render_bundle
 from common.bundle.registryv1.render import NO_PROVIDER
 from common.bundle.registryv1.source import load_bundle
 from common.bundle.registryv1.typed import decode
+from common.cosctl._inputs import load_config
 from common.cosctl._producer import EXIT_OK, EXIT_USAGE, run, to_yaml
 
 EXAMPLE = """\
@@ -66,7 +67,7 @@ def _render(args: argparse.Namespace) -> int:
         print("cosctl render: -n/--namespace NS is required: the namespace to install the bundle in",
               file=sys.stderr)
         return EXIT_USAGE
-    options = InstallOptions(args.namespace, load_config_file(args.config) if args.config else None,
+    options = InstallOptions(args.namespace, load_config(args.config, "render") if args.config else None,
                              args.cert_provider)
     sys.stdout.write(to_yaml(render_bundle(bundle, options)))
     return EXIT_OK

@@ -144,6 +144,37 @@ def test_render_refusals_are_olm_v1s_words_with_exit_1(tmp_path):
         "this operator only supports OwnNamespace install mode"])
 
 
+def test_render_names_the_fields_olm_v1s_message_leaves_out(tmp_path):
+    """OLM's message stays as it is; a cause line names the field, and a quantity's value."""
+    bundle = str(demo_bundle(tmp_path / "b"))
+    config = tmp_path / "config.yaml"
+    config.write_text("deploymentConfig:\n  env: [{name: A, value: 2}]\n")
+    assert cosctl("render", bundle, "-n", "demo-system", "--config", str(config)) == (1, "", (
+        "cosctl render: invalid ClusterExtension configuration: invalid configuration: validation failed\n"
+        'cosctl render: cause: invalid type for field "deploymentConfig.env.0.value": got number, want string\n'))
+    config.write_text("deploymentConfig:\n  resources: {limits: {memory: 1Gb}}\n")
+    assert cosctl("render", bundle, "-n", "demo-system", "--config", str(config)) == (1, "", (
+        "cosctl render: invalid deploymentConfig: failed to unmarshal deploymentConfig: quantities must match the "
+        "regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'\n"
+        'cosctl render: cause: field "deploymentConfig.resources.limits.memory": "1Gb" is not a quantity\n'))
+
+
+def test_render_and_pack_warn_of_keys_olm_v1_drops(tmp_path):
+    """A typo inside a toleration renders as OLM renders it (the key dropped: a toleration of every effect),
+    and is said."""
+    bundle = str(demo_bundle(tmp_path / "b"))
+    config = tmp_path / "config.yaml"
+    config.write_text("deploymentConfig:\n  tolerations: [{key: a, effects: NoSchedule}]\n")
+    warning = (f'warning: {config}: deploymentConfig.tolerations.0: unknown field "effects" is ignored: Kubernetes\' '
+               'Toleration has no such field, and OLM v1 drops it too (did you mean "effect"?)\n')
+    code, out, err = cosctl("render", bundle, "-n", "demo-system", "--config", str(config))
+    assert (code, err) == (0, "cosctl render: " + warning)
+    assert documents(out)[-1]["spec"]["template"]["spec"]["tolerations"] == [{"key": "a"}]
+    code, _, err = cosctl("pack", bundle, "-n", "demo-system", "--config", str(config), "--owner", "demo",
+                          "-o", str(tmp_path / "out"))
+    assert code == 0 and err.startswith("cosctl pack: " + warning)
+
+
 def test_render_unusable_input_exits_2(tmp_path):
     (tmp_path / "plain").mkdir()
     code, out, err = cosctl("render", str(tmp_path / "plain"), "-n", "x")

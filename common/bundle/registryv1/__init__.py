@@ -8,7 +8,8 @@ renderer produces for the same install namespace, configuration and certificate 
   :mod:`.documents`: reading YAML and JSON files (manifests, configurations) as kubectl reads them;
 - :mod:`.config`: the configuration schema derived from the CSV's install modes, and the steps from a
   configuration file to what the renderer uses; :mod:`.configerrors`: strict validation against that schema,
-  worded as OLM v1 words it;
+  worded as OLM v1 words it; :mod:`.confighints`: what we say beside OLM's words (keys its decoder drops, the
+  fields behind a message that names none);
 - :mod:`.render` and the modules it uses: objects for objects, OLM v1's generators, validators, certificate
   providers and ``deploymentConfig`` merge (:mod:`.deploymentconfig`), over the bundle decoded once into Go's
   types (:mod:`.typed`);

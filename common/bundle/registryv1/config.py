@@ -27,14 +27,19 @@ from typing import Any, Final
 from common.contract.objects import Obj
 
 from .configerrors import FORMAT_OWN_NAMESPACE, FORMAT_SINGLE_NAMESPACE, config_errors
-from .deploymentconfig import DEPLOYMENT_CONFIG_PREFIX, DeploymentConfig, decode_deployment_config
+from .confighints import dropped_keys, quantity_hints, schema_hints
+from .deploymentconfig import (
+    DEPLOYMENT_CONFIG,
+    DEPLOYMENT_CONFIG_PREFIX,
+    DeploymentConfig,
+    decode_deployment_config,
+)
 from .documents import read_documents
 from .gotext import json_type_name
 from .model import BundleInputError, ConfigurationError, RegistryV1
 
 SCHEMA_RESOURCE: Final = "registryv1bundleconfig.json"
 WATCH_NAMESPACE: Final = "watchNamespace"
-DEPLOYMENT_CONFIG: Final = "deploymentConfig"
 NAMESPACE_PATTERN: Final = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 NAMESPACE_MAX_LENGTH: Final = 63
 WATCH_NAMESPACE_DESCRIPTION: Final = "The namespace that the operator should watch for custom resources"
@@ -146,11 +151,15 @@ def parse_config(bundle: RegistryV1, config: dict[str, Any] | None, install_name
     problems = validation_messages(bundle, config, install_namespace)
     if problems:
         detail = problems[0] if len(problems) == 1 else "multiple errors found:\n  - " + "\n  - ".join(problems)
-        raise ConfigurationError(f"{CONFIG_PREFIX}invalid configuration: {detail}")
+        raise ConfigurationError(f"{CONFIG_PREFIX}invalid configuration: {detail}",
+                                 schema_hints(config_schema(bundle), config or {}, install_namespace))
     data: dict[str, Any] = config or {}
     watch = data.get(WATCH_NAMESPACE)
-    return BundleConfig(watch_namespace=None if watch is None else str(watch),
-                        deployment_config=decode_deployment_config(data.get(DEPLOYMENT_CONFIG)))
+    try:
+        deployment_config = decode_deployment_config(data.get(DEPLOYMENT_CONFIG))
+    except ConfigurationError as exc:
+        raise ConfigurationError(str(exc), quantity_hints(data)) from None
+    return BundleConfig(watch_namespace=None if watch is None else str(watch), deployment_config=deployment_config)
 
 
 CONFIG_FILE_MAX_BYTES = 1 << 20
@@ -159,14 +168,16 @@ comes near it: a revision records its configuration in an annotation, and all of
 may not exceed 256 KiB."""
 
 
-def load_config_file(path: str | Path) -> dict[str, Any] | None:
+def load_config_file(path: str | Path, warnings: list[str] | None = None) -> dict[str, Any] | None:
     """The configuration in the YAML or JSON file ``path``, read as Kubernetes reads YAML; ``None`` when the
     file is empty (or holds only ``null``), which is no configuration.
 
     An unreadable or unparseable file or several documents raise :class:`BundleInputError` naming the file. A
     value that is not an object is refused as OLM's configuration code refuses it (:class:`ConfigurationError`:
     ``invalid ClusterExtension configuration: invalid configuration: invalid type: got array, want object``;
-    the API server would refuse such an ``inline`` before OLM saw it).
+    the API server would refuse such an ``inline`` before OLM saw it). ``warnings``, when given, receives what
+    the file says that OLM would take without a word: a key written twice (the last value is used), a key of
+    ``deploymentConfig`` that Go's decoder drops (:func:`.confighints.dropped_keys`).
     """
     name = str(path)
     if Path(name).is_dir():
@@ -174,7 +185,7 @@ def load_config_file(path: str | Path) -> dict[str, Any] | None:
     if not Path(name).exists():
         raise BundleInputError(f"{name}: no such file or directory")
     problems: list[str] = []
-    found = read_documents(Path(name), name, problems, max_bytes=CONFIG_FILE_MAX_BYTES)
+    found = read_documents(Path(name), name, problems, max_bytes=CONFIG_FILE_MAX_BYTES, warnings=warnings)
     if problems:
         raise BundleInputError("\n".join(problems))
     if len(found) > 1:
@@ -186,6 +197,8 @@ def load_config_file(path: str | Path) -> dict[str, Any] | None:
         raise ConfigurationError(
             f"{CONFIG_PREFIX}invalid configuration: invalid type: got {json_type_name(value)}, want object")
     config: dict[str, Any] = value
+    if warnings is not None:
+        warnings.extend(f"{name}: {note}" for note in dropped_keys(config))
     return config
 
 

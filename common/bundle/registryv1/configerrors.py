@@ -462,6 +462,29 @@ class _GoTree:
         causes = top.causes if top.kind == "group" else [top]
         return [_olm_message(location, error) for location, error in _flatten(causes)]
 
+    def unnamed_causes(self) -> list[str]:
+        """For each unit of OLM's list that names no field (``validation failed``: the flattening dropped what
+        was below it), the failed checks below it, each worded by ``formatSingleError`` at its own location."""
+        top = self.result(self.root)
+        if top is None:
+            return []
+        out: list[str] = []
+        for location, error in _flatten(top.causes if top.kind == "group" else [top]):
+            if _olm_message(location, error) != "validation failed":
+                continue
+            for leaf in _leaves(error):
+                message, path = _olm_message(leaf.location, leaf), _field_path(leaf.location)
+                if leaf is not error:
+                    out.append(message if not path or go_quote(path) in message else f"in {go_quote(path)}: {message}")
+        return list(dict.fromkeys(out))
+
+
+def _leaves(error: _GoError) -> list[_GoError]:
+    """The nodes without causes below ``error`` (itself when it has none), in order."""
+    if not error.causes:
+        return [error]
+    return [leaf for cause in error.causes for leaf in _leaves(cause)]
+
 
 def _flatten(causes: list[_GoError]) -> list[tuple[tuple[str, ...], _GoError]]:
     """``BasicOutput``'s flat list under a node with ``causes``: (instance location, error kind) per unit.
@@ -524,14 +547,26 @@ def _olm_message(location: tuple[str, ...], error: _GoError) -> str:
     return message
 
 
-def config_errors(schema: dict[str, Any], instance: Any, install_namespace: str) -> list[str]:
-    """OLM's messages for ``instance`` against ``schema`` (empty when it is valid)."""
+def _tree(schema: dict[str, Any], instance: Any, install_namespace: str) -> _GoTree | None:
     validator = _Validator(schema, format_checker=_format_checker(install_namespace))
     errors = list(validator.iter_errors(instance))
     if not errors:
-        return []
+        return None
     tree = _GoTree(schema, validator, instance)
     for error in errors:
         tree.add(error)
-    return tree.messages()
+    return tree
+
+
+def config_errors(schema: dict[str, Any], instance: Any, install_namespace: str) -> list[str]:
+    """OLM's messages for ``instance`` against ``schema`` (empty when it is valid)."""
+    tree = _tree(schema, instance, install_namespace)
+    return tree.messages() if tree is not None else []
+
+
+def unnamed_causes(schema: dict[str, Any], instance: Any, install_namespace: str) -> list[str]:
+    """What OLM's messages for ``instance`` leave unnamed (:meth:`_GoTree.unnamed_causes`): not OLM's output,
+    a hint printed beside it."""
+    tree = _tree(schema, instance, install_namespace)
+    return tree.unnamed_causes() if tree is not None else []
 

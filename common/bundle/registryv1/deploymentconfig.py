@@ -35,6 +35,7 @@ from common.contract.objects import Obj, copy_json
 from .gounmarshal import UnmarshalError, unmarshal_fields
 from .model import ConfigurationError
 
+DEPLOYMENT_CONFIG: Final = "deploymentConfig"  # its key in a configuration
 DEPLOYMENT_CONFIG_TYPE: Final = "olm.SubscriptionConfig"  # OLM v1's DeploymentConfig is v0's SubscriptionConfig
 # The prefix OLM v1's provider puts before a deploymentConfig its GetDeploymentConfig step refuses.
 DEPLOYMENT_CONFIG_PREFIX: Final = "invalid deploymentConfig: "

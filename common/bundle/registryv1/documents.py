@@ -13,13 +13,14 @@ from typing import Any
 from common.bundle import k8syaml
 
 
-def read_documents(path: Path, name: str, problems: list[str], *,
-                   max_bytes: int | None = None) -> list[tuple[int, Any]]:
+def read_documents(path: Path, name: str, problems: list[str], *, max_bytes: int | None = None,
+                   warnings: list[str] | None = None) -> list[tuple[int, Any]]:
     """(index, value) of each non-empty document of the YAML or JSON file ``path``, read as kubectl reads it
     (:mod:`common.bundle.k8syaml`); what keeps the file or a document from being read goes to ``problems`` as
     ``name:index: ...``. An empty file is no problem here: a bundle's manifest file or a configuration may be
     empty (OLM reads nothing from it). With ``max_bytes``, a longer file (or stream: ``/dev/zero`` never ends)
-    is a problem, found after reading one byte more than that."""
+    is a problem, found after reading one byte more than that. ``warnings``, when given, receives
+    ``name:index: ...`` for what kubectl reads without a word (a key written twice: the last value is used)."""
     try:
         with path.open("rb") as handle:
             data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
@@ -34,7 +35,10 @@ def read_documents(path: Path, name: str, problems: list[str], *,
         problems.append(f"{name}: cannot read: {exc.strerror or exc}")
         return []
     found = []
-    for document in k8syaml.read_stream(text).documents:
+    stream = k8syaml.read_stream(text)
+    if warnings is not None:
+        warnings.extend(f"{name}:{index}: {message}" for index, message in stream.warnings)
+    for document in stream.documents:
         if document.error is not None:
             what = "invalid JSON" if document.is_json else "invalid YAML"
             problems.append(f"{name}:{document.index}: {what}: {document.error}")

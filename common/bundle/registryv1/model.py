@@ -32,7 +32,14 @@ class BundleInputError(BundleError):
 
 
 class ConfigurationError(BundleError):
-    """The configuration is refused; the message is OLM v1's (``invalid ClusterExtension configuration: ...``)."""
+    """The configuration is refused; the message is OLM v1's (``invalid ClusterExtension configuration: ...``).
+
+    ``hints`` are ours, for printing beside it: the fields behind a message that names none (OLM's ``validation
+    failed``, a quantity that does not parse), so the message itself stays OLM's byte for byte."""
+
+    def __init__(self, message: str, hints: list[str] | tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.hints = tuple(hints)
 
 
 class RenderError(BundleError):
