@@ -18,8 +18,10 @@ kept that way, nothing is done and the message says where the configuration came
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from common.bundle.phasing import Phase, sort_into_phases
 from common.bundle.registryv1.config import load_config_file
@@ -31,9 +33,10 @@ from common.bundle.registryv1.install import (
     revision_annotations,
     revision_objects,
 )
-from common.bundle.registryv1.model import ConfigurationError, RegistryV1
+from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RegistryV1
+from common.bundle.registryv1.oci import is_tar
 from common.bundle.registryv1.render import NO_PROVIDER
-from common.bundle.registryv1.source import is_bundle, load_bundle
+from common.bundle.registryv1.source import MANIFESTS_DIR, is_bundle, load_bundle
 from common.contract import api
 from common.contract.objects import Obj
 from common.cosctl._producer import MissingArgument, UsageError, load_phases
@@ -77,10 +80,39 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
                              "the owner's latest revision unless --no-create-namespace)")
 
 
+def _refuse_part_of_a_bundle(path: str) -> None:
+    """Refuse what is a bundle's part or holder rather than manifests, naming the bundle to give instead: read as
+    plain manifests, a bundle's ``manifests/`` would pack its ClusterServiceVersion as an object (which nothing
+    acts on without OLM v0), a package directory its versions' ``annotations.yaml`` files, a tar its bytes."""
+    p = Path(path)
+    if p.is_dir():
+        if p.resolve().name == MANIFESTS_DIR and is_bundle(p.resolve().parent):
+            raise BundleInputError(
+                f"{path}: the {MANIFESTS_DIR}/ directory of the registry+v1 bundle "
+                f"{os.path.normpath(os.path.join(path, '..'))}: give the bundle directory itself, which is "
+                "rendered as OLM v1 renders it (read as plain manifests, its ClusterServiceVersion would be packed "
+                "as an object that nothing acts on without OLM)")
+        try:
+            inner = sorted(c.name for c in p.iterdir() if c.is_dir() and is_bundle(c))
+        except OSError:
+            return  # unreadable: the manifest reader says so
+        if inner:
+            raise BundleInputError(
+                f"{path}: holds registry+v1 bundles in {', '.join(inner)}: give one bundle directory (a bundle "
+                "must be the only input)")
+    elif p.is_file() and is_tar(p):
+        load_bundle(p)  # not a layout: raises its "a tar file, but not an OCI image layout"
+
+
 def bundle_input(paths: list[str]) -> str | None:
-    """The bundle among ``paths``, or ``None`` for plain manifests; a bundle must be the only input."""
+    """The bundle among ``paths``, or ``None`` for plain manifests; a bundle must be the only input. A path
+    that is part of a bundle or holds some (its ``manifests/``, a package directory of versions, a tar that is
+    no image layout) is refused (:class:`BundleInputError`) rather than read as manifests."""
     bundles = [p for p in paths if p != "-" and is_bundle(p)]
     if not bundles:
+        for path in paths:
+            if path != "-":
+                _refuse_part_of_a_bundle(path)
         return None
     if len(paths) > 1:
         raise UsageError(f"{bundles[0]}: a registry+v1 bundle must be the only input (got {len(paths)} inputs); "

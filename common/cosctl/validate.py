@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from common.bundle.manifests import Source, documents
+from common.bundle.registryv1.source import is_bundle
 from common.contract import api, kubectl
 from common.contract.admission import Config, Decision, Request, review
 
@@ -118,6 +119,12 @@ def run(paths: list[str], *, old: str | None = None, output: str = "text",
         out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout  # at call time: a default bound at import outlives its stream
     err = err if err is not None else sys.stderr
+    bundles = [p for p in [*paths, *([old] if old else [])] if p != "-" and is_bundle(p)]
+    if bundles:  # its documents would all be "skipped", and the exit code say "allowed" of nothing judged
+        print(f"cosctl validate: {bundles[0]}: a registry+v1 bundle: validate judges ClusterObjectSets and "
+              "object-data Secrets, as the webhook does; check a bundle with its configuration by rendering it "
+              f"(cosctl render {bundles[0]} -n NS --config FILE), or validate what pack writes from it", file=err)
+        return EXIT_UNREADABLE
     warnings: list[str] = []
     docs, problems = documents(paths, stdin=stdin, warnings=warnings)
     old_docs: list[tuple[Source, Any]] = []

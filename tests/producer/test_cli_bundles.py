@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,36 @@ def test_render_unusable_input_exits_2(tmp_path):
     code, out, err = cosctl("render", str(demo_bundle(tmp_path / "b")))
     assert (code, out, err) == (
         2, "", "cosctl render: -n/--namespace NS is required: the namespace to install the bundle in\n")
+
+
+def test_a_part_or_a_holder_of_bundles_is_not_read_as_manifests(tmp_path):
+    """Read as plain manifests these made a revision of a bare ClusterServiceVersion (exit 0), a pile of
+    annotations.yaml problems, or 'invalid YAML' of a tar's bytes; each is refused, naming what to give."""
+    bundle = demo_bundle(tmp_path / "pkg" / "1.0.0")
+    demo_bundle(tmp_path / "pkg" / "1.1.0", version="1.1.0")
+    manifests = bundle / "manifests"
+    assert cosctl("pack", str(manifests), "--owner", "demo", "--inline") == (2, "", (
+        f"cosctl pack: {manifests}: the manifests/ directory of the registry+v1 bundle {bundle}: give the bundle "
+        "directory itself, which is rendered as OLM v1 renders it (read as plain manifests, its "
+        "ClusterServiceVersion would be packed as an object that nothing acts on without OLM)\n"))
+    assert cosctl("pack", str(tmp_path / "pkg"), "--owner", "demo", "-n", "x") == (2, "", (
+        f"cosctl pack: {tmp_path / 'pkg'}: holds registry+v1 bundles in 1.0.0, 1.1.0: give one bundle directory "
+        "(a bundle must be the only input)\n"))
+    archive = tmp_path / "bundle.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.add(bundle, arcname=".")
+    assert cosctl("pack", str(archive), "--owner", "demo") == (2, "", (
+        f"cosctl pack: {archive}: a tar file, but not an OCI image layout (no oci-layout file at its root)\n"))
+
+
+def test_an_empty_package_name_is_olms_refusal_with_the_file_named(tmp_path):
+    bundle = write_bundle(tmp_path / "b", manifests={"widgets.crd.yaml": crd(),
+                                                      "demo.clusterserviceversion.yaml": operator_csv("1.0.0")},
+                          annotations=annotations_yaml(package=None))
+    assert cosctl("render", str(bundle), "-n", "demo-system") == (1, "", (
+        "cosctl render: package name is empty\n"
+        "cosctl render: cause: the bundle's metadata/annotations.yaml names no package "
+        "(operators.operatorframework.io.bundle.package.v1)\n"))
 
 
 def test_an_install_namespace_no_cluster_accepts_is_refused_before_rendering(tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from common.cosctl import main
+from tests.registryv1.bundles import write_bundle
 
 CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: shop}\ndata: {a: b}\n"
 COS = ("apiVersion: olm.operatorframework.io/v1\nkind: ClusterObjectSet\nmetadata: {name: shop-1}\n"
@@ -125,3 +126,13 @@ def test_a_repeated_key_is_a_warning_for_pack_and_validate(tmp_path: Path, capsy
     assert cosctl(capsys, monkeypatch, "validate", str(path)) == (
         0, f"{path}:0 ConfigMap/cfg: skipped: cosctl validate checks ClusterObjectSets and Secrets of type "
            "olm.operatorframework.io/object-data\n", f"cosctl validate: {warning}")
+
+
+def test_validate_says_a_bundle_is_checked_by_rendering_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its documents would all be 'skipped' and the exit code say 'allowed' of nothing judged."""
+    bundle = write_bundle(tmp_path / "b")
+    assert cosctl(capsys, monkeypatch, "validate", str(bundle)) == (2, "", (
+        f"cosctl validate: {bundle}: a registry+v1 bundle: validate judges ClusterObjectSets and object-data "
+        f"Secrets, as the webhook does; check a bundle with its configuration by rendering it (cosctl render {bundle} "
+        "-n NS --config FILE), or validate what pack writes from it\n"))

@@ -21,10 +21,19 @@ from common.contract.objects import Obj
 MEDIATYPE_ANNOTATION = "operators.operatorframework.io.bundle.mediatype.v1"
 PACKAGE_ANNOTATION = "operators.operatorframework.io.bundle.package.v1"
 REGISTRY_V1 = "registry+v1"
+ANNOTATIONS_FILE = "metadata/annotations.yaml"
 
 
 class BundleError(Exception):
-    """Base class of this package's errors; ``str(exc)`` is the whole message, ready to print."""
+    """Base class of this package's errors; ``str(exc)`` is the whole message, ready to print.
+
+    ``hints`` are ours, for printing beside an OLM v1 message that leaves the reader guessing (the fields behind
+    ``validation failed``, the file behind ``package name is empty``), so the message itself stays OLM's byte
+    for byte."""
+
+    def __init__(self, message: str, hints: list[str] | tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.hints = tuple(hints)
 
 
 class BundleInputError(BundleError):
@@ -32,14 +41,7 @@ class BundleInputError(BundleError):
 
 
 class ConfigurationError(BundleError):
-    """The configuration is refused; the message is OLM v1's (``invalid ClusterExtension configuration: ...``).
-
-    ``hints`` are ours, for printing beside it: the fields behind a message that names none (OLM's ``validation
-    failed``, a quantity that does not parse), so the message itself stays OLM's byte for byte."""
-
-    def __init__(self, message: str, hints: list[str] | tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.hints = tuple(hints)
+    """The configuration is refused; the message is OLM v1's (``invalid ClusterExtension configuration: ...``)."""
 
 
 class RenderError(BundleError):

@@ -43,7 +43,7 @@ from .certproviders import PROVIDERS
 from .deploymentconfig import DeploymentConfig
 from .generators import RESOURCE_GENERATORS, Options
 from .gotext import go_list
-from .model import RenderError
+from .model import ANNOTATIONS_FILE, PACKAGE_ANNOTATION, RenderError
 from .typed import (
     ALL_NAMESPACES,
     MULTI_NAMESPACE,
@@ -142,7 +142,9 @@ def render(
     provider = _provider(cert_provider)
     errors = validate(typed)
     if errors:
-        raise RenderError("\n".join(errors))
+        hints = [f"the bundle's {ANNOTATIONS_FILE} names no package ({PACKAGE_ANNOTATION})"
+                 for e in errors if e == "package name is empty"]
+        raise RenderError("\n".join(errors), hints)
     targets = [watch_namespace] if watch_namespace is not None else default_target_namespaces(typed)
     problem = target_namespaces_error(typed, install_namespace, targets)
     if problem is not None:

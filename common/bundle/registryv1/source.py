@@ -35,6 +35,7 @@ from common.bundle.registryv1.documents import read_documents
 from common.bundle.registryv1.gotext import GoRawNumber, go_compact_json, go_float32_g, go_fold, go_marshal_json
 from common.bundle.registryv1.gounmarshal import object_meta_problem
 from common.bundle.registryv1.model import (
+    ANNOTATIONS_FILE,
     MEDIATYPE_ANNOTATION,
     PACKAGE_ANNOTATION,
     REGISTRY_V1,
@@ -43,7 +44,6 @@ from common.bundle.registryv1.model import (
 )
 from common.contract.objects import Obj
 
-ANNOTATIONS_FILE = "metadata/annotations.yaml"
 PROPERTIES_FILE = "metadata/properties.yaml"
 MANIFESTS_DIR = "manifests"
 PROPERTIES_ANNOTATION = "olm.properties"
