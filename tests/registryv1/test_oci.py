@@ -464,3 +464,36 @@ def test_header_records_past_the_limit_are_refused_before_they_are_read(tmp_path
     outer.write_bytes(buffer.getvalue())
     assert oci.is_tar(outer) and not oci.is_layout_tar(outer)
     assert (oci.tar_problem(outer) or "").endswith(f" bytes, more than the limit of {oci.MAX_HEADER_RECORD_BYTES}")
+
+
+def test_a_name_the_filesystem_refuses_is_named_with_its_layer(tmp_path: Path) -> None:
+    """A component over 255 bytes (a layer entry, a whiteout, an oras title, a symbolic link's own name) is
+    refused by the filesystem: the message names the layer and the entry, shown to its first 100 characters. A
+    link target no path can hold leads to no file of the image."""
+    long = "manifests/" + "a" * 300
+    shown = json.dumps(long[:100] + "...")
+    layout = image_layout(tmp_path / "l", [[Entry("manifests/csv.yaml", b"x")], [Entry(long, b"x")]])
+    packed = tar_of(layout, tmp_path / "l.tar")
+    for source in (layout, packed):
+        assert refusal(source, tmp_path / f"out-{source.name}") == (
+            f"{source}: layer 1: entry {shown}: cannot unpack: File name too long")
+    whiteout = "manifests/.wh." + "a" * 300
+    layout = image_layout(tmp_path / "w", [[Entry("manifests/csv.yaml", b"x")], [Entry(whiteout)]])
+    assert refusal(layout, tmp_path / "w") == (
+        f"{layout}: layer 1: entry {json.dumps(whiteout[:100] + '...')}: cannot unpack: File name too long")
+    store = Layout(tmp_path / "o")
+    file_layer = store.blob(b"x", "application/vnd.oci.image.layer.v1.tar",
+                            annotations={"org.opencontainers.image.title": long})
+    store.finish([store.image([file_layer], labels={})])
+    assert refusal(store.root, tmp_path / "o") == (
+        f"{store.root}: layer 0: entry {shown}: cannot unpack: File name too long")
+    layout = image_layout(tmp_path / "s", [[Entry(long, kind="sym", link="../data/f"), Entry("data/f", b"x")]])
+    assert refusal(layout, tmp_path / "s") == (
+        f"{layout}: symbolic link {long[:100]}...: cannot unpack: File name too long")
+    layout = image_layout(tmp_path / "t", [[Entry("manifests/a.yaml", kind="sym", link="a/" * 20000 + "x")]])
+    assert refusal(layout, tmp_path / "t") == (
+        f"{layout}: symbolic link manifests/a.yaml -> {'a/' * 50}... does not lead to a file of the image")
+    layout = image_layout(tmp_path / "h", [[Entry("manifests/h.yaml", kind="hard", link="f" * 300)]])
+    assert refusal(layout, tmp_path / "h") == (
+        f"{layout}: layer 0: hard link \"manifests/h.yaml\" to {json.dumps('f' * 100 + '...')}, which is not a "
+        "regular file of the image")

@@ -83,6 +83,7 @@ _WHITEOUT: Final = ".wh."
 _OPAQUE: Final = ".wh..wh..opq"
 _MIB: Final = 1 << 20
 _CHUNK: Final = 1 << 16
+_SHOWN_NAME_CHARS: Final = 100  # of an entry name or link target in a message (a tar name may be 1 MiB long)
 
 
 @dataclass(frozen=True, slots=True)
@@ -593,6 +594,31 @@ class _Tree:
             raise self.layout.fail(f"{what}: more than {self.budget.limits.max_entries} entries in the layers")
 
 
+def _shown(name: str) -> str:
+    """``name`` as a message shows it: whole, or its first :data:`_SHOWN_NAME_CHARS` characters and ``...``."""
+    return name if len(name) <= _SHOWN_NAME_CHARS else name[:_SHOWN_NAME_CHARS] + "..."
+
+
+@contextmanager
+def _unpacking(layout: _Layout, where: str) -> Iterator[None]:
+    """What the filesystem refuses while one entry is unpacked (a name component over 255 bytes, a path over
+    4 KiB) is refused naming the layer and the entry (``where``): naming the layout alone left the reader to
+    search every entry of every layer for the one name it could not take."""
+    try:
+        yield
+    except OSError as exc:
+        raise layout.fail(f"{where}: cannot unpack: {exc.strerror or exc}") from None
+
+
+def _is_regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file of the tree. A path the filesystem refuses (too long) is none: no entry
+    could have been written there."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _parts(name: str, layout: _Layout, what: str) -> tuple[str, ...]:
     """The components of an entry name, refusing any that would leave the target."""
     if "\x00" in name:
@@ -629,38 +655,48 @@ def _apply_layer(tree: _Tree, descriptor: dict[str, Any], what: str) -> None:
         tree.count(what)
         parts = _parts(member.name, layout, what)
         if parts and parts[-1] == _OPAQUE:
-            tree.clear(parts[:-1])
+            with _unpacking(layout, f"{what}: entry {json.dumps(_shown(member.name))}"):
+                tree.clear(parts[:-1])
         elif parts and parts[-1].startswith(_WHITEOUT):
             hidden = parts[-1][len(_WHITEOUT):]
             if hidden in ("", ".", ".."):   # would hide its own directory or the one above: never a file name
                 raise layout.fail(f"{what}: whiteout {json.dumps(member.name)} names no file")
-            tree.remove((*parts[:-1], hidden))
+            with _unpacking(layout, f"{what}: entry {json.dumps(_shown(member.name))}"):
+                tree.remove((*parts[:-1], hidden))
     budget.stream = start  # the second pass reads the same bytes again: count them once
     # Pass 2: the layer's own entries.
     for tar, member in _members(layout, descriptor, what, budget):
         parts = _parts(member.name, layout, what)
         if not parts or parts[-1].startswith(_WHITEOUT):
             continue
-        if member.isdir():
-            tree.directory(parts)
-        elif member.isreg():
-            source = tar.extractfile(member)
-            if source is None:  # pragma: no cover - a regular member always has a file object
-                continue
-            tree.write(parts, source, member.size, what)
-            tree.forget_link(parts)
-        elif member.islnk():
-            target = _parts(member.linkname, layout, what)
-            path = tree.path(target)
-            if not target or not path.is_file() or target in tree.links:
-                raise layout.fail(f"{what}: hard link {json.dumps(member.name)} to {json.dumps(member.linkname)}, "
-                                  "which is not a regular file of the image")
-            with path.open("rb") as source_file:
-                tree.write(parts, source_file, path.stat().st_size, what)
-        elif member.issym():
-            tree.remove(parts)
-            tree.add_link(parts, member.linkname)
-        # devices and FIFOs: not materialised
+        with _unpacking(layout, f"{what}: entry {json.dumps(_shown(member.name))}"):
+            _apply_member(tree, tar, member, parts, what)
+
+
+def _apply_member(tree: _Tree, tar: tarfile.TarFile, member: tarfile.TarInfo, parts: tuple[str, ...],
+                  what: str) -> None:
+    """One entry of a layer (not a whiteout), at ``parts``."""
+    layout = tree.layout
+    if member.isdir():
+        tree.directory(parts)
+    elif member.isreg():
+        source = tar.extractfile(member)
+        if source is None:  # pragma: no cover - a regular member always has a file object
+            return
+        tree.write(parts, source, member.size, what)
+        tree.forget_link(parts)
+    elif member.islnk():
+        target = _parts(member.linkname, layout, what)
+        path = tree.path(target)
+        if not target or not _is_regular(path) or target in tree.links:
+            raise layout.fail(f"{what}: hard link {json.dumps(_shown(member.name))} to "
+                              f"{json.dumps(_shown(member.linkname))}, which is not a regular file of the image")
+        with path.open("rb") as source_file:
+            tree.write(parts, source_file, path.stat().st_size, what)
+    elif member.issym():
+        tree.remove(parts)
+        tree.add_link(parts, member.linkname)
+    # devices and FIFOs: not materialised
 
 
 def _apply_file(tree: _Tree, descriptor: dict[str, Any], title: str, what: str) -> None:
@@ -670,7 +706,7 @@ def _apply_file(tree: _Tree, descriptor: dict[str, Any], title: str, what: str) 
     if not parts:
         raise layout.fail(f"{what}: file layer with an empty title")
     name = layout.blob_name(descriptor, what)
-    with layout.store.open(name) as source:
+    with layout.store.open(name) as source, _unpacking(layout, f"{what}: entry {json.dumps(_shown(title))}"):
         tree.write(parts, source, int(descriptor["size"]), what)
 
 
@@ -707,14 +743,15 @@ def _materialise_links(tree: _Tree) -> None:
     for link in sorted(tree.links):
         if link[0] not in ("metadata", "manifests"):
             continue
-        name = "/".join(link)
+        name = _shown("/".join(link))
         if len(link) == 1:
             raise tree.layout.fail(f"{name} is a symbolic link in the image; a bundle's {name}/ must be a directory")
         target = _resolve(tree, link)
         path = tree.path(target) if target else None
-        if path is None or not path.is_file():
-            raise tree.layout.fail(f"symbolic link {name} -> {tree.links[link]} does not lead to a file of the image")
-        with path.open("rb") as source:
+        if path is None or not _is_regular(path):
+            raise tree.layout.fail(f"symbolic link {name} -> {_shown(tree.links[link])} does not lead to a file of "
+                                   "the image")
+        with path.open("rb") as source, _unpacking(tree.layout, f"symbolic link {name}"):
             tree.write(link, source, path.stat().st_size, "symbolic link")
 
 
