@@ -167,6 +167,20 @@ def test_manifests_directory(tmp_path: Path) -> None:
     assert refusal(root) == f"{root}/manifests/loop.yaml: not a regular file"
 
 
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_layout_whose_index_json_is_not_a_regular_file_is_refused_naming_it(tmp_path: Path, kind: str) -> None:
+    """It is still a layout (not "no metadata/annotations.yaml"), and a FIFO is refused by its type, never opened:
+    reading one would block."""
+    layout = bundles.bundle_image_layout(tmp_path / "layout", bundles.write_bundle(tmp_path / "b"))
+    (layout / "index.json").unlink()
+    if kind == "fifo":
+        os.mkfifo(layout / "index.json")
+    else:
+        (layout / "index.json").mkdir()
+    assert refusal(layout) == f"{layout}: index.json: not a regular file"
+    assert is_bundle(layout)
+
+
 def test_exactly_one_csv(tmp_path: Path) -> None:
     root = bundles.write_bundle(tmp_path / "b", manifests={"cm.yaml": bundles.config_map()})
     assert refusal(root) == f"{root}: no ClusterServiceVersion found in \"manifests\""

@@ -129,9 +129,10 @@ _HEADER_RECORD_TYPES: Final = frozenset({tarfile.GNUTYPE_LONGNAME, tarfile.GNUTY
 
 
 def is_layout_dir(path: str | Path) -> bool:
-    """A directory with ``oci-layout`` and ``index.json``."""
+    """A directory with ``oci-layout`` and ``index.json``, whatever they are: one that is not a regular file (a
+    directory, a FIFO) is refused when the layout is read, naming it, not taken for some other directory."""
     p = Path(path)
-    return (p / OCI_LAYOUT).is_file() and (p / INDEX).is_file()
+    return (p / OCI_LAYOUT).exists() and (p / INDEX).exists()
 
 
 def is_layout_tar(path: str | Path) -> bool:
@@ -194,8 +195,14 @@ class _DirStore:
         self.root = root
 
     def size(self, name: str) -> int | None:
+        """The size of the regular file ``name``, ``None`` when there is none; anything else there is refused
+        before it is opened (a FIFO would block the read)."""
         path = self.root / name
-        return path.stat().st_size if path.is_file() else None
+        if path.is_file():
+            return path.stat().st_size
+        if path.exists():
+            raise BundleInputError(f"{self.label}: {name}: not a regular file")
+        return None
 
     @contextmanager
     def open(self, name: str) -> Iterator[IO[bytes]]:
