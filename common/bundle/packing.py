@@ -242,10 +242,8 @@ def pack(phases: Sequence[Phase], *, name: str, revision: int = 1,
                            + ", ".join(api.COLLISION_PROTECTIONS))
     if progress_deadline_minutes is not None and not 10 <= progress_deadline_minutes <= 720:
         raise PackingError(f"invalid progress deadline {progress_deadline_minutes}: must be 10..720 minutes")
-    if progression_probes is not None and (
-            not isinstance(progression_probes, list) or not 1 <= len(progression_probes) <= 20
-            or not all(isinstance(p, dict) for p in progression_probes)):
-        raise PackingError("invalid progression probes: must be a list of 1..20 probe objects")
+    if progression_probes is not None:
+        check_probes(progression_probes)
     if inline:
         entries = [[{"object": obj} for obj in phase.objects] for phase in phases]
         secrets: list[Obj] = []
@@ -276,6 +274,25 @@ def pack(phases: Sequence[Phase], *, name: str, revision: int = 1,
     check_inline_size(cos)
     check_admissible(packed, system_namespace)
     return packed
+
+
+def check_probes(probes: Any) -> None:
+    """Refuse ``spec.progressionProbes`` that are not a list of 1..20 probe objects: one check, for :func:`pack`
+    and for a caller that read them from a file and names it."""
+    if not isinstance(probes, list) or not 1 <= len(probes) <= 20 or not all(isinstance(p, dict) for p in probes):
+        raise PackingError("invalid progression probes: must be a list of 1..20 probe objects")
+
+
+def probe_problems(probes: list[Obj]) -> list[str]:
+    """The field errors the admission webhook would report in these ``spec.progressionProbes``, in its words:
+    judged on their own (in a COS holding nothing else), so that a caller can name the file they came from, which
+    :func:`check_admissible` cannot."""
+    from common.contract.admission import Request, validate
+
+    cos = {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": "probes"},
+           "spec": {"progressionProbes": probes}}
+    decision = validate(Request(api.KIND, "CREATE", cos, name="probes"))
+    return [str(e) for e in decision.errors if e.field.startswith("spec.progressionProbes")]
 
 
 def check_inline_size(cos: Obj) -> None:

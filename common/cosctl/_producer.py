@@ -14,7 +14,7 @@ import yaml
 from common.bundle import k8syaml
 from common.bundle.contents import ContentUnavailable
 from common.bundle.manifests import Manifest, ManifestError, load
-from common.bundle.packing import PackingError
+from common.bundle.packing import NotAdmissible, PackingError, check_probes, probe_problems
 from common.bundle.phasing import Phase, PhasingError, sort_into_phases
 from common.bundle.publish import Action, PublishError
 from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RenderError
@@ -129,7 +129,8 @@ PROBES_FILE_MAX_BYTES = 1 << 20
 
 def load_probes(path: str | None) -> list[Obj] | None:
     """The ``spec.progressionProbes`` list from a YAML/JSON file (shape errors are PackingError), read as
-    kubectl reads YAML, like the manifests."""
+    kubectl reads YAML, like the manifests. Every refusal names the file: judged later, inside the packed
+    revision, the same probes were refused naming only a COS field."""
     if path is None:
         return None
     try:
@@ -147,6 +148,13 @@ def load_probes(path: str | None) -> list[Obj] | None:
         raise PackingError(f"{path}: invalid YAML: {exc}") from None
     if not isinstance(probes, list):
         raise PackingError(f"{path}: progression probes must be a list")
+    try:
+        check_probes(probes)
+    except PackingError as exc:
+        raise PackingError(f"{path}: {exc}") from None
+    problems = probe_problems(probes)
+    if problems:
+        raise NotAdmissible([f"{path}: {problem}" for problem in problems])
     return probes
 
 

@@ -351,6 +351,26 @@ def test_an_unusable_progression_probes_file_is_named(tmp_path, given, problem):
     assert (code, out, err) == (1, "", f"cosctl pack: {path}: {problem}\n")
 
 
+DENIED = "the admission webhook would deny the revision as rendered (nothing was written):"
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    ("- 1\n- 2\n", "{path}: invalid progression probes: must be a list of 1..20 probe objects"),
+    ("[]\n", "{path}: invalid progression probes: must be a list of 1..20 probe objects"),
+    ("- selector: {type: GroupKind, groupKind: {group: apps, kind: Deployment}}\n",
+     DENIED + "\n  {path}: spec.progressionProbes[0].assertions: Required value"),
+    ("- {}\n", DENIED + "\n  {path}: spec.progressionProbes[0].assertions: Required value"
+                       "\n  {path}: spec.progressionProbes[0].selector: Required value"),
+], ids=["numbers", "empty", "no-assertions", "empty-probe"])
+def test_progression_probes_of_the_wrong_shape_are_refused_naming_the_file(tmp_path, content, problem):
+    """Refused as the other problems of the file are (the webhook's own words, by the file instead of the COS)."""
+    path = tmp_path / "p.yaml"
+    path.write_text(content)
+    bundle = str(write_bundle(tmp_path / "b"))
+    code, out, err = cosctl("pack", bundle, "--name", "x", "--progression-probes", str(path))
+    assert (code, out, err) == (1, "", f"cosctl pack: {problem.format(path=path)}\n")
+
+
 def test_status_notes_progression_probes_it_cannot_evaluate(tmp_path):
     mc = MemCluster()
     cosctl("publish", str(write_bundle(tmp_path / "b")), "--owner", "shop", cluster=mc)

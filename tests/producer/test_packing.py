@@ -328,9 +328,10 @@ def test_what_the_webhook_would_deny_is_never_rendered(tmp_path):
     code, out, err = cosctl("pack", str(GOLDEN / "small"), "--name", "x", "--progression-probes",
                             str(tmp_path / "probes.yaml"))
     assert (code, out) == (1, "")
+    probes = tmp_path / "probes.yaml"   # judged on their own, so the file is named instead of the COS
     assert err == (
         "cosctl pack: the admission webhook would deny the revision as rendered (nothing was written):\n"
-        "  ClusterObjectSet x: spec.progressionProbes[0].assertions: Invalid value: 0: "
+        f"  {probes}: spec.progressionProbes[0].assertions: Invalid value: 0: "
         "spec.progressionProbes[0].assertions in body should have at least 1 items\n"
-        '  ClusterObjectSet x: spec.progressionProbes[0].selector.type: Unsupported value: "Nope": supported '
+        f'  {probes}: spec.progressionProbes[0].selector.type: Unsupported value: "Nope": supported '
         'values: "GroupKind", "Label"\n')
