@@ -94,11 +94,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLE,
         description="cosctl diff DIR|FILE... --owner OWNER: the owner's latest Active revision against the "
                     "manifests (what publish would change). cosctl diff A B: two revisions, each a directory or "
-                    "file (plain manifests or cosctl pack output), a ClusterObjectSet name on the cluster, or with "
-                    "--owner a revision number. Objects added, removed, changed (with a unified diff of the "
-                    "cleaned manifests; Secret values masked) and moved to another phase.")
+                    "file (plain manifests, cosctl pack output, or a registry+v1 bundle, rendered with the same -n, "
+                    "--config and --cert-provider on both sides: an upgrade's changes, offline), a ClusterObjectSet "
+                    "name on the cluster, or with --owner a revision number. Objects added, removed, changed (with "
+                    "a unified diff of the cleaned manifests; Secret values masked) and moved to another phase.")
     parser.add_argument("sources", nargs="+", metavar="DIR|FILE|REV",
-                        help="manifests or pack output on disk, ClusterObjectSet names, or revision numbers")
+                        help="manifests, pack output or bundles on disk, ClusterObjectSet names, or revision numbers")
     parser.add_argument("--owner", default=None,
                         help="compare with this owner's latest Active revision; REV numbers are its revisions")
     parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="output format")

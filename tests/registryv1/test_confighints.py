@@ -46,6 +46,13 @@ def test_hints_only_for_the_units_olm_leaves_unnamed() -> None:
                           '  - invalid type for field "deploymentConfig.tolerations": got string, want array')
     assert error.hints == ('invalid type for field "deploymentConfig.env.0.value": got number, want string',)
     assert refused({"logLevel": 1}).hints == ()
+    grouped = refused({"logLevel": 1, "deploymentConfig": {"nodeSelector": {"disktype": 1},
+                                                           "tolerations": {"key": "x"}}})
+    assert str(grouped) == (PREFIX + "multiple errors found:\n  - validation failed\n"
+                            '  - invalid type for field "deploymentConfig.nodeSelector.disktype": got number, want '
+                            'string\n  - invalid type for field "deploymentConfig.tolerations": got object, want array'
+                            '\n  - unknown field "logLevel"')
+    assert grouped.hints == ()  # that "validation failed" heads the two lines after it: nothing is unnamed
 
 
 def test_a_quantity_that_does_not_parse_is_named_with_its_value() -> None:

@@ -468,13 +468,15 @@ class _GoTree:
         top = self.result(self.root)
         if top is None:
             return []
+        units = _flatten(top.causes if top.kind == "group" else [top])
+        said = {_olm_message(location, error) for location, error in units}
         out: list[str] = []
-        for location, error in _flatten(top.causes if top.kind == "group" else [top]):
+        for location, error in units:  # a group's "validation failed" heads causes listed after it: not unnamed
             if _olm_message(location, error) != "validation failed":
                 continue
             for leaf in _leaves(error):
                 message, path = _olm_message(leaf.location, leaf), _field_path(leaf.location)
-                if leaf is not error:
+                if leaf is not error and message not in said:
                     out.append(message if not path or go_quote(path) in message else f"in {go_quote(path)}: {message}")
         return list(dict.fromkeys(out))
 
