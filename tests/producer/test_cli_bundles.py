@@ -315,6 +315,25 @@ def test_publish_then_upgrade_keeps_namespace_and_configuration(tmp_path):
     assert out.splitlines()[0] == "ClusterObjectSet demo-2: revision 2, Active, owner demo, package demo 1.1.0"
 
 
+def test_an_upgrade_cannot_drop_the_namespace_it_installs_into(tmp_path):
+    """Archiving the revision that holds the Namespace would delete it, and the new revision's objects in it."""
+    mc = MemCluster()
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--create-namespace",
+                  cluster=mc)[0] == 0
+    writes = mc.writes
+    v2 = str(demo_bundle(tmp_path / "v2", "1.1.0"))
+    assert cosctl("publish", v2, "--no-create-namespace", cluster=mc) == (1, "", (
+        "cosctl publish: --no-create-namespace: ClusterObjectSet demo-1 holds Namespace demo-system and this "
+        "revision installs into it: archiving demo-1 would delete the namespace and everything in it, this "
+        "revision's objects included; nothing was done. Keep --create-namespace (the namespace stays with the "
+        "revisions), or install into another namespace with -n\n"))
+    assert mc.writes == writes
+    code, out, _ = cosctl("diff", v2, "--owner", "demo", "--no-create-namespace", cluster=mc)
+    assert code == 1 and "removed  Namespace demo-system" in out  # diff shows it: only publish refuses
+    code, out, _ = cosctl("publish", v2, "-n", "demo-other", "--no-create-namespace", cluster=mc)
+    assert code == 0 and out.splitlines()[-1] == "ClusterObjectSet demo-2 (revision 2) created"
+
+
 def test_upgrade_refused_by_the_new_schema_publishes_nothing(tmp_path):
     mc = MemCluster()
     config = tmp_path / "config.yaml"
