@@ -75,11 +75,16 @@ def kubeconfig_configuration(path: str | None = None, *, context: str | None = N
 
     cfg = client.Configuration()
     # The client reads $KUBECONFIG once, at import; read it now so a caller's environment counts.
+    given = path
     path = path or os.environ.get("KUBECONFIG") or None
+    # The client's words name no file ("Invalid kube-config file. No configuration found."): say which was read.
+    where = f"{path} (from $KUBECONFIG)" if path and not given else path or "~/.kube/config"
+    if path and os.pathsep not in path and not os.path.exists(os.path.expanduser(path)):
+        raise ConfigError(f"kubeconfig {where}: no such file")
     try:
         config.load_kube_config(config_file=path, context=context, client_configuration=cfg, persist_config=False)
     except (config.ConfigException, OSError, ValueError, TypeError) as exc:
-        raise ConfigError(str(exc)) from exc
+        raise ConfigError(f"kubeconfig {where}: {exc}") from exc
     return cfg
 
 

@@ -57,6 +57,15 @@ def build_parser(prog: str = "cosctl") -> argparse.ArgumentParser:
     return parser
 
 
+def command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of subcommand ``command`` (``parser`` itself if it has none by that name)."""
+    for action in parser._actions:  # argparse keeps its subparsers only there
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            found: argparse.ArgumentParser = action.choices[command]
+            return found
+    return parser
+
+
 def kubectl_main(argv: list[str] | None = None) -> int:
     """The kubectl plugin ``kubectl-cos``: the same commands, help spelled ``kubectl cos``."""
     return main(argv, prog="kubectl cos")
@@ -69,7 +78,9 @@ def main(argv: list[str] | None = None, *, prog: str = "cosctl") -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     parser = build_parser(prog)
-    args = parser.parse_args(hoist_global_flags(list(sys.argv[1:] if argv is None else argv)))
+    args, extra = parser.parse_known_args(hoist_global_flags(list(sys.argv[1:] if argv is None else argv)))
+    if extra:  # argparse reports these with the top-level usage; the subcommand's says what it does take
+        command_parser(parser, args.command).error("unrecognized arguments: " + " ".join(extra))
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

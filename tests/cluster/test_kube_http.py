@@ -475,5 +475,12 @@ def test_options_are_given_once_and_a_client_with_others_is_a_new_object(kubecon
 def test_no_usable_configuration_is_a_config_error(tmp_path) -> None:
     from common.cluster.connection import ConfigError
 
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError) as caught:
         KubeCluster.auto(str(tmp_path / "missing"))
+    assert str(caught.value) == f"kubeconfig {tmp_path / 'missing'}: no such file"
+    empty = tmp_path / "empty"
+    empty.write_text("apiVersion: v1\n")
+    with pytest.raises(ConfigError) as caught:
+        KubeCluster.auto(str(empty))
+    assert str(caught.value) == (f"kubeconfig {empty}: Invalid kube-config file. Expected key current-context in "
+                                 f"{empty}")

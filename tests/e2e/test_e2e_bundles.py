@@ -558,7 +558,9 @@ def test_what_olm_v1_refuses_is_never_published(ctx: Ctx) -> None:
     owner = f"refused-{RUN}"
     done = cosctl(ctx, "publish", str(sap), "-n", f"sap-refused-{RUN}", "--owner", owner)
     assert (done.returncode, done.stdout, done.stderr) == (
-        1, "", "cosctl publish: unsupported bundle: webhookDefinitions are not supported\n")
+        1, "", "cosctl publish: unsupported bundle: webhookDefinitions are not supported\n"
+               "cosctl publish: cause: the bundle defines 3 webhook(s), whose serving certificates come from a "
+               "provider the cluster runs: give --cert-provider cert-manager or openshift-serviceca\n")
     enmasse = ctx.corpus / "enmasse" / "0.30.2"
     if (enmasse / "metadata").is_dir():
         done = cosctl(ctx, "publish", str(enmasse), "-n", f"enmasse-{RUN}", "--owner", owner)

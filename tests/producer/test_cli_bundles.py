@@ -216,6 +216,23 @@ def test_an_empty_package_name_is_olms_refusal_with_the_file_named(tmp_path):
         "(operators.operatorframework.io.bundle.package.v1)\n"))
 
 
+def test_webhooks_without_a_provider_are_olms_refusal_with_what_to_give(tmp_path):
+    csv = operator_csv("1.0.0")
+    csv["spec"]["webhookdefinitions"] = [{
+        "type": "ValidatingAdmissionWebhook", "generateName": "vwidget.example.com",
+        "deploymentName": "demo-controller", "containerPort": 443,
+        "sideEffects": "None", "admissionReviewVersions": ["v1"],
+        "rules": [{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"],
+                   "resources": ["widgets"]}]}]
+    bundle = write_bundle(tmp_path / "b", manifests={"widgets.crd.yaml": crd(), "demo.clusterserviceversion.yaml": csv},
+                          annotations=annotations_yaml(package="demo"))
+    assert cosctl("render", str(bundle), "-n", "demo-system") == (1, "", (
+        "cosctl render: unsupported bundle: webhookDefinitions are not supported\n"
+        "cosctl render: cause: the bundle defines 1 webhook(s), whose serving certificates come from a provider the "
+        "cluster runs: give --cert-provider cert-manager or openshift-serviceca\n"))
+    assert cosctl("render", str(bundle), "-n", "demo-system", "--cert-provider", "cert-manager")[0] == 0
+
+
 def test_an_install_namespace_no_cluster_accepts_is_refused_before_rendering(tmp_path):
     bundle = str(demo_bundle(tmp_path / "b"))
     assert cosctl("render", bundle, "-n", "Demo_System") == (2, "", (

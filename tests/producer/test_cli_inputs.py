@@ -136,3 +136,13 @@ def test_validate_says_a_bundle_is_checked_by_rendering_it(tmp_path: Path, capsy
         f"cosctl validate: {bundle}: a registry+v1 bundle: validate judges ClusterObjectSets and object-data "
         f"Secrets, as the webhook does; check a bundle with its configuration by rendering it (cosctl render {bundle} "
         "-n NS --config FILE), or validate what pack writes from it\n"))
+
+
+def test_an_unknown_flag_is_reported_with_the_subcommands_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse reports it with `usage: cosctl [-h] COMMAND ...`, which says nothing of what render takes."""
+    with pytest.raises(SystemExit) as exited:
+        main(["render", "bundle", "-n", "x", "--create-namespace"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: cosctl render [-h] [-n NS] [--config FILE]")
+    assert err.endswith("\ncosctl render: error: unrecognized arguments: --create-namespace\n")

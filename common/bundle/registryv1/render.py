@@ -80,7 +80,9 @@ def check_supported(typed: TypedBundle, cert_provider: str | None) -> None:
     if typed.owned_apiservices > 0:
         raise RenderError(UNSUPPORTED_API_SERVICES)
     if typed.webhooks and _provider(cert_provider) is None:
-        raise RenderError(UNSUPPORTED_WEBHOOKS)
+        raise RenderError(UNSUPPORTED_WEBHOOKS, [
+            f"the bundle defines {len(typed.webhooks)} webhook(s), whose serving certificates come from a provider "
+            "the cluster runs: give --cert-provider cert-manager or openshift-serviceca"])
     if not typed.supported_install_modes() & {ALL_NAMESPACES, SINGLE_NAMESPACE, OWN_NAMESPACE}:
         raise RenderError(UNSUPPORTED_INSTALL_MODES)
 
