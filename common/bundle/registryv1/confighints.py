@@ -12,8 +12,8 @@ OLM v1's messages are kept byte for byte (spec §2), and two of its behaviours l
   parse reads ``failed to unmarshal deploymentConfig: quantities must match ...``, naming neither field nor
   value. :func:`refusal_hints` gives, next to OLM's message, the fields that caused it.
 
-Both walk the configuration through the same Go types the decoder uses (:mod:`.gotypes`), with Go's key
-folding, so a key is called dropped exactly when Go drops it.
+Both walk the configuration through the same Go types the decoder uses (:mod:`.gotypes`), with the decoder's own
+key lookup and quantity parser (:mod:`.gounmarshal`), so a key is called dropped exactly when Go drops it.
 """
 
 from __future__ import annotations
@@ -22,12 +22,11 @@ import difflib
 from collections.abc import Iterator
 from typing import Any, Final
 
-from common.contract.quantity import QuantityError, canonical
-
 from .configerrors import unnamed_causes
 from .deploymentconfig import DEPLOYMENT_CONFIG, DEPLOYMENT_CONFIG_TYPE
-from .gotext import go_fold, go_quote, json_type_name
+from .gotext import go_quote, json_type_name
 from .gotypes import STRUCTS, GoStruct, GoType
+from .gounmarshal import field_index, quantity_problem
 
 _SHOWN_VALUE_MAX: Final = 40
 
@@ -40,11 +39,8 @@ def _walk(typ: GoType, value: Any, path: str) -> Iterator[tuple[str, str, Any, G
         typ = typ.inner
     if typ.kind == "struct" and isinstance(value, dict):
         struct = STRUCTS[typ.name]
-        folded = {go_fold(f.name): i for i, f in enumerate(struct.fields)}
         for key in value:
-            index = struct.index.get(key)
-            if index is None:
-                index = folded.get(go_fold(key))
+            index = field_index(struct, key)
             if index is None:
                 yield path, "dropped", key, struct
             else:
@@ -57,13 +53,8 @@ def _walk(typ: GoType, value: Any, path: str) -> Iterator[tuple[str, str, Any, G
         assert typ.inner is not None
         for key, item in value.items():
             yield from _walk(typ.inner, item, f"{path}.{key}")
-    elif typ.kind == "scalar" and typ.name == "q" and value is not None:
-        try:
-            if isinstance(value, (dict, list)):
-                raise QuantityError("not a quantity")
-            canonical(float(value) if isinstance(value, int) and not isinstance(value, bool) else value)
-        except (QuantityError, OverflowError, ValueError, TypeError):
-            yield path, "quantity", value, None
+    elif typ.kind == "scalar" and typ.name == "q" and quantity_problem(value) is not None:
+        yield path, "quantity", value, None
 
 
 def _events(config: Any) -> Iterator[tuple[str, str, Any, GoStruct | None]]:

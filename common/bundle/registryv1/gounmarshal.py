@@ -139,13 +139,10 @@ class _Decoder:
         """The fields of ``struct`` after decoding the object ``value`` into ``into`` (the struct's encoding,
         or None for its zero value)."""
         fields: dict[str, Any] = dict(into) if into else {}
-        folded = _folded(struct)
         embedded = _EMBEDDED.get(struct.name)
         name = struct.short_name
         for key in sorted(value):
-            index = struct.index.get(key)
-            if index is None:
-                index = folded.get(go_fold(key))
+            index = field_index(struct, key)
             if index is None:
                 continue  # Go drops what no field takes
             f = struct.fields[index]
@@ -249,6 +246,22 @@ def _folded(struct: GoStruct) -> dict[str, int]:
     if found is None:
         found = _FOLDED[struct.name] = {go_fold(f.name): i for i, f in enumerate(struct.fields)}
     return found
+
+
+def field_index(struct: GoStruct, key: str) -> int | None:
+    """The field of ``struct`` that ``encoding/json`` stores the key ``key`` in: the field of that name, else the
+    one whose name Go folds alike (``Value`` fills ``value``); ``None`` when Go drops the key."""
+    index = struct.index.get(key)
+    return index if index is not None else _folded(struct).get(go_fold(key))
+
+
+def quantity_problem(value: Any) -> str | None:
+    """Why ``resource.Quantity``'s ``UnmarshalJSON`` refuses ``value`` (its words), or ``None``."""
+    try:
+        _quantity(value)
+    except _Abort as exc:
+        return str(exc)
+    return None
 
 
 def _go_word(value: Any) -> str:

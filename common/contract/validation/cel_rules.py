@@ -163,20 +163,19 @@ def json_equal(a: Any, b: Any) -> bool:
     """Equality of JSON values as CEL sees it: like Python's ``==`` (so ``1 == 1.0``), except that a boolean
     never equals a number (Python's ``True == 1`` would let ``1`` -> ``true`` pass as "unchanged").
 
-    Python's C-level ``==`` rules out almost every difference first. Identical compact JSON encodings (orjson:
-    C code, twice marshal's speed on a maximal COS's phases, and ``true`` is not ``1``, nor ``1.0`` ``1``) then
-    settle the common case: equal encodings of values already ``==`` mean equal values of equal types. Encodings
-    also reflect key order, so a difference there proves nothing; only then (or when orjson cannot encode a
-    value: integers beyond 64 bits, lone surrogates) are the values walked.
+    Identical compact JSON encodings (orjson, C code: 1.8 ms for a maximal COS's phases) settle the common
+    case, a value compared with itself unchanged, at once: ``true`` is not ``1`` there, nor ``1.0`` ``1``, so
+    equal encodings mean equal values of equal types. Encodings also reflect key order, so a difference proves
+    nothing: then (or when orjson cannot encode a value: integers beyond 64 bits, lone surrogates) Python's
+    C-level ``==`` decides, and the values are walked for booleans only when it says equal. The values are JSON:
+    no NaN or infinity (every reader here refuses them; orjson would write them as ``null``).
     """
-    if a != b:
-        return False
     try:
         if orjson.dumps(a) == orjson.dumps(b):
             return True
     except orjson.JSONEncodeError:
         pass
-    return _same_kinds(a, b)
+    return a == b and _same_kinds(a, b)
 
 
 def _same_kinds(a: Any, b: Any) -> bool:
