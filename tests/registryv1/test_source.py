@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from common.bundle.registryv1 import oci
 from common.bundle.registryv1.model import BundleInputError
 from common.bundle.registryv1.source import is_bundle, load_bundle
 from tests.registryv1 import bundles
@@ -99,6 +100,21 @@ def test_not_a_bundle(tmp_path: Path) -> None:
     plain_tar = bundles.tar_of(tmp_path / "empty", tmp_path / "plain.tar")
     assert refusal(plain_tar) == (
         f"{plain_tar}: a tar file, but not an OCI image layout (no oci-layout file at its root)")
+
+
+def test_a_docker_archive_says_how_to_make_an_oci_archive_of_it(tmp_path: Path) -> None:
+    """What `podman save` writes by default: manifest.json listing the config and layer tars, no oci-layout."""
+    image = tmp_path / "image"
+    image.mkdir()
+    (image / "manifest.json").write_text('[{"Config": "c.json", "RepoTags": ["b:1"], "Layers": ["l/layer.tar"]}]')
+    (image / "repositories").write_text("{}")
+    archive = bundles.tar_of(image, tmp_path / "bundle.tar")
+    assert refusal(archive) == (
+        f"{archive}: a docker-archive (manifest.json at its root), not an OCI image layout: save the image with "
+        "`podman save --format oci-archive -o FILE IMAGE`, or convert it with `skopeo copy "
+        f"docker-archive:{archive} oci-archive:FILE`")
+    (image / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')  # Docker 25+ writes both: a layout
+    assert oci.is_layout_tar(bundles.tar_of(image, tmp_path / "both.tar"))
 
 
 def test_a_truncated_layout_tar_is_a_broken_tar_not_another_kind_of_tar(tmp_path: Path) -> None:

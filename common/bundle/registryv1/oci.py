@@ -162,6 +162,24 @@ def is_tar(path: str | Path) -> bool:
         return False
 
 
+def is_docker_archive(path: str | Path) -> bool:
+    """A tar with ``manifest.json`` at its root and no ``oci-layout``: Docker's image archive format, which
+    ``podman save`` writes unless told ``--format oci-archive`` (and ``docker save`` before Docker 25)."""
+    found = False
+    try:
+        with tarfile.open(path, "r:*", tarinfo=_BoundedTarInfo) as tar:
+            for count, m in enumerate(tar, 1):
+                if count > DEFAULT_LIMITS.max_entries:
+                    return False
+                name = m.name.removeprefix("./")
+                if name == OCI_LAYOUT:
+                    return False
+                found = found or (name == "manifest.json" and m.isfile())
+    except _TAR_ERRORS:
+        return False
+    return found
+
+
 def tar_problem(path: str | Path) -> str | None:
     """Why the tar ``path`` cannot be read to its end (truncated, corrupt), or ``None`` when it can: a layout
     tar cut short before its ``oci-layout`` (tools write it last) is a broken tar, not some other tar."""

@@ -78,6 +78,11 @@ def load_bundle(path: str | Path) -> RegistryV1:
         problem = oci.tar_problem(p)
         if problem is not None:
             raise BundleInputError(f"{path}: not a readable tar: {problem}")
+        if oci.is_docker_archive(p):
+            raise BundleInputError(
+                f"{path}: a docker-archive (manifest.json at its root), not an OCI image layout: save the image with "
+                "`podman save --format oci-archive -o FILE IMAGE`, or convert it with `skopeo copy "
+                f"docker-archive:{path} oci-archive:FILE`")
         raise BundleInputError(f"{path}: a tar file, but not an OCI image layout (no oci-layout file at its root)")
     if not p.is_dir():
         raise BundleInputError(f"{path}: not a bundle (a bundle is a directory with {ANNOTATIONS_FILE}, "
