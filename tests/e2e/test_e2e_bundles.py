@@ -58,6 +58,7 @@ from tests.e2e.conftest import (
     crd_established,
     get_cos,
     gone,
+    kubectl,
     wait_brief,
     wait_for,
     wait_succeeded,
@@ -535,6 +536,14 @@ def test_install_upgrade_keep_configuration_and_roll_back(ctx: Ctx, case_id: str
             case.check_deployment(live(ctx, ref))
     ctx.rolled_back[pkg] = (dict(get_cos(ctx.env, f"{pkg}-3")["metadata"].get("annotations") or {}),
                             dict(annotations))
+
+    # 7. uninstall as docs/bundles.md says: delete the owner's revisions; the reconciler tears the active one down
+    #    before its finalizer goes, and nothing it held is left (the namespace and the CRDs included)
+    kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={pkg}", "--wait=false")
+    wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={pkg}"), 300,
+             f"the revisions of {pkg} to be torn down")
+    assert [ref for ref in v1 if not gone(ctx.kube, *ref)] == []
+    assert ("v1", "Namespace", ns, None) in v1
 
 
 def _images(deployment: dict[str, Any]) -> list[str]:
