@@ -78,9 +78,11 @@ def kubeconfig_configuration(path: str | None = None, *, context: str | None = N
     given = path
     path = path or os.environ.get("KUBECONFIG") or None
     # The client's words name no file ("Invalid kube-config file. No configuration found."): say which was read.
-    where = f"{path} (from $KUBECONFIG)" if path and not given else path or "~/.kube/config"
-    if path and os.pathsep not in path and not os.path.exists(os.path.expanduser(path)):
-        raise ConfigError(f"kubeconfig {where}: no such file")
+    where = f"{path} (from $KUBECONFIG)" if path and not given else path or "~/.kube/config (the default)"
+    files = [f for f in (path.split(os.pathsep) if path else ["~/.kube/config"]) if f]
+    if not any(os.path.exists(os.path.expanduser(f)) for f in files):
+        raise ConfigError(f"kubeconfig {where}: " + ("no such file" if len(files) <= 1 else
+                                                    "none of these files exists"))
     try:
         config.load_kube_config(config_file=path, context=context, client_configuration=cfg, persist_config=False)
     except (config.ConfigException, OSError, ValueError, TypeError) as exc:

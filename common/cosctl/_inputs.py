@@ -83,25 +83,44 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
 def _refuse_part_of_a_bundle(path: str) -> None:
     """Refuse what is a bundle's part or holder rather than manifests, naming the bundle to give instead: read as
     plain manifests, a bundle's ``manifests/`` would pack its ClusterServiceVersion as an object (which nothing
-    acts on without OLM v0), a package directory its versions' ``annotations.yaml`` files, a tar its bytes."""
+    acts on without OLM v0), a directory holding bundles their ``annotations.yaml`` files, a tar its bytes."""
     p = Path(path)
     if p.is_dir():
-        if p.resolve().name == MANIFESTS_DIR and is_bundle(p.resolve().parent):
+        real = p.resolve()
+        if real.name == MANIFESTS_DIR and is_bundle(real.parent):
+            shown = str(real.parent) if p.is_symlink() else os.path.normpath(os.path.join(path, ".."))
             raise BundleInputError(
-                f"{path}: the {MANIFESTS_DIR}/ directory of the registry+v1 bundle "
-                f"{os.path.normpath(os.path.join(path, '..'))}: give the bundle directory itself, which is "
-                "rendered as OLM v1 renders it (read as plain manifests, its ClusterServiceVersion would be packed "
-                "as an object that nothing acts on without OLM)")
-        try:
-            inner = sorted(c.name for c in p.iterdir() if c.is_dir() and is_bundle(c))
-        except OSError:
-            return  # unreadable: the manifest reader says so
+                f"{path}: the {MANIFESTS_DIR}/ directory of the registry+v1 bundle {shown}: give the bundle "
+                "directory itself, which is rendered as OLM v1 renders it (read as plain manifests, its "
+                "ClusterServiceVersion would be packed as an object that nothing acts on without OLM)")
+        inner = _bundles_below(p)
         if inner:
-            raise BundleInputError(
-                f"{path}: holds registry+v1 bundles in {', '.join(inner)}: give one bundle directory (a bundle "
-                "must be the only input)")
+            listed = ", ".join(inner[:_BUNDLES_LISTED]) + (", ..." if len(inner) > _BUNDLES_LISTED else "")
+            raise BundleInputError(f"{path}: holds registry+v1 bundles in {listed}: give one bundle directory (a "
+                                   "bundle must be the only input)")
     elif p.is_file() and is_tar(p):
-        load_bundle(p)  # not a layout: raises its "a tar file, but not an OCI image layout"
+        load_bundle(p)  # not a layout: raises its "a tar file, but not an OCI image layout" (or docker-archive)
+
+
+_BUNDLES_LISTED = 5
+
+
+def _bundles_below(root: Path) -> list[str]:
+    """The bundle directories below ``root`` (relative, sorted), in the directories the manifest reader reads:
+    hidden ones skipped, symbolic links not followed; a bundle's own subdirectories are not searched."""
+    found: list[str] = []
+    for current, dirs, _ in os.walk(root):
+        keep = []
+        for name in sorted(dirs):
+            if name.startswith("."):
+                continue
+            child = Path(current, name)
+            if is_bundle(child):
+                found.append(child.relative_to(root).as_posix())
+            else:
+                keep.append(name)
+        dirs[:] = keep
+    return found
 
 
 def bundle_input(paths: list[str]) -> str | None:
@@ -136,21 +155,24 @@ def install_options(args: argparse.Namespace, recorded: InstallOptions | None = 
     namespace = args.namespace or (recorded.namespace if recorded else None)
     if not namespace:
         raise MissingArgument("a registry+v1 bundle needs -n/--namespace NS: the namespace to install it in")
-    config = load_config(args.config, command) if args.config is not None else (
-        recorded.config if recorded else None)
+    if args.config is not None:
+        config = load_config(args.config, command, warn=not getattr(args, "config_warned", False))
+        args.config_warned = True  # `diff A B` renders two bundles with one --config: its warnings once
+    else:
+        config = recorded.config if recorded else None
     provider = args.cert_provider or (recorded.cert_provider if recorded else NO_PROVIDER)
     create = args.create_namespace if args.create_namespace is not None else bool(
         recorded and recorded.create_namespace)
     return InstallOptions(namespace, config, provider, create)
 
 
-def load_config(path: str, command: str) -> Obj | None:
-    """The ``--config`` file (:func:`load_config_file`), its warnings printed as ``command``'s: a key written
-    twice, a key of ``deploymentConfig`` that OLM v1 drops (a typo inside a toleration or an env entry would
-    otherwise change the operator without a word)."""
+def load_config(path: str, command: str, *, warn: bool = True) -> Obj | None:
+    """The ``--config`` file (:func:`load_config_file`), its warnings printed as ``command``'s (with ``warn``): a
+    key written twice, a key of ``deploymentConfig`` that OLM v1 drops (a typo inside a toleration or an env entry
+    would otherwise change the operator without a word)."""
     warnings: list[str] = []
     config = load_config_file(path, warnings)
-    for note in warnings:
+    for note in warnings if warn else ():
         print(f"cosctl {command}: warning: {note}", file=sys.stderr)
     return config
 

@@ -76,3 +76,25 @@ def test_unchanged_means_equal_values_of_equal_kinds() -> None:
     assert json_equal({"n": 2**70, "s": "x\ud800"}, {"s": "x\ud800", "n": 2**70})
     assert not json_equal({"n": 2**70, "f": 1}, {"n": 2**70, "f": True})
     assert not json_equal({"a": 1}, {"a": 2})
+
+
+def test_an_update_of_a_deeply_nested_manifest_is_judged_like_its_create() -> None:
+    """orjson encodes 255 levels at most: deeper values are compared by marshal and a loop, never by recursion
+    (an UPDATE that CREATE admitted was a RecursionError: a 400 from the webhook, so never archivable)."""
+    def nested(leaf: object = "x") -> object:
+        value = leaf
+        for _ in range(800):
+            value = {"a": value}
+        return value
+
+    def cos(state: str) -> dict:
+        widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"},
+                  "spec": nested()}
+        obj = base_cos(phases=[{"name": "deploy", "objects": [{"object": widget}]}])
+        obj["spec"]["lifecycleState"] = state
+        return obj
+
+    assert errors_of(cos("Active")) == []
+    assert errors_of(cos("Archived"), cos("Active")) == []
+    assert json_equal(nested([True]), nested([True]))
+    assert not json_equal(nested([True]), nested([1]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -478,6 +479,17 @@ def test_no_usable_configuration_is_a_config_error(tmp_path) -> None:
     with pytest.raises(ConfigError) as caught:
         KubeCluster.auto(str(tmp_path / "missing"))
     assert str(caught.value) == f"kubeconfig {tmp_path / 'missing'}: no such file"
+    from common.cluster.connection import kubeconfig_configuration
+
+    several = f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}"
+    for environ, message in ((several, f"kubeconfig {several} (from $KUBECONFIG): none of these files exists"),
+                             ("", "kubeconfig ~/.kube/config (the default): no such file")):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("KUBECONFIG", environ)
+            patch.setenv("HOME", str(tmp_path))
+            with pytest.raises(ConfigError) as caught:
+                kubeconfig_configuration(None)
+            assert str(caught.value) == message
     empty = tmp_path / "empty"
     empty.write_text("apiVersion: v1\n")
     with pytest.raises(ConfigError) as caught:

@@ -174,6 +174,9 @@ def test_render_and_pack_warn_of_keys_olm_v1_drops(tmp_path):
     code, _, err = cosctl("pack", bundle, "-n", "demo-system", "--config", str(config), "--owner", "demo",
                           "-o", str(tmp_path / "out"))
     assert code == 0 and err.startswith("cosctl pack: " + warning)
+    code, _, err = cosctl("diff", bundle, str(demo_bundle(tmp_path / "v2", "1.1.0")), "-n", "demo-system",
+                          "--config", str(config))
+    assert code == 1 and err.count(warning) == 1  # two bundles rendered, one configuration: said once
 
 
 def test_render_unusable_input_exits_2(tmp_path):
@@ -199,6 +202,17 @@ def test_a_part_or_a_holder_of_bundles_is_not_read_as_manifests(tmp_path):
     assert cosctl("pack", str(tmp_path / "pkg"), "--owner", "demo", "-n", "x") == (2, "", (
         f"cosctl pack: {tmp_path / 'pkg'}: holds registry+v1 bundles in 1.0.0, 1.1.0: give one bundle directory "
         "(a bundle must be the only input)\n"))
+    link = tmp_path / "m"
+    link.symlink_to(manifests)
+    assert cosctl("pack", str(link), "--owner", "demo")[2].startswith(
+        f"cosctl pack: {link}: the manifests/ directory of the registry+v1 bundle {bundle}: ")
+    assert cosctl("pack", str(tmp_path), "--owner", "demo", "-n", "x") == (2, "", (
+        f"cosctl pack: {tmp_path}: holds registry+v1 bundles in pkg/1.0.0, pkg/1.1.0: give one bundle directory "
+        "(a bundle must be the only input)\n"))
+    plain = tmp_path / "plain"
+    demo_bundle(plain / ".olm")  # hidden: the manifest reader skips it, and so does this check
+    (plain / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: b}\n")
+    assert cosctl("pack", str(plain), "--owner", "demo")[0] == 0
     archive = tmp_path / "bundle.tar"
     with tarfile.open(archive, "w") as tar:
         tar.add(bundle, arcname=".")
@@ -349,6 +363,20 @@ def test_an_upgrade_cannot_drop_the_namespace_it_installs_into(tmp_path):
     assert code == 1 and "removed  Namespace demo-system" in out  # diff shows it: only publish refuses
     code, out, _ = cosctl("publish", v2, "-n", "demo-other", "--no-create-namespace", cluster=mc)
     assert code == 0 and out.splitlines()[-1] == "ClusterObjectSet demo-2 (revision 2) created"
+
+
+def test_a_rollback_cannot_drop_the_namespace_its_objects_are_in(tmp_path):
+    """Revision 1 installed into an existing namespace, revision 2 took it over (--create-namespace): rolling back
+    to revision 1 would archive revision 2 and with it delete the namespace, the rolled-back objects in it."""
+    mc = MemCluster()
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", cluster=mc)[0] == 0
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v2", "1.1.0")), "--create-namespace", cluster=mc)[0] == 0
+    writes = mc.writes
+    assert cosctl("rollback", "--owner", "demo", "--to-revision", "1", cluster=mc) == (1, "", (
+        "cosctl rollback: cannot roll back to revision 1: the latest revision demo-2 holds Namespace demo-system and "
+        "revision 1 does not, though its objects are in it: archiving demo-2 would delete the namespace and "
+        "everything in it, the rolled-back objects included; nothing was written\n"))
+    assert mc.writes == writes
 
 
 def test_upgrade_refused_by_the_new_schema_publishes_nothing(tmp_path):

@@ -53,6 +53,11 @@ def test_hints_only_for_the_units_olm_leaves_unnamed() -> None:
                             'string\n  - invalid type for field "deploymentConfig.tolerations": got object, want array'
                             '\n  - unknown field "logLevel"')
     assert grouped.hints == ()  # that "validation failed" heads the two lines after it: nothing is unnamed
+    twice = refused({"deploymentConfig": {"volumeMounts": [{"name": "a", "readOnly": "x"}, {"name": "b"}]}})
+    assert str(twice) == (PREFIX + "multiple errors found:\n  - validation failed\n  - required field \"mountPath\" "
+                          'is missing\n  - invalid type for field "deploymentConfig.volumeMounts.0.readOnly": got '
+                          "string, want boolean\n  - validation failed")
+    assert twice.hints == ('in "deploymentConfig.volumeMounts.1": required field "mountPath" is missing',)
 
 
 def test_a_quantity_that_does_not_parse_is_named_with_its_value() -> None:

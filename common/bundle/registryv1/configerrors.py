@@ -469,14 +469,14 @@ class _GoTree:
         if top is None:
             return []
         units = _flatten(top.causes if top.kind == "group" else [top])
-        said = {_olm_message(location, error) for location, error in units}
+        listed = {id(error) for _, error in units}  # the same words at another place are another error
         out: list[str] = []
         for location, error in units:  # a group's "validation failed" heads causes listed after it: not unnamed
             if _olm_message(location, error) != "validation failed":
                 continue
             for leaf in _leaves(error):
                 message, path = _olm_message(leaf.location, leaf), _field_path(leaf.location)
-                if leaf is not error and message not in said:
+                if id(leaf) not in listed:
                     out.append(message if not path or go_quote(path) in message else f"in {go_quote(path)}: {message}")
         return list(dict.fromkeys(out))
 

@@ -10,6 +10,7 @@ builds the CEL view of a value (:func:`cel_views`) only where a CEL program must
 from __future__ import annotations
 
 import json
+import marshal
 import re
 from collections.abc import Callable
 from typing import Any
@@ -165,26 +166,33 @@ def json_equal(a: Any, b: Any) -> bool:
 
     Identical compact JSON encodings (orjson, C code: 1.8 ms for a maximal COS's phases) settle the common
     case, a value compared with itself unchanged, at once: ``true`` is not ``1`` there, nor ``1.0`` ``1``, so
-    equal encodings mean equal values of equal types. Encodings also reflect key order, so a difference proves
-    nothing: then (or when orjson cannot encode a value: integers beyond 64 bits, lone surrogates) Python's
-    C-level ``==`` decides, and the values are walked for booleans only when it says equal. The values are JSON:
-    no NaN or infinity (every reader here refuses them; orjson would write them as ``null``).
+    equal encodings mean equal values of equal types. Where orjson cannot encode a value (nested over 255
+    deep, integers beyond 64 bits, lone surrogates), ``marshal`` (C code too, any depth; booleans encode unlike
+    integers) does the same. Encodings also reflect key order, so a difference proves nothing: then Python's
+    C-level ``==`` decides, and the values are walked for booleans only when it says equal. The values are
+    JSON: no NaN or infinity (every reader here refuses them; orjson would write them as ``null``).
     """
     try:
         if orjson.dumps(a) == orjson.dumps(b):
             return True
     except orjson.JSONEncodeError:
-        pass
+        if marshal.dumps(a) == marshal.dumps(b):
+            return True
     return a == b and _same_kinds(a, b)
 
 
 def _same_kinds(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b)
-    if isinstance(a, dict):
-        return all(_same_kinds(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return all(_same_kinds(x, y) for x, y in zip(a, b, strict=False))
+    """Whether values already ``==`` hold booleans at the same places (a loop, not recursion: any depth)."""
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        if isinstance(x, bool) or isinstance(y, bool):
+            if type(x) is not type(y):
+                return False
+        elif isinstance(x, dict):
+            pending.extend((v, y[k]) for k, v in x.items())
+        elif isinstance(x, list):
+            pending.extend(zip(x, y, strict=False))
     return True
 
 
