@@ -36,7 +36,7 @@ from common.bundle.registryv1.install import (
 from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RegistryV1
 from common.bundle.registryv1.oci import is_tar
 from common.bundle.registryv1.render import NO_PROVIDER
-from common.bundle.registryv1.source import MANIFESTS_DIR, is_bundle, load_bundle
+from common.bundle.registryv1.source import MANIFESTS_DIR, enclosing_bundle, is_bundle, load_bundle
 from common.contract import api
 from common.contract.objects import Obj
 from common.cosctl._producer import MissingArgument, UsageError, load_phases
@@ -86,9 +86,7 @@ def _refuse_part_of_a_bundle(path: str) -> None:
     acts on without OLM v0), a directory holding bundles their ``annotations.yaml`` files, a tar its bytes."""
     p = Path(path)
     if p.is_dir():
-        real = p.resolve()
-        if real.name == MANIFESTS_DIR and is_bundle(real.parent):
-            shown = str(real.parent) if p.is_symlink() else os.path.normpath(os.path.join(path, ".."))
+        if (shown := enclosing_bundle(p)) is not None:
             raise BundleInputError(
                 f"{path}: the {MANIFESTS_DIR}/ directory of the registry+v1 bundle {shown}: give the bundle "
                 "directory itself, which is rendered as OLM v1 renders it (read as plain manifests, its "

@@ -102,6 +102,17 @@ def test_not_a_bundle(tmp_path: Path) -> None:
         f"{plain_tar}: a tar file, but not an OCI image layout (no oci-layout file at its root)")
 
 
+def test_a_bundles_manifests_directory_names_the_bundle(tmp_path: Path) -> None:
+    bundle = bundles.write_bundle(tmp_path / "b")
+    assert refusal(bundle / "manifests") == (
+        f"{bundle / 'manifests'}: the manifests/ directory of the registry+v1 bundle {bundle}: give the bundle "
+        "directory itself")
+    link = tmp_path / "m"
+    link.symlink_to(bundle / "manifests")
+    assert refusal(link) == f"{link}: the manifests/ directory of the registry+v1 bundle {bundle}: give the bundle " \
+                            "directory itself"
+
+
 def test_a_docker_archive_says_how_to_make_an_oci_archive_of_it(tmp_path: Path) -> None:
     """What `podman save` writes by default: manifest.json listing the config and layer tars, no oci-layout."""
     image = tmp_path / "image"

@@ -58,6 +58,18 @@ def is_bundle(path: str | Path) -> bool:
     return p.is_file() and oci.is_layout_tar(p)
 
 
+def enclosing_bundle(path: str | Path) -> str | None:
+    """The bundle whose ``manifests/`` directory ``path`` is, spelled for a message to the one who gave ``path``
+    (relative as they wrote it, or the real place when ``path`` is a symbolic link); ``None`` otherwise."""
+    p = Path(path)
+    if not p.is_dir():
+        return None
+    real = p.resolve()
+    if real.name != MANIFESTS_DIR or not is_bundle(real.parent):
+        return None
+    return str(real.parent) if p.is_symlink() else os.path.normpath(os.path.join(str(path), ".."))
+
+
 def load_bundle(path: str | Path) -> RegistryV1:
     """The bundle at ``path`` (a bundle directory or an OCI image layout of a bundle image).
 
@@ -87,6 +99,9 @@ def load_bundle(path: str | Path) -> RegistryV1:
     if not p.is_dir():
         raise BundleInputError(f"{path}: not a bundle (a bundle is a directory with {ANNOTATIONS_FILE}, "
                                "or an OCI image layout of a bundle image)")
+    if not (p / ANNOTATIONS_FILE).exists() and (outer := enclosing_bundle(p)) is not None:
+        raise BundleInputError(f"{path}: the {MANIFESTS_DIR}/ directory of the registry+v1 bundle {outer}: give the "
+                               "bundle directory itself")
     return _load_dir(p, label=str(path))
 
 
