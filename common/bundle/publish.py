@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.bundle.contents import ContentUnavailable, cluster_reader, documents_reader, resolve_phases
 from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, pack, stored_bytes
 from common.bundle.phasing import Phase
 from common.cluster.interface import AlreadyExists, Cluster, Conflict, NotFound
@@ -431,7 +432,7 @@ def publish_rendered(cluster: Cluster, render: Callable[[str, int], Packed], *, 
         if attempt:
             revisions = None  # the latest revision changed under us: decide again from a fresh list
         result = _decide_and_write(cluster, render, owner, revisions, service_account, actions, dry_run,
-                                   last_attempt=attempt == _DECISION_ATTEMPTS - 1)
+                                   system_namespace, last_attempt=attempt == _DECISION_ATTEMPTS - 1)
         if result is not None:
             return result
     raise AssertionError("unreachable: the last attempt raises its Conflict")
@@ -444,7 +445,8 @@ _DECISION_ATTEMPTS = 5
 
 def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], owner: str,
                       revisions: Sequence[Obj] | None, service_account: ServiceAccountRef | None,
-                      actions: list[Action], dry_run: bool, *, last_attempt: bool) -> Result | None:
+                      actions: list[Action], dry_run: bool, system_namespace: str, *,
+                      last_attempt: bool) -> Result | None:
     """One decision of :func:`publish_rendered` and its writes; ``None`` when the latest revision changed
     between the read and the in-place patch (a Conflict), so the caller decides again."""
     revisions = list(owner_revisions(cluster, owner) if revisions is None else revisions)
@@ -479,9 +481,39 @@ def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], ow
                 return None
         actions.append(Action("patch", api.KIND, name, None, "mutable fields " + ", ".join(_paths(patch))))
         return Result("updated", name, revision_of(latest), actions, dry_run)
+    if latest is not None and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE:
+        _refuse_dropping_used_namespaces(cluster, latest, packed, system_namespace)
     retain(cluster, owner, dry_run=dry_run, revisions=revisions, actions=actions)
     create_revision(cluster, packed, dry_run=dry_run, actions=actions)
     return Result("created", packed.cos["metadata"]["name"], number, actions, dry_run)
+
+
+def _refuse_dropping_used_namespaces(cluster: Cluster, latest: Obj, packed: Packed, system_namespace: str) -> None:
+    """Refuse revision N+1 when the Active revision N holds a Namespace that N+1 does not, while objects of N+1 are
+    in it: handing over archives N, archiving deletes what only N held, and deleting a Namespace deletes
+    everything in it, N+1's objects included. (A bundle published ``--no-create-namespace`` over one published
+    ``--create-namespace``; a rollback to a revision from before the namespace was taken over.) When N's content
+    cannot be read, nothing can be said, and the reconciler will report that revision anyway."""
+    try:
+        held = _namespaces(resolve_phases(latest, cluster_reader(cluster), system_namespace=system_namespace))
+        new = resolve_phases(packed.cos, documents_reader(packed.secrets), system_namespace=system_namespace)
+    except ContentUnavailable:
+        return
+    used = {str(o["metadata"]["namespace"]) for p in new for o in p.objects
+            if isinstance(o.get("metadata"), dict) and o["metadata"].get("namespace")}
+    dropped = sorted((held - _namespaces(new)) & used)
+    if dropped:
+        name = latest["metadata"]["name"]
+        raise PublishError(
+            f"ClusterObjectSet {name} holds Namespace {', '.join(dropped)}, which the new revision does not though "
+            f"objects of it are in it: archiving {name} would delete the namespace and everything in it, the new "
+            "revision's objects included; no revision was created. Keep the Namespace in the revision (for a "
+            "bundle: --create-namespace), or put the objects in another namespace")
+
+
+def _namespaces(phases: Sequence[Phase]) -> set[str]:
+    return {str(o["metadata"]["name"]) for p in phases for o in p.objects
+            if o.get("apiVersion") == "v1" and o.get("kind") == "Namespace" and isinstance(o.get("metadata"), dict)}
 
 
 def _refs(cos: Obj) -> list[Any]:

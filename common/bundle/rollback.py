@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 
 from common.bundle.contents import ContentUnavailable, cluster_reader, resolve_phases
 from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, pack
-from common.bundle.phasing import Phase
 from common.bundle.publish import (
     PROVENANCE_ANNOTATIONS,
     Action,
@@ -89,15 +88,6 @@ def rollback(cluster: Cluster, *, owner: str, to_revision: int | None = None,
         phases = resolve_phases(target, cluster_reader(cluster), system_namespace=system_namespace)
     except ContentUnavailable as exc:
         raise RollbackError(f"cannot roll back to revision {revision_of(target)}: " + str(exc)) from None
-    dropped = _namespaces_dropped(revisions[-1], phases, cluster, system_namespace) if revisions[-1] is not target \
-        else []
-    if dropped:
-        latest = revisions[-1]["metadata"]["name"]
-        raise RollbackError(
-            f"cannot roll back to revision {revision_of(target)}: the latest revision {latest} holds Namespace "
-            f"{', '.join(dropped)} and revision {revision_of(target)} does not, though its objects are in it: "
-            f"archiving {latest} would delete the namespace and everything in it, the rolled-back objects "
-            "included; nothing was written")
     if announce is not None:
         announce(target)
     spec = target.get("spec") or {}
@@ -119,25 +109,6 @@ def rollback(cluster: Cluster, *, owner: str, to_revision: int | None = None,
     return target, publish_rendered(cluster, render, owner=owner, system_namespace=system_namespace,
                                     dry_run=dry_run, revisions=revisions, service_account=service_account,
                                     report=report)
-
-
-def _namespaces_dropped(latest: Obj, target_phases: Sequence[Phase], cluster: Cluster,
-                        system_namespace: str) -> list[str]:
-    """The Namespaces the latest revision holds and the target does not, though target objects are in them:
-    archiving the latest deletes such a namespace with everything in it. Empty when the latest's content cannot
-    be read (then nothing can be said about it)."""
-    try:
-        latest_phases = resolve_phases(latest, cluster_reader(cluster), system_namespace=system_namespace)
-    except ContentUnavailable:
-        return []
-
-    def held(phases: Sequence[Phase]) -> set[str]:
-        return {str(o["metadata"]["name"]) for p in phases for o in p.objects
-                if o.get("apiVersion") == "v1" and o.get("kind") == "Namespace"}
-
-    used = {str(o["metadata"]["namespace"]) for p in target_phases for o in p.objects
-            if (o.get("metadata") or {}).get("namespace")}
-    return sorted((held(latest_phases) - held(target_phases)) & used)
 
 
 def _copy_entry_fields(source: Obj, spec: Obj) -> None:

@@ -197,8 +197,6 @@ def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | No
         bundle = load_bundle(path)
     kept = recorded_options(recorded) if recorded is not None else None
     options = install_options(args, kept, command=command)
-    if command == "publish" and kept is not None and recorded is not None:
-        _check_namespace_kept(kept, options, str(recorded["metadata"]["name"]))
     try:
         objects = render_bundle(bundle, options)
     except ConfigurationError as exc:
@@ -218,18 +216,6 @@ def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | No
     kept_from = str(recorded["metadata"]["name"]) if kept is not None and recorded is not None and None in given \
         else None
     return Inputs(sort_into_phases(objects), bundle, options, annotations, kept_from)
-
-
-def _check_namespace_kept(kept: InstallOptions, options: InstallOptions, latest: str) -> None:
-    """Refuse a revision without the install Namespace that the latest revision holds, while installing into it:
-    archiving the latest would delete the Namespace, and with it everything in it, the new revision's objects
-    included. (Moving to another namespace with ``-n`` is fine: the old one goes with the old install.)"""
-    if kept.create_namespace and not options.create_namespace and kept.namespace == options.namespace:
-        raise UsageError(
-            f"--no-create-namespace: ClusterObjectSet {latest} holds Namespace {options.namespace} and this revision "
-            f"installs into it: archiving {latest} would delete the namespace and everything in it, this revision's "
-            "objects included; nothing was done. Keep --create-namespace (the namespace stays with the revisions), "
-            "or install into another namespace with -n")
 
 
 def peek_bundle(paths: list[str]) -> RegistryV1 | None:

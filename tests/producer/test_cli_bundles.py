@@ -353,11 +353,12 @@ def test_an_upgrade_cannot_drop_the_namespace_it_installs_into(tmp_path):
                   cluster=mc)[0] == 0
     writes = mc.writes
     v2 = str(demo_bundle(tmp_path / "v2", "1.1.0"))
-    assert cosctl("publish", v2, "--no-create-namespace", cluster=mc) == (1, "", (
-        "cosctl publish: --no-create-namespace: ClusterObjectSet demo-1 holds Namespace demo-system and this "
-        "revision installs into it: archiving demo-1 would delete the namespace and everything in it, this "
-        "revision's objects included; nothing was done. Keep --create-namespace (the namespace stays with the "
-        "revisions), or install into another namespace with -n\n"))
+    assert cosctl("publish", v2, "--no-create-namespace", cluster=mc) == (1, (
+        "bundle demo-operator.v1.1.0 rendered for namespace demo-system (options kept from demo-1)\n"), (
+        "cosctl publish: ClusterObjectSet demo-1 holds Namespace demo-system, which the new revision does not though "
+        "objects of it are in it: archiving demo-1 would delete the namespace and everything in it, the new "
+        "revision's objects included; no revision was created. Keep the Namespace in the revision (for a bundle: "
+        "--create-namespace), or put the objects in another namespace\n"))
     assert mc.writes == writes
     code, out, _ = cosctl("diff", v2, "--owner", "demo", "--no-create-namespace", cluster=mc)
     assert code == 1 and "removed  Namespace demo-system" in out  # diff shows it: only publish refuses
@@ -372,10 +373,12 @@ def test_a_rollback_cannot_drop_the_namespace_its_objects_are_in(tmp_path):
     assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", cluster=mc)[0] == 0
     assert cosctl("publish", str(demo_bundle(tmp_path / "v2", "1.1.0")), "--create-namespace", cluster=mc)[0] == 0
     writes = mc.writes
-    assert cosctl("rollback", "--owner", "demo", "--to-revision", "1", cluster=mc) == (1, "", (
-        "cosctl rollback: cannot roll back to revision 1: the latest revision demo-2 holds Namespace demo-system and "
-        "revision 1 does not, though its objects are in it: archiving demo-2 would delete the namespace and "
-        "everything in it, the rolled-back objects included; nothing was written\n"))
+    assert cosctl("rollback", "--owner", "demo", "--to-revision", "1", cluster=mc) == (1, (
+        "rolling back owner demo to revision 1 (demo-1)\n"), (
+        "cosctl rollback: ClusterObjectSet demo-2 holds Namespace demo-system, which the new revision does not "
+        "though objects of it are in it: archiving demo-2 would delete the namespace and everything in it, the new "
+        "revision's objects included; no revision was created. Keep the Namespace in the revision (for a bundle: "
+        "--create-namespace), or put the objects in another namespace\n"))
     assert mc.writes == writes
 
 

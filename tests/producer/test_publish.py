@@ -522,3 +522,21 @@ def test_a_squatted_name_stops_the_publish_and_takes_back_what_it_made():
     assert [line.split(":")[0] for line in log] == [f"create Secret {NS}/{names[0]}", f"delete Secret {NS}/{names[0]}"]
     assert log[1].endswith(": this publish cannot go on (below)")
     assert [s["metadata"]["name"] for s in mc.objects("v1", "Secret")] == [names[1]]
+
+
+def test_a_revision_cannot_drop_a_namespace_its_objects_are_in() -> None:
+    """Archiving the revision that holds the Namespace would delete it, with the new revision's objects in it."""
+    mc = MemCluster()
+    publish(mc, bundle("1", big=False), owner="shop")
+    writes = mc.writes
+    without = sort_into_phases([cm("c0", "2")])
+    with pytest.raises(PublishError) as caught:
+        publish(mc, without, owner="shop")
+    assert str(caught.value) == (
+        "ClusterObjectSet shop-1 holds Namespace app, which the new revision does not though objects of it are in it: "
+        "archiving shop-1 would delete the namespace and everything in it, the new revision's objects included; no "
+        "revision was created. Keep the Namespace in the revision (for a bundle: --create-namespace), or put the "
+        "objects in another namespace")
+    assert mc.writes == writes
+    moved = sort_into_phases([{**cm("c0", "2"), "metadata": {"name": "c0", "namespace": "elsewhere"}}])
+    assert publish(mc, moved, owner="shop").outcome == "created"  # the old namespace goes with the old install
