@@ -110,3 +110,21 @@ def test_a_config_file_warns_of_dropped_and_repeated_keys(tmp_path: Path) -> Non
         f'{path}: deploymentConfig.env.0: unknown field "valu" is ignored: Kubernetes\' EnvVar has no such field, '
         'and OLM v1 drops it too (did you mean "value"?)',
     ]
+
+
+@pytest.mark.parametrize(("config", "message", "hints"), [
+    ({"deploymentconfig": {}}, 'unknown field "deploymentconfig"',
+     ['unknown field "deploymentconfig" (did you mean "deploymentConfig"?)']),
+    ({"deploymentConfig": {"resource": {}}}, 'unknown field "resource"',
+     ['in "deploymentConfig": unknown field "resource" (did you mean "resources"?)']),
+    ({"deploymentConfig": {"toleration": [], "envs": []}}, 'unknown field "toleration"',
+     ['in "deploymentConfig": unknown field "toleration" (did you mean "tolerations"?)',
+      'in "deploymentConfig": unknown field "envs" (did you mean "env"?)']),
+    ({"logLevel": 1, "debug": True}, 'unknown field "logLevel"', ['unknown field "debug"']),  # OLM names one
+    ({"logLevel": 1}, 'unknown field "logLevel"', []),  # OLM's message says it all
+])
+def test_unknown_fields_are_all_named_where_they_are_with_what_was_meant(config: dict[str, Any], message: str,
+                                                                          hints: list[str]) -> None:
+    error = refused(config)
+    assert str(error) == PREFIX + message
+    assert error.hints == tuple(hints)

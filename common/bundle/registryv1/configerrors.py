@@ -24,6 +24,7 @@ fields of one object OLM names one at random (``unknown field "a"``); here it is
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -418,7 +419,8 @@ class _GoTree:
             extra = [k for k in instance
                      if k not in (schema.get("properties") or {}) and not any(p.search(k) for p in patterns)]
             return _GoError("additionalProperties", location,
-                            f"additional properties {', '.join(_single_quote(k) for k in extra)} not allowed")
+                            f"additional properties {', '.join(_single_quote(k) for k in extra)} not allowed",
+                            detail=(tuple(extra), tuple(schema.get("properties") or {})))
         if keyword == "format":
             reason = next((str(e.cause) for e in app.failed["format"] if e.cause is not None), "")
             return _GoError("format", location, f"{_go_display(instance)} is not valid {schema['format']}: {reason}")
@@ -472,13 +474,36 @@ class _GoTree:
         listed = {id(error) for _, error in units}  # the same words at another place are another error
         out: list[str] = []
         for location, error in units:  # a group's "validation failed" heads causes listed after it: not unnamed
+            if error.kind == "additionalProperties":
+                out += _unknown_fields(error, said=True)
             if _olm_message(location, error) != "validation failed":
                 continue
             for leaf in _leaves(error):
+                if id(leaf) in listed:
+                    continue
+                if leaf.kind == "additionalProperties":
+                    out += _unknown_fields(leaf, said=False)
+                    continue
                 message, path = _olm_message(leaf.location, leaf), _field_path(leaf.location)
-                if id(leaf) not in listed:
-                    out.append(message if not path or go_quote(path) in message else f"in {go_quote(path)}: {message}")
+                out.append(message if not path or go_quote(path) in message else f"in {go_quote(path)}: {message}")
         return list(dict.fromkeys(out))
+
+
+def _unknown_fields(error: _GoError, *, said: bool) -> list[str]:
+    """One line per unknown key of an ``additionalProperties`` error, with the object it is in and the property it
+    most likely meant. OLM's message names one key and neither (``unknown field "resource"`` for a key of
+    ``deploymentConfig``); when it was ``said`` and this adds nothing to it, nothing."""
+    extra, known = error.detail
+    path = _field_path(error.location)
+    out = []
+    for i, key in enumerate(extra):
+        close = difflib.get_close_matches(key, known, n=1)
+        if said and i == 0 and not path and not close:
+            continue
+        where = f"in {go_quote(path)}: " if path else ""
+        meant = f" (did you mean {go_quote(close[0])}?)" if close else ""
+        out.append(f"{where}unknown field {go_quote(key)}{meant}")
+    return out
 
 
 def _leaves(error: _GoError) -> list[_GoError]:
