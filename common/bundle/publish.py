@@ -481,7 +481,8 @@ def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], ow
                 return None
         actions.append(Action("patch", api.KIND, name, None, "mutable fields " + ", ".join(_paths(patch))))
         return Result("updated", name, revision_of(latest), actions, dry_run)
-    if latest is not None and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE:
+    if (latest is not None and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
+            and not (latest.get("metadata") or {}).get("deletionTimestamp")):  # being deleted: all goes anyway
         _refuse_dropping_used_namespaces(cluster, latest, packed, system_namespace)
     retain(cluster, owner, dry_run=dry_run, revisions=revisions, actions=actions)
     create_revision(cluster, packed, dry_run=dry_run, actions=actions)

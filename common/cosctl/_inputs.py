@@ -147,7 +147,7 @@ def system_namespace(args: argparse.Namespace, *, bundle: bool) -> str:
 
 
 def install_options(args: argparse.Namespace, recorded: InstallOptions | None = None, *,
-                    command: str = "") -> InstallOptions:
+                    command: str) -> InstallOptions:
     """The options from the command line, each one missing taken from ``recorded`` (the owner's latest revision).
     What the ``--config`` file says that OLM v1 would take without a word is printed as warnings of ``command``."""
     namespace = args.namespace or (recorded.namespace if recorded else None)

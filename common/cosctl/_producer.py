@@ -241,8 +241,8 @@ def run(command: str, body: Callable[[], int], *, failure: int = EXIT_FAILED,
         return EXIT_USAGE
     except (ConfigurationError, RenderError) as exc:  # OLM v1's refusal, in its words
         print(f"cosctl {command}: {exc}", file=sys.stderr)
-        for hint in getattr(exc, "hints", ()):  # the fields OLM's message leaves unnamed, ours
-            print(f"cosctl {command}: cause: {hint}", file=sys.stderr)
+        for cause in exc.hints:  # ours: what OLM's message leaves unnamed (the field, the file, the flag)
+            print(f"cosctl {command}: cause: {cause}", file=sys.stderr)
     except ApiError as exc:
         print(f"cosctl {command}: the cluster refused: {exc.reason}: {exc.message}", file=sys.stderr)
         if progress is not None and (hint := progress.hint()) is not None:
