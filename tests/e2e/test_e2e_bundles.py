@@ -483,7 +483,9 @@ def test_install_upgrade_keep_configuration_and_roll_back(ctx: Ctx, case_id: str
             f"'{ns}' is not valid singleNamespaceInstallMode: invalid value \"{ns}\": must be different from "
             f"\"{ns}\" (the install namespace) because this operator uses SingleNamespace install mode to watch a "
             "different namespace\nnothing was done: give --config FILE with a configuration this bundle accepts "
-            f"(cosctl render {refusing} --config-schema prints its schema)\n")
+            f"(cosctl render {refusing} --config-schema prints its schema)\n"
+            "cosctl publish: cause: this bundle supports SingleNamespace: give an existing namespace other than "
+            f"\"{ns}\" (the install namespace)\n")
         assert [c["metadata"]["name"] for c in ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={pkg}")] \
             == [f"{pkg}-1"]
         assert len(ctx.kube.list("v1", "Secret", ctx.env["system_ns"])) == secrets

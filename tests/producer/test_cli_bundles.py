@@ -130,15 +130,17 @@ def test_render_refusals_are_olm_v1s_words_with_exit_1(tmp_path):
     bundle = str(demo_bundle(tmp_path / "b", modes=("OwnNamespace",)))
     code, out, err = cosctl("render", bundle, "-n", "demo-system")
     assert (code, out) == (1, "")
+    choices = 'cosctl render: cause: this bundle supports OwnNamespace: give "demo-system" (the install namespace)'
     assert err == ("cosctl render: invalid ClusterExtension configuration: invalid configuration: required field "
-                   '"watchNamespace" is missing\n')
+                   f'"watchNamespace" is missing\n{choices}\n')  # OLM's words, then ours: what it may be
     config = tmp_path / "config.yaml"
     config.write_text("watchNamespace: elsewhere\nlogLevel: debug\n")
     code, _, err = cosctl("render", bundle, "-n", "demo-system", "--config", str(config))
     assert code == 1
     assert err.startswith("cosctl render: invalid ClusterExtension configuration: invalid configuration: "
                           "multiple errors found:\n  - ")
-    assert sorted(err.splitlines()[1:]) == sorted([
+    assert err.endswith(f"\n{choices}\n")
+    assert sorted(err.splitlines()[1:-1]) == sorted([
         '  - unknown field "logLevel"',
         "  - invalid format for field \"watchNamespace\": 'elsewhere' is not valid ownNamespaceInstallMode: "
         'invalid value "elsewhere": must be "demo-system" (the namespace where the operator is installed) because '
@@ -396,7 +398,8 @@ def test_upgrade_refused_by_the_new_schema_publishes_nothing(tmp_path):
         "cosctl publish: the configuration kept from ClusterObjectSet demo-1 does not fit demo-operator.v2.0.0: "
         'invalid ClusterExtension configuration: invalid configuration: unknown field "watchNamespace"\n'
         "nothing was done: give --config FILE with a configuration this bundle accepts "
-        f"(cosctl render {v2} --config-schema prints its schema)\n")
+        f"(cosctl render {v2} --config-schema prints its schema)\n"
+        "cosctl publish: cause: this bundle supports AllNamespaces: leave watchNamespace out to watch all namespaces\n")
     assert mc.writes == writes and len(mc.objects(*COS)) == 1
     empty = tmp_path / "empty.yaml"
     empty.write_text("")

@@ -128,3 +128,28 @@ def test_unknown_fields_are_all_named_where_they_are_with_what_was_meant(config:
     error = refused(config)
     assert str(error) == PREFIX + message
     assert error.hints == tuple(hints)
+
+
+@pytest.mark.parametrize(("modes", "config", "choices"), [
+    (["AllNamespaces"], {"watchNamespace": "a"},
+     "this bundle supports AllNamespaces: leave watchNamespace out to watch all namespaces"),
+    (["AllNamespaces", "OwnNamespace"], {"watchNamespace": "a"},
+     'this bundle supports AllNamespaces and OwnNamespace: leave watchNamespace out (or null) to watch all '
+     'namespaces, or give "demo" (the install namespace)'),
+    (["AllNamespaces", "SingleNamespace"], {"watchNamespace": "demo"},
+     'this bundle supports AllNamespaces and SingleNamespace: leave watchNamespace out (or null) to watch all '
+     'namespaces, or give an existing namespace other than "demo" (the install namespace)'),
+    (["OwnNamespace", "SingleNamespace"], {},
+     'this bundle supports OwnNamespace and SingleNamespace: give the namespace to watch: "demo" (the install '
+     'namespace) or another existing one'),
+    (["OwnNamespace"], {"watchNamespace": None},
+     'this bundle supports OwnNamespace: give "demo" (the install namespace)'),
+])
+def test_a_refused_watch_namespace_says_what_it_may_be(modes: list[str], config: dict[str, Any],
+                                                        choices: str) -> None:
+    """OLM's words say it in parts (and "only supports OwnNamespace" of a bundle that supports AllNamespaces too)."""
+    bundle = RegistryV1(package_name="demo", csv=bundles.csv(supported=modes))
+    with pytest.raises(ConfigurationError) as caught:
+        parse_config(bundle, config, "demo")
+    assert caught.value.hints[-1] == choices
+    assert refused({"deploymentConfig": {"env": "x"}}).hints == ()  # no word on watchNamespace where it is fine

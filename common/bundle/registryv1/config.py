@@ -114,6 +114,27 @@ def config_schema(bundle: RegistryV1) -> dict[str, Any]:
     return schema
 
 
+def watch_namespace_choices(bundle: RegistryV1, install_namespace: str) -> str:
+    """What ``watchNamespace`` may be for ``bundle`` installed in ``install_namespace``, in words: spec §2's table
+    for the one who got it wrong. (OLM's messages say it in parts, and one says "only supports OwnNamespace" of a
+    bundle that supports AllNamespaces too.)"""
+    modes = supported_install_modes(bundle.csv)
+    own, single = OWN_NAMESPACE in modes, SINGLE_NAMESPACE in modes
+    named = [mode for mode in (ALL_NAMESPACES, OWN_NAMESPACE, SINGLE_NAMESPACE) if mode in modes]
+    choices = []
+    if ALL_NAMESPACES in modes or not (own or single):
+        choices.append(f"leave {WATCH_NAMESPACE} out{' (or null)' if own or single else ''} to watch all namespaces")
+    if own and single:
+        choices.append(f'give the namespace to watch: "{install_namespace}" (the install namespace) or another '
+                       "existing one")
+    elif own:
+        choices.append(f'give "{install_namespace}" (the install namespace)')
+    elif single:
+        choices.append(f'give an existing namespace other than "{install_namespace}" (the install namespace)')
+    supports = " and ".join(named) if named else "none of AllNamespaces, OwnNamespace and SingleNamespace"
+    return f"this bundle supports {supports}: " + ", or ".join(choices)
+
+
 def _set_required(schema: dict[str, Any], *, required: bool) -> None:
     """Add ``watchNamespace`` to, or remove it from, the top-level ``required`` list, keeping the others."""
     current = [name for name in schema.get("required", []) if name != WATCH_NAMESPACE]
@@ -151,8 +172,10 @@ def parse_config(bundle: RegistryV1, config: dict[str, Any] | None, install_name
     problems = validation_messages(bundle, config, install_namespace)
     if problems:
         detail = problems[0] if len(problems) == 1 else "multiple errors found:\n  - " + "\n  - ".join(problems)
-        raise ConfigurationError(f"{CONFIG_PREFIX}invalid configuration: {detail}",
-                                 schema_hints(config_schema(bundle), config or {}, install_namespace))
+        hints = schema_hints(config_schema(bundle), config or {}, install_namespace)
+        if install_namespace and any(f'"{WATCH_NAMESPACE}"' in problem for problem in problems):
+            hints.append(watch_namespace_choices(bundle, install_namespace))
+        raise ConfigurationError(f"{CONFIG_PREFIX}invalid configuration: {detail}", hints)
     data: dict[str, Any] = config or {}
     watch = data.get(WATCH_NAMESPACE)
     try:
