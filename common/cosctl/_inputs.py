@@ -34,7 +34,7 @@ from common.bundle.registryv1.install import (
     revision_objects,
 )
 from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RegistryV1
-from common.bundle.registryv1.oci import is_tar
+from common.bundle.registryv1.oci import tar_refusal
 from common.bundle.registryv1.render import NO_PROVIDER
 from common.bundle.registryv1.source import MANIFESTS_DIR, enclosing_bundle, is_bundle, load_bundle
 from common.contract import api
@@ -96,8 +96,8 @@ def _refuse_part_of_a_bundle(path: str) -> None:
             listed = ", ".join(inner[:_BUNDLES_LISTED]) + (", ..." if len(inner) > _BUNDLES_LISTED else "")
             raise BundleInputError(f"{path}: holds registry+v1 bundles in {listed}: give one bundle directory (a "
                                    "bundle must be the only input)")
-    elif p.is_file() and is_tar(p):
-        load_bundle(p)  # not a layout: raises its "a tar file, but not an OCI image layout" (or docker-archive)
+    elif p.is_file() and (problem := tar_refusal(p)) is not None:  # a tar, and no layout (not a bundle)
+        raise BundleInputError(f"{path}: {problem}")
 
 
 _BUNDLES_LISTED = 5

@@ -150,46 +150,39 @@ def is_layout_tar(path: str | Path) -> bool:
         return False
 
 
-def is_tar(path: str | Path) -> bool:
-    """Whether ``path`` is a tar (maybe compressed): ``tarfile.is_tarfile``, with its header records bounded
-    (a refused first header still makes it a tar, whose reader says what is wrong)."""
+def tar_refusal(path: str | Path) -> str | None:
+    """For a file that is not a layout tar (:func:`is_layout_tar`): why it is no bundle, when it is a tar at all
+    (``None``: not a tar), read in one pass: a tar that cannot be read to its end (truncated, corrupt, a header
+    record over the limit; a layout tar cut short before its ``oci-layout``, which tools write last, is a broken
+    tar, not some other tar), a docker-archive (``manifest.json`` at its root: what ``podman save`` writes unless
+    told ``--format oci-archive``, and ``docker save`` before Docker 25), or some other tar."""
     try:
-        with tarfile.open(path, "r:*", tarinfo=_BoundedTarInfo):
-            return True
-    except tarfile.HeaderError:
-        return True
+        tar = tarfile.open(path, "r:*", tarinfo=_BoundedTarInfo)  # noqa: SIM115 - closed by the with below
+    except tarfile.HeaderError as exc:   # a tar whose first header is refused
+        return f"not a readable tar: {str(exc) or type(exc).__name__}"
     except _TAR_ERRORS:
-        return False
-
-
-def is_docker_archive(path: str | Path) -> bool:
-    """A tar with ``manifest.json`` at its root and no ``oci-layout``: Docker's image archive format, which
-    ``podman save`` writes unless told ``--format oci-archive`` (and ``docker save`` before Docker 25)."""
-    found = False
+        return None
+    manifest = False
     try:
-        with tarfile.open(path, "r:*", tarinfo=_BoundedTarInfo) as tar:
-            for count, m in enumerate(tar, 1):
-                if count > DEFAULT_LIMITS.max_entries:
-                    return False
-                name = m.name.removeprefix("./")
-                if name == OCI_LAYOUT:
-                    return False
-                found = found or (name == "manifest.json" and m.isfile())
-    except _TAR_ERRORS:
-        return False
-    return found
-
-
-def tar_problem(path: str | Path) -> str | None:
-    """Why the tar ``path`` cannot be read to its end (truncated, corrupt), or ``None`` when it can: a layout
-    tar cut short before its ``oci-layout`` (tools write it last) is a broken tar, not some other tar."""
-    try:
-        with tarfile.open(path, "r:*", tarinfo=_BoundedTarInfo) as tar:
-            for _ in tar:
-                pass
+        with tar:
+            for member in tar:
+                manifest = manifest or (member.name.removeprefix("./") == "manifest.json" and member.isfile())
     except _TAR_ERRORS as exc:
-        return str(exc) or type(exc).__name__
-    return None
+        return f"not a readable tar: {str(exc) or type(exc).__name__}"
+    if manifest:
+        return ("a docker-archive (manifest.json at its root), not an OCI image layout: save the image with "
+                "`podman save --format oci-archive -o FILE IMAGE`, or convert it with `skopeo copy "
+                f"docker-archive:{path} oci-archive:FILE`")
+    return "a tar file, but not an OCI image layout (no oci-layout file at its root)"
+
+
+def is_regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file. A path that cannot be followed (a looping symbolic link, ELOOP) or
+    that the filesystem refuses (too long) is none."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 # --- where blobs come from -----------------------------------------------------------------------------------
@@ -635,15 +628,6 @@ def _unpacking(layout: _Layout, where: str) -> Iterator[None]:
         raise layout.fail(f"{where}: cannot unpack: {exc.strerror or exc}") from None
 
 
-def _is_regular(path: Path) -> bool:
-    """Whether ``path`` is a regular file of the tree. A path the filesystem refuses (too long) is none: no entry
-    could have been written there."""
-    try:
-        return path.is_file()
-    except OSError:
-        return False
-
-
 def _parts(name: str, layout: _Layout, what: str) -> tuple[str, ...]:
     """The components of an entry name, refusing any that would leave the target."""
     if "\x00" in name:
@@ -713,7 +697,7 @@ def _apply_member(tree: _Tree, tar: tarfile.TarFile, member: tarfile.TarInfo, pa
     elif member.islnk():
         target = _parts(member.linkname, layout, what)
         path = tree.path(target)
-        if not target or not _is_regular(path) or target in tree.links:
+        if not target or not is_regular(path) or target in tree.links:
             raise layout.fail(f"{what}: hard link {json.dumps(_shown(member.name))} to "
                               f"{json.dumps(_shown(member.linkname))}, which is not a regular file of the image")
         with path.open("rb") as source_file:
@@ -773,7 +757,7 @@ def _materialise_links(tree: _Tree) -> None:
             raise tree.layout.fail(f"{name} is a symbolic link in the image; a bundle's {name}/ must be a directory")
         target = _resolve(tree, link)
         path = tree.path(target) if target else None
-        if path is None or not _is_regular(path):
+        if path is None or not is_regular(path):
             raise tree.layout.fail(f"symbolic link {name} -> {_shown(tree.links[link])} does not lead to a file of "
                                    "the image")
         with path.open("rb") as source, _unpacking(tree.layout, f"symbolic link {name}"):

@@ -86,16 +86,8 @@ def load_bundle(path: str | Path) -> RegistryV1:
             bundle = _load_dir(root, label=f"{path} (image)")
         bundle.source = str(path)
         return bundle
-    if p.is_file() and oci.is_tar(p):
-        problem = oci.tar_problem(p)
-        if problem is not None:
-            raise BundleInputError(f"{path}: not a readable tar: {problem}")
-        if oci.is_docker_archive(p):
-            raise BundleInputError(
-                f"{path}: a docker-archive (manifest.json at its root), not an OCI image layout: save the image with "
-                "`podman save --format oci-archive -o FILE IMAGE`, or convert it with `skopeo copy "
-                f"docker-archive:{path} oci-archive:FILE`")
-        raise BundleInputError(f"{path}: a tar file, but not an OCI image layout (no oci-layout file at its root)")
+    if p.is_file() and (problem := oci.tar_refusal(p)) is not None:
+        raise BundleInputError(f"{path}: {problem}")
     if not p.is_dir():
         raise BundleInputError(f"{path}: not a bundle (a bundle is a directory with {ANNOTATIONS_FILE}, "
                                "or an OCI image layout of a bundle image)")
@@ -249,11 +241,7 @@ def _manifest_files(root: Path, label: str) -> Iterator[Path]:
             raise BundleInputError(
                 f"{label}: subdirectories are not allowed within the \"{MANIFESTS_DIR}\" directory of the bundle "
                 f"image filesystem: found \"{MANIFESTS_DIR}/{entry.name}\"")
-        try:
-            regular = entry.is_file()
-        except OSError:   # a symbolic link that loops (ELOOP) or cannot be followed
-            regular = False
-        if not regular:
+        if not oci.is_regular(Path(entry.path)):  # a symbolic link that loops (ELOOP) is none either
             raise BundleInputError(f"{label}/{MANIFESTS_DIR}/{entry.name}: not a regular file")
         yield Path(entry.path)
 
