@@ -26,8 +26,8 @@ from typing import Any, Final
 
 from common.contract.objects import Obj
 
-from .configerrors import FORMAT_OWN_NAMESPACE, FORMAT_SINGLE_NAMESPACE, config_errors
-from .confighints import dropped_keys, quantity_hints, schema_hints
+from .configerrors import FORMAT_OWN_NAMESPACE, FORMAT_SINGLE_NAMESPACE, config_refusal
+from .confighints import dropped_keys, quantity_hints
 from .deploymentconfig import (
     DEPLOYMENT_CONFIG,
     DEPLOYMENT_CONFIG_PREFIX,
@@ -153,11 +153,17 @@ def _set_required(schema: dict[str, Any], *, required: bool) -> None:
 def validation_messages(bundle: RegistryV1, config: Any, install_namespace: str) -> list[str]:
     """The schema's complaints about ``config`` in OLM's words (without prefixes), in order; empty when valid.
     ``None`` is an empty configuration, as OLM reads an absent one."""
+    return _refusal(bundle, config, install_namespace)[0]
+
+
+def _refusal(bundle: RegistryV1, config: Any, install_namespace: str) -> tuple[list[str], list[str]]:
+    """:func:`validation_messages`, and the failed checks they leave unnamed (for ``cause:`` lines), from one
+    validation."""
     instance = {} if config is None else config
     try:
-        return config_errors(config_schema(bundle), instance, install_namespace)
+        return config_refusal(config_schema(bundle), instance, install_namespace)
     except RecursionError:
-        return ["nested too deeply"]
+        return ["nested too deeply"], []
 
 
 def parse_config(bundle: RegistryV1, config: dict[str, Any] | None, install_namespace: str) -> BundleConfig:
@@ -169,10 +175,9 @@ def parse_config(bundle: RegistryV1, config: dict[str, Any] | None, install_name
     failed to unmarshal deploymentConfig: ...`` for what decoding refuses (a quantity, an integer too large for
     its Go type).
     """
-    problems = validation_messages(bundle, config, install_namespace)
+    problems, hints = _refusal(bundle, config, install_namespace)
     if problems:
         detail = problems[0] if len(problems) == 1 else "multiple errors found:\n  - " + "\n  - ".join(problems)
-        hints = schema_hints(config_schema(bundle), config or {}, install_namespace)
         if install_namespace and any(f'"{WATCH_NAMESPACE}"' in problem for problem in problems):
             hints.append(watch_namespace_choices(bundle, install_namespace))
         raise ConfigurationError(f"{CONFIG_PREFIX}invalid configuration: {detail}", hints)

@@ -585,15 +585,8 @@ def _tree(schema: dict[str, Any], instance: Any, install_namespace: str) -> _GoT
     return tree
 
 
-def config_errors(schema: dict[str, Any], instance: Any, install_namespace: str) -> list[str]:
-    """OLM's messages for ``instance`` against ``schema`` (empty when it is valid)."""
+def config_refusal(schema: dict[str, Any], instance: Any, install_namespace: str) -> tuple[list[str], list[str]]:
+    """OLM's messages for ``instance`` against ``schema`` (empty when it is valid), and what they leave unnamed
+    (:meth:`_GoTree.unnamed_causes`: not OLM's output, hints printed beside it), from one validation."""
     tree = _tree(schema, instance, install_namespace)
-    return tree.messages() if tree is not None else []
-
-
-def unnamed_causes(schema: dict[str, Any], instance: Any, install_namespace: str) -> list[str]:
-    """What OLM's messages for ``instance`` leave unnamed (:meth:`_GoTree.unnamed_causes`): not OLM's output,
-    a hint printed beside it."""
-    tree = _tree(schema, instance, install_namespace)
-    return tree.unnamed_causes() if tree is not None else []
-
+    return (tree.messages(), tree.unnamed_causes()) if tree is not None else ([], [])

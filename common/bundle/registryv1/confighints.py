@@ -7,10 +7,10 @@ OLM v1's messages are kept byte for byte (spec §2), and two of its behaviours l
   field of the Kubernetes type takes. ``tolerations: [{key: a, effects: NoSchedule}]`` renders a toleration of
   every effect, and OLM says nothing. :func:`dropped_keys` names each such key, with the field it most likely
   meant, for the caller to print as a warning. The rendered objects stay OLM's.
-- **Refusals without a field.** An error inside a Kubernetes type usually reads ``invalid configuration:
-  validation failed`` (the Go schema library's flattening, :mod:`.configerrors`), and a quantity that does not
-  parse reads ``failed to unmarshal deploymentConfig: quantities must match ...``, naming neither field nor
-  value. :func:`refusal_hints` gives, next to OLM's message, the fields that caused it.
+- **Refusals without a field.** A quantity that does not parse reads ``failed to unmarshal deploymentConfig:
+  quantities must match ...``, naming neither field nor value; :func:`quantity_hints` gives both, for printing
+  next to OLM's message. (What the schema's refusals leave unnamed, ``validation failed`` above all, is found
+  in the error tree itself: :meth:`.configerrors._GoTree.unnamed_causes`.)
 
 Both walk the configuration through the same Go types the decoder uses (:mod:`.gotypes`), with the decoder's own
 key lookup and quantity parser (:mod:`.gounmarshal`), so a key is called dropped exactly when Go drops it.
@@ -22,7 +22,6 @@ import difflib
 from collections.abc import Iterator
 from typing import Any, Final
 
-from .configerrors import unnamed_causes
 from .deploymentconfig import DEPLOYMENT_CONFIG, DEPLOYMENT_CONFIG_TYPE
 from .gotext import go_quote, json_type_name
 from .gotypes import STRUCTS, GoStruct, GoType
@@ -85,15 +84,6 @@ def _shown(value: Any) -> str:
     return go_quote(text if len(text) <= _SHOWN_VALUE_MAX else text[:_SHOWN_VALUE_MAX] + "...")
 
 
-def schema_hints(schema: dict[str, Any], config: Any, install_namespace: str) -> list[str]:
-    """For a configuration the schema refuses: the failed checks OLM v1's message leaves unnamed (``invalid
-    configuration: validation failed``), each in OLM's words at its own field."""
-    try:
-        return unnamed_causes(schema, config, install_namespace)
-    except RecursionError:
-        return []
-
-
 def quantity_hints(config: Any) -> list[str]:
     """For a configuration whose decoding failed: each quantity in ``deploymentConfig`` that does not parse,
     with its field and value (OLM's message names neither)."""
@@ -101,4 +91,4 @@ def quantity_hints(config: Any) -> list[str]:
             for path, event, value, _ in _events(config) if event == "quantity"]
 
 
-__all__ = ["dropped_keys", "quantity_hints", "schema_hints"]
+__all__ = ["dropped_keys", "quantity_hints"]
