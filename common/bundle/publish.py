@@ -44,9 +44,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.bundle.contents import ContentUnavailable, cluster_reader, documents_reader, resolve_phases
+from common.bundle.crdsafety import (
+    CRD_API_VERSION,
+    ENFORCEMENT_NONE,
+    ENFORCEMENT_STRICT,
+    CRDDecodeError,
+    preflight,
+)
 from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, pack, stored_bytes
 from common.bundle.phasing import Phase
-from common.cluster.interface import AlreadyExists, Cluster, Conflict, NotFound
+from common.cluster.interface import AlreadyExists, ApiError, Cluster, Conflict, NotFound
 from common.contract import api
 from common.contract.objectdata import content_key
 from common.contract.objects import Obj
@@ -399,12 +406,14 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
             bundle_version: str | None = None, progression_probes: list[Obj] | None = None,
             annotations: Mapping[str, str] | None = None, service_account: ServiceAccountRef | None = None,
             dry_run: bool = False, revisions: Sequence[Obj] | None = None,
-            report: Callable[[Action], None] | None = None) -> Result:
+            report: Callable[[Action], None] | None = None,
+            crd_upgrade_safety: str = ENFORCEMENT_STRICT) -> Result:
     """Make the owner's latest Active revision carry ``phases``: in place when only mutable fields differ,
     otherwise as revision N+1 named ``<owner>-<N+1>``. Recovery runs first, retention before creating.
     ``service_account``: the ServiceAccount the revision is applied with (default: the latest revision's);
     ``revisions`` is the owner's list when the caller already read it (to complete a bundle's options);
-    ``report`` hears each write as soon as it is made (:class:`ActionLog`)."""
+    ``report`` hears each write as soon as it is made (:class:`ActionLog`); ``crd_upgrade_safety``: OLM v1's
+    CRD upgrade safety preflight before a revision is created (``Strict``) or not (``None``)."""
 
     def render(name: str, revision: int) -> Packed:
         return pack(phases, name=name, revision=revision, system_namespace=system_namespace, owner=owner,
@@ -413,26 +422,33 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
                     progression_probes=progression_probes, annotations=annotations)
 
     return publish_rendered(cluster, render, owner=owner, system_namespace=system_namespace, dry_run=dry_run,
-                            service_account=service_account, revisions=revisions, report=report)
+                            service_account=service_account, revisions=revisions, report=report,
+                            crd_upgrade_safety=crd_upgrade_safety)
 
 
 def publish_rendered(cluster: Cluster, render: Callable[[str, int], Packed], *, owner: str,
                      system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, dry_run: bool = False,
                      revisions: Sequence[Obj] | None = None,
                      service_account: ServiceAccountRef | None = None,
-                     report: Callable[[Action], None] | None = None) -> Result:
+                     report: Callable[[Action], None] | None = None,
+                     crd_upgrade_safety: str = ENFORCEMENT_STRICT) -> Result:
     """The decision and the crash-safe sequence of :func:`publish` for any rendering: ``render(name, revision)``
     gives the revision's COS and Secrets (``cosctl rollback`` renders an earlier revision's content).
     ``revisions`` is the owner's list when the caller already read it (recovery never changes it).
     ``service_account`` names the ServiceAccount the revision is applied with; by default the latest
-    revision's, so an identity once given is kept by every later revision."""
+    revision's, so an identity once given is kept by every later revision. ``crd_upgrade_safety`` as for
+    :func:`publish`."""
+    if crd_upgrade_safety not in (ENFORCEMENT_STRICT, ENFORCEMENT_NONE):
+        raise ValueError(f"crd_upgrade_safety must be {ENFORCEMENT_STRICT} or {ENFORCEMENT_NONE}, "
+                         f"not {crd_upgrade_safety!r}")
     actions = ActionLog(report)
     recover(cluster, namespace=system_namespace, owner=owner, dry_run=dry_run, actions=actions)
     for attempt in range(_DECISION_ATTEMPTS):
         if attempt:
             revisions = None  # the latest revision changed under us: decide again from a fresh list
         result = _decide_and_write(cluster, render, owner, revisions, service_account, actions, dry_run,
-                                   system_namespace, last_attempt=attempt == _DECISION_ATTEMPTS - 1)
+                                   system_namespace, last_attempt=attempt == _DECISION_ATTEMPTS - 1,
+                                   crd_upgrade_safety=crd_upgrade_safety)
         if result is not None:
             return result
     raise AssertionError("unreachable: the last attempt raises its Conflict")
@@ -446,7 +462,7 @@ _DECISION_ATTEMPTS = 5
 def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], owner: str,
                       revisions: Sequence[Obj] | None, service_account: ServiceAccountRef | None,
                       actions: list[Action], dry_run: bool, system_namespace: str, *,
-                      last_attempt: bool) -> Result | None:
+                      last_attempt: bool, crd_upgrade_safety: str) -> Result | None:
     """One decision of :func:`publish_rendered` and its writes; ``None`` when the latest revision changed
     between the read and the in-place patch (a Conflict), so the caller decides again."""
     revisions = list(owner_revisions(cluster, owner) if revisions is None else revisions)
@@ -484,6 +500,8 @@ def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], ow
     if (latest is not None and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
             and not (latest.get("metadata") or {}).get("deletionTimestamp")):  # being deleted: all goes anyway
         _refuse_dropping_used_namespaces(cluster, latest, packed, system_namespace)
+    if crd_upgrade_safety == ENFORCEMENT_STRICT:
+        _refuse_unsafe_crd_upgrades(cluster, packed, system_namespace)
     retain(cluster, owner, dry_run=dry_run, revisions=revisions, actions=actions)
     create_revision(cluster, packed, dry_run=dry_run, actions=actions)
     return Result("created", packed.cos["metadata"]["name"], number, actions, dry_run)
@@ -510,6 +528,37 @@ def _refuse_dropping_used_namespaces(cluster: Cluster, latest: Obj, packed: Pack
             f"objects of it are in it: archiving {name} would delete the namespace and everything in it, the new "
             "revision's objects included; no revision was created. Keep the Namespace in the revision (for a "
             "bundle: --create-namespace), or put the objects in another namespace")
+
+
+def _refuse_unsafe_crd_upgrades(cluster: Cluster, packed: Packed, system_namespace: str) -> None:
+    """OLM v1's CRD upgrade safety preflight, before revision N+1 (or the first) is created: each CRD it carries
+    that the cluster already has is compared with the cluster's (:mod:`.crdsafety`), and any unsafe change
+    refuses the publish, as OLM v1 refuses the install or upgrade. Content that is unchanged is never checked
+    (OLM v1 skips it too); reads only."""
+    new = resolve_phases(packed.cos, documents_reader(packed.secrets), system_namespace=system_namespace)
+    try:
+        failures = preflight((o for p in new for o in p.objects), lambda name: live_crd(cluster, name))
+    except CRDDecodeError as exc:
+        raise PublishError(f"{exc}; no revision was created") from None
+    except ApiError as exc:
+        raise PublishError(f"the CRD upgrade safety check could not read a CustomResourceDefinition: {exc.reason}: "
+                           f"{exc.message}; no revision was created (--crd-upgrade-safety None skips the check)"
+                           ) from None
+    if failures:
+        raise PublishError(
+            "the CRD upgrade safety check refused the new revision (no revision was created): its "
+            "CustomResourceDefinitions would break custom resources the cluster may already store:\n"
+            + "\n".join(failures)
+            + "\nPublish again with --crd-upgrade-safety None only if the stored custom resources are known to fit "
+              "the new schemas (OLM v1: spec.install.preflight.crdUpgradeSafety.enforcement: None)")
+
+
+def live_crd(cluster: Cluster, name: str) -> Obj | None:
+    """The cluster's CustomResourceDefinition ``name``, or None when it has none."""
+    try:
+        return cluster.get(CRD_API_VERSION, "CustomResourceDefinition", name)
+    except NotFound:
+        return None
 
 
 def _namespaces(phases: Sequence[Phase]) -> set[str]:

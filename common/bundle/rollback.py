@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from common.bundle.contents import ContentUnavailable, cluster_reader, resolve_phases
+from common.bundle.crdsafety import ENFORCEMENT_STRICT
 from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, pack
 from common.bundle.publish import (
     PROVENANCE_ANNOTATIONS,
@@ -76,12 +77,15 @@ def choose_target(revisions: Sequence[Obj], owner: str, to_revision: int | None)
 def rollback(cluster: Cluster, *, owner: str, to_revision: int | None = None,
              system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, service_account: ServiceAccountRef | None = None,
              dry_run: bool = False, announce: Callable[[Obj], None] | None = None,
-             report: Callable[[Action], None] | None = None) -> tuple[Obj, Result]:
+             report: Callable[[Action], None] | None = None,
+             crd_upgrade_safety: str = ENFORCEMENT_STRICT) -> tuple[Obj, Result]:
     """Publish the content of ``to_revision`` (default: the previous revision that succeeded) as the owner's
     next revision. Returns the target and the publish result (``unchanged`` when the latest Active revision
     already has that content). The new revision is applied with ``service_account``, by default the latest
     revision's: the identity the owner is installed with now, not the one it had at revision N. ``announce``
-    hears the target once chosen, before any write; ``report`` each write as it is made."""
+    hears the target once chosen, before any write; ``report`` each write as it is made. The CRD upgrade
+    safety check applies as to any publish (``crd_upgrade_safety``): going back to an older CRD can drop fields
+    that custom resources created since have set."""
     revisions = owner_revisions(cluster, owner)
     target = choose_target(revisions, owner, to_revision)
     try:
@@ -108,7 +112,7 @@ def rollback(cluster: Cluster, *, owner: str, to_revision: int | None = None,
 
     return target, publish_rendered(cluster, render, owner=owner, system_namespace=system_namespace,
                                     dry_run=dry_run, revisions=revisions, service_account=service_account,
-                                    report=report)
+                                    report=report, crd_upgrade_safety=crd_upgrade_safety)
 
 
 def _copy_entry_fields(source: Obj, spec: Obj) -> None:

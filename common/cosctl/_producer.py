@@ -13,6 +13,7 @@ import yaml
 
 from common.bundle import k8syaml
 from common.bundle.contents import ContentUnavailable
+from common.bundle.crdsafety import ENFORCEMENT_STRICT, ENFORCEMENTS
 from common.bundle.manifests import Manifest, ManifestError, load
 from common.bundle.packing import NotAdmissible, PackingError, check_probes, probe_problems
 from common.bundle.phasing import Phase, PhasingError, sort_into_phases
@@ -45,6 +46,16 @@ def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
                         help="YAML or JSON file holding the spec.progressionProbes list")
     parser.add_argument("--bundle-version", default=None,
                         help=f"annotation {api.ANNOTATION_BUNDLE_VERSION} (shown in rollout messages)")
+
+
+def add_crd_upgrade_safety_argument(parser: argparse.ArgumentParser) -> None:
+    """``--crd-upgrade-safety``: OLM v1's ``spec.install.preflight.crdUpgradeSafety.enforcement``, for this run."""
+    parser.add_argument("--crd-upgrade-safety", choices=ENFORCEMENTS, default=ENFORCEMENT_STRICT,
+                        help="OLM v1's CRD upgrade safety check before a revision is created: Strict (default) "
+                             "refuses CustomResourceDefinitions that would break the custom resources stored "
+                             "under the cluster's current ones (a removed field or stored version, a removed enum "
+                             "value, a new required field, a tighter bound, a changed type or default...); None "
+                             "skips it, for this run only")
 
 
 def service_account_argument(text: str) -> ServiceAccountRef | str:

@@ -18,14 +18,16 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from common.bundle.contents import cluster_reader, documents_reader, is_cos, resolve_phases
+from common.bundle.crdsafety import CRDDecodeError, assume_stored_versions, is_crd, preflight
 from common.bundle.diff import diff
 from common.bundle.manifests import STDIN, load
 from common.bundle.phasing import Phase, sort_into_phases
-from common.bundle.publish import owner_revisions, revision_of
-from common.cluster.interface import Cluster, NotFound
+from common.bundle.publish import live_crd, owner_revisions, revision_of
+from common.cluster.interface import ApiError, Cluster, NotFound
 from common.contract import api
 from common.contract.objects import Obj
 from common.cosctl._inputs import add_input_arguments, bundle_input, load_inputs, peek_bundle, system_namespace
@@ -93,11 +95,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "diff", help="show what publish would change, or compare two revisions, object by object",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLE,
         description="cosctl diff DIR|FILE... --owner OWNER: the owner's latest Active revision against the "
-                    "manifests (what publish would change). cosctl diff A B: two revisions, each a directory or "
+                    "manifests (what publish would change, its CRD upgrade safety check included). cosctl diff A "
+                    "B: two revisions, each a directory or "
                     "file (plain manifests, cosctl pack output, or a registry+v1 bundle, rendered with the same -n, "
                     "--config and --cert-provider on both sides: an upgrade's changes, offline), a ClusterObjectSet "
                     "name on the cluster, or with --owner a revision number. Objects added, removed, changed (with "
-                    "a unified diff of the cleaned manifests; Secret values masked) and moved to another phase.")
+                    "a unified diff of the cleaned manifests; Secret values masked) and moved to another phase. "
+                    "When B's CustomResourceDefinitions would break custom resources stored under A's (or, with "
+                    "--owner, under the cluster's), the refusal publish would give follows the summary.")
     parser.add_argument("sources", nargs="+", metavar="DIR|FILE|REV",
                         help="manifests, pack output or bundles on disk, ClusterObjectSet names, or revision numbers")
     parser.add_argument("--owner", default=None,
@@ -232,15 +237,41 @@ def _diff(args: argparse.Namespace) -> int:
         latest = latest_active(revisions)
         a_name, a = (str(latest["metadata"]["name"]), sides.remote(latest)) if latest else (
             f"(owner {owner} has no Active revision)", [])
+        cluster = sides.cluster
+        b_phases = b
+
+        def check() -> list[str]:  # what publish's check would say
+            return _crd_safety(b_phases, lambda name: live_crd(cluster, name))
     elif args.owner and len(args.sources) == 1:
         raise UsageError(f"{args.sources[0]}: no such file or directory")
     elif len(args.sources) == 2:
         (a_name, a), (b_name, b) = sides.side(args.sources[0]), sides.side(args.sources[1])
+        held = {str(o["metadata"]["name"]): assume_stored_versions(o) for p in a for o in p.objects if is_crd(o)}
+        b_phases = b
+
+        def check() -> list[str]:  # B's CRDs replacing A's: the upgrade from A to B
+            return _crd_safety(b_phases, held.get)
     else:
         raise UsageError("give two revisions to compare (A B), or manifests with --owner OWNER")
     result = diff(a, b, a_name=a_name, b_name=b_name)
+    safety = check() if result.different else []  # the same content is no upgrade (publish creates nothing)
     if args.output == "json":
-        print(json.dumps(result.to_json(with_diff=not args.stat), indent=2))
+        print(json.dumps({**result.to_json(with_diff=not args.stat), "crdUpgradeSafety": safety}, indent=2))
     else:
         sys.stdout.write(result.render_stat() if args.stat else result.render())
+        if safety:
+            print(f"CRD upgrade safety: publish refuses {b_name} over {a_name} (unless --crd-upgrade-safety None):")
+            print("\n".join(safety))
     return EXIT_DIFFERENT if result.different else EXIT_SAME
+
+
+def _crd_safety(phases: list[Phase], existing: Callable[[str], Obj | None]) -> list[str]:
+    """OLM v1's CRD upgrade safety check of ``phases`` against the CRDs ``existing`` gives, as publish runs it:
+    its refusals, one per CRD (empty: safe). A CRD that cannot be read or decoded is said, not fatal: diff only
+    shows."""
+    try:
+        return preflight((o for p in phases for o in p.objects), existing)
+    except CRDDecodeError as exc:
+        return [f"cannot be checked: {exc}"]
+    except ApiError as exc:
+        return [f"cannot be checked: reading a CustomResourceDefinition: {exc.reason}: {exc.message}"]

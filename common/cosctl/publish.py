@@ -20,6 +20,7 @@ from common.cosctl._producer import (
     UsageError,
     add_bundle_arguments,
     add_cluster_arguments,
+    add_crd_upgrade_safety_argument,
     add_service_account_argument,
     load_probes,
     run,
@@ -32,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "publish", help="create the next revision on the cluster (or update it in place when unchanged)",
         description="Publish manifests as revision N+1 of the owner's ClusterObjectSet (named <owner>-<N+1>), "
                     "crash-safely: Secrets, then the ClusterObjectSet, then ownerReferences. Unchanged content "
-                    "creates nothing. Runs recovery and retention (newest 5 archived revisions are kept). A "
+                    "creates nothing. A new revision whose CustomResourceDefinitions would break the custom "
+                    "resources stored under the cluster's current ones is refused, as OLM v1 refuses it "
+                    "(--crd-upgrade-safety). Runs recovery and retention (newest 5 archived revisions are kept). A "
                     "registry+v1 bundle is rendered as OLM v1 renders it; its owner defaults to its package name "
                     "and options not given are kept from the owner's latest revision.")
     add_bundle_arguments(parser)
@@ -41,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="owner name: revisions are named <owner>-<N> (required for plain manifests; default "
                              "for a registry+v1 bundle: its package name)")
     add_service_account_argument(parser)
+    add_crd_upgrade_safety_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
@@ -77,6 +81,7 @@ def _publish(args: argparse.Namespace, progress: Progress) -> int:
                      progression_probes=load_probes(args.progression_probes),
                      service_account=service_account_in(args.service_account,
                                                         inputs.options.namespace if inputs.options else None),
-                     dry_run=args.dry_run, revisions=revisions, report=progress)
+                     dry_run=args.dry_run, revisions=revisions, report=progress,
+                     crd_upgrade_safety=args.crd_upgrade_safety)
     print(result.summary())
     return EXIT_OK

@@ -16,6 +16,7 @@ from common.cosctl._producer import (
     EXIT_OK,
     Progress,
     add_cluster_arguments,
+    add_crd_upgrade_safety_argument,
     add_namespace_argument,
     add_service_account_argument,
     run,
@@ -40,11 +41,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Publish revision latest+1 whose content is that of revision N (default: the newest "
                     "earlier revision that succeeded), crash-safely like publish; the reconciler hands over "
                     "and archives the latest revision. Fails, naming what is missing, when revision N was "
-                    "deleted by retention or its Secrets are gone.")
+                    "deleted by retention or its Secrets are gone, and, as publish does, when the older "
+                    "CustomResourceDefinitions would break custom resources stored since (--crd-upgrade-safety).")
     parser.add_argument("--owner", required=True, help="owner name: revisions are named <owner>-<N>")
     parser.add_argument("--to-revision", type=int, default=None, metavar="N",
                         help="the revision whose content to restore (default: the previous one that succeeded)")
     add_service_account_argument(parser)
+    add_crd_upgrade_safety_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     add_namespace_argument(parser)
     add_cluster_arguments(parser)
@@ -65,7 +68,8 @@ def _rollback(args: argparse.Namespace, progress: Progress) -> int:
 
     _target, result = rollback(args.connect(args), owner=args.owner, to_revision=args.to_revision,
                                system_namespace=args.system_namespace, service_account=service_account,
-                               dry_run=args.dry_run, announce=announce, report=progress)
+                               dry_run=args.dry_run, announce=announce, report=progress,
+                               crd_upgrade_safety=args.crd_upgrade_safety)
     print(result.summary())
     if result.outcome == "created" and not args.dry_run:
         print(f"follow it: cosctl status {result.name} --watch")

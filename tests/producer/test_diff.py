@@ -286,7 +286,8 @@ def test_stat_on_the_command_line_and_in_json(tmp_path):
         "counts": {"added": 0, "removed": 0, "changed": 1, "moved": 0}, "unchanged": 2,
         "insertions": 1, "deletions": 1,
         "changes": [{"object": "Deployment.apps shop/web", "change": "changed", "fromPhase": "deploy",
-                     "toPhase": "deploy", "insertions": 1, "deletions": 1}]}
+                     "toPhase": "deploy", "insertions": 1, "deletions": 1}],
+        "crdUpgradeSafety": []}
     code, out, _ = cosctl("diff", str(a), str(b), "-o", "json", cluster=Untouchable())
     assert json.loads(out)["changes"][0]["diff"].startswith(f"--- {a} Deployment.apps shop/web\n")
     assert cosctl("diff", str(a), str(a), "--stat", cluster=Untouchable()) == (

@@ -1,0 +1,183 @@
+"""``cosctl publish`` and ``rollback`` run OLM v1's CRD upgrade safety check through the real client adapter
+against the fake API server over HTTP: the CRD reads they send, the refusal (nothing written), the override, and
+what is never checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from common.contract import api
+from common.cosctl import main
+from tests.support.fake_apiserver import FakeApiServer
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com"
+COS = (api.API_VERSION, api.KIND)
+
+
+@pytest.fixture
+def server():
+    with FakeApiServer() as s:
+        yield s
+
+
+@pytest.fixture
+def kubeconfig(server, tmp_path, monkeypatch):
+    path = server.write_kubeconfig(str(tmp_path / "kubeconfig"))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return path
+
+
+def widget_crd(props: dict) -> dict:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                         "type": "object", "properties": {"spec": {"type": "object", "properties": props}}}}}]}}
+
+
+def manifests(tmp_path: Path, name: str, props: dict) -> str:
+    directory = tmp_path / name
+    directory.mkdir()
+    (directory / "crd.json").write_text(json.dumps(widget_crd(props)))
+    (directory / "cm.yaml").write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: "
+                                       "default}\n")
+    return str(directory)
+
+
+def on_cluster(server: FakeApiServer, props: dict) -> None:
+    """The CRD as the cluster holds it once applied: with its stored version recorded."""
+    server.put_object({**widget_crd(props), "status": {"storedVersions": ["v1"]}})
+
+
+UNSAFE = {"size": {"type": "string", "enum": ["small", "large"]}}
+NARROWER = {"size": {"type": "string", "enum": ["small"]}}
+
+
+def test_publish_refuses_a_crd_that_would_break_stored_resources_and_writes_nothing(server, kubeconfig, tmp_path,
+                                                                                   capsys):
+    on_cluster(server, UNSAFE)
+    server.clear_requests()
+    assert main(["publish", manifests(tmp_path, "two", NARROWER), "--owner", "shop",
+                 "--kubeconfig", kubeconfig]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "cosctl publish: the CRD upgrade safety check refused the new revision (no revision was created): its "
+        "CustomResourceDefinitions would break custom resources the cluster may already store:",
+        'validating upgrade for CRD "widgets.example.com": v1: ^.spec.size: enum: allowed enum values removed : '
+        '["large"]',
+        "Publish again with --crd-upgrade-safety None only if the stored custom resources are known to fit the new "
+        "schemas (OLM v1: spec.install.preflight.crdUpgradeSafety.enforcement: None)",
+    ]
+    assert [r for r in server.requests if r.method != "GET"] == []
+    assert ("GET", CRD_PATH) in [(r.method, r.path) for r in server.requests]
+    assert server.objects(*COS) == []
+
+    # --dry-run says the same without writing either
+    assert main(["publish", manifests(tmp_path, "dry", NARROWER), "--owner", "shop", "--dry-run",
+                 "--kubeconfig", kubeconfig]) == 1
+    assert "allowed enum values removed" in capsys.readouterr().err
+
+    # the admin's override, for this run only
+    server.clear_requests()
+    assert main(["publish", manifests(tmp_path, "three", NARROWER), "--owner", "shop",
+                 "--crd-upgrade-safety", "None", "--kubeconfig", kubeconfig]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "ClusterObjectSet shop-1 (revision 1) created"
+    assert ("GET", CRD_PATH) not in [(r.method, r.path) for r in server.requests]
+
+
+def test_a_safe_change_and_a_crd_the_cluster_lacks_are_published(server, kubeconfig, tmp_path, capsys):
+    server.clear_requests()
+    assert main(["publish", manifests(tmp_path, "one", UNSAFE), "--owner", "shop",
+                 "--kubeconfig", kubeconfig]) == 0  # no such CRD yet: nothing stored to break (a 404 read)
+    assert ("GET", CRD_PATH) in [(r.method, r.path) for r in server.requests]
+    on_cluster(server, UNSAFE)
+    wider = {"size": {"type": "string", "enum": ["small", "large", "huge"], "description": "how big"},
+             "colour": {"type": "string"}}
+    two = manifests(tmp_path, "two", wider)
+    assert main(["publish", two, "--owner", "shop", "--kubeconfig", kubeconfig]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "ClusterObjectSet shop-2 (revision 2) created"
+
+    # unchanged content creates nothing and is not checked again, even when the cluster's CRD has moved on
+    on_cluster(server, {**wider, "extra": {"type": "string"}})
+    server.clear_requests()
+    assert main(["publish", two, "--owner", "shop", "--kubeconfig", kubeconfig]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == ("unchanged: ClusterObjectSet shop-2 (revision 2) already "
+                                                        "has this content")
+    assert ("GET", CRD_PATH) not in [(r.method, r.path) for r in server.requests]
+
+
+def test_a_crd_that_cannot_be_read_refuses_the_publish_naming_it(server, kubeconfig, tmp_path, capsys):
+    server.inject("GET", CRD_PATH, 403, body={
+        "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
+        "message": 'customresourcedefinitions.apiextensions.k8s.io "widgets.example.com" is forbidden'})
+    assert main(["publish", manifests(tmp_path, "one", UNSAFE), "--owner", "shop",
+                 "--kubeconfig", kubeconfig]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "cosctl publish: the CRD upgrade safety check could not read a CustomResourceDefinition: "
+        'Forbidden: customresourcedefinitions.apiextensions.k8s.io "widgets.example.com" is forbidden; no revision '
+        "was created (--crd-upgrade-safety None skips the check)"]
+    assert server.objects(*COS) == []
+
+
+def test_rollback_to_an_older_crd_is_checked_too(server, kubeconfig, tmp_path, capsys):
+    assert main(["publish", manifests(tmp_path, "one", NARROWER), "--owner", "shop",
+                 "--kubeconfig", kubeconfig]) == 0
+    cos = server.get_object(*COS, "shop-1")
+    cos["status"] = {"conditions": [
+        {"type": "Progressing", "status": "True", "reason": "Succeeded", "message": "Revision 1 has rolled out.",
+         "lastTransitionTime": "2026-01-02T03:04:05Z"},
+        {"type": "Succeeded", "status": "True", "reason": "Succeeded", "message": "Revision 1 has rolled out.",
+         "lastTransitionTime": "2026-01-02T03:04:05Z"}]}
+    server.put_object(cos)
+    on_cluster(server, NARROWER)
+    assert main(["publish", manifests(tmp_path, "two", UNSAFE), "--owner", "shop",
+                 "--kubeconfig", kubeconfig]) == 0  # adding an enum value is safe
+    on_cluster(server, UNSAFE)
+    capsys.readouterr()
+    server.clear_requests()
+    assert main(["rollback", "--owner", "shop", "--kubeconfig", kubeconfig]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[1] == ('validating upgrade for CRD "widgets.example.com": v1: ^.spec.size: enum: allowed enum values '
+                      'removed : ["large"]')
+    assert [r for r in server.requests if r.method != "GET"] == []
+    assert main(["rollback", "--owner", "shop", "--crd-upgrade-safety", "None", "--kubeconfig", kubeconfig]) == 0
+    assert "ClusterObjectSet shop-3 (revision 3) created" in capsys.readouterr().out
+
+
+def test_diff_shows_the_refusal_publish_would_give_against_the_cluster(server, kubeconfig, tmp_path, capsys):
+    assert main(["publish", manifests(tmp_path, "one", UNSAFE), "--owner", "shop",
+                 "--kubeconfig", kubeconfig]) == 0
+    on_cluster(server, UNSAFE)
+    two = manifests(tmp_path, "two", NARROWER)
+    capsys.readouterr()
+    assert main(["diff", two, "--owner", "shop", "--kubeconfig", kubeconfig, "--stat"]) == 1
+    assert capsys.readouterr().out.splitlines()[-3:] == [
+        "1 added, 1 removed, 1 changed, 0 moved, 0 unchanged; 5 insertions(+), 6 deletions(-)",
+        f"CRD upgrade safety: publish refuses {two} over shop-1 (unless --crd-upgrade-safety None):",
+        'validating upgrade for CRD "widgets.example.com": v1: ^.spec.size: enum: allowed enum values removed : '
+        '["large"]',
+    ]
+    assert main(["diff", two, "--owner", "shop", "--kubeconfig", kubeconfig, "-o", "json", "--stat"]) == 1
+    assert json.loads(capsys.readouterr().out)["crdUpgradeSafety"] == [
+        'validating upgrade for CRD "widgets.example.com": v1: ^.spec.size: enum: allowed enum values removed : '
+        '["large"]']
+
+
+def test_diff_of_two_revisions_offline_checks_the_second_crds_against_the_first(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))  # no cluster is asked
+    one = manifests(tmp_path, "one", {"size": {"type": "string"}, "colour": {"type": "string"}})
+    two = manifests(tmp_path, "two", {"size": {"type": "integer"}})
+    assert main(["diff", one, two, "--stat"]) == 1
+    assert capsys.readouterr().out.splitlines()[-4:] == [
+        f"CRD upgrade safety: publish refuses {two} over {one} (unless --crd-upgrade-safety None):",
+        'validating upgrade for CRD "widgets.example.com": existingFieldRemoval: removed field : v1.^.spec.colour',
+        'v1: ^.spec.colour: type: type changed : "string" -> ""',
+        'v1: ^.spec.size: type: type changed : "string" -> "integer"',
+    ]
+    assert main(["diff", one, one, "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["crdUpgradeSafety"] == []
