@@ -176,3 +176,63 @@ def test_publish_watch_diff_rollback(ctl: dict) -> None:
                                                  "more: retention keeps only the newest archived revisions); "
                                                  "revisions on the cluster: 1, 2, 3\n")
     assert len(kube.list(COS_API, KIND, label_selector=f"olm.operatorframework.io/owner-name={OWNER}")) == 3
+
+
+def widgets(ctl: dict, name: str, props: dict[str, Any]) -> str:
+    """A revision of a CRD (its name carries the run) and one custom resource of it."""
+    group = f"e2e-{RUN}.example.com"
+    root = ctl["dir"] / name
+    root.mkdir()
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"widgets.{group}"},
+           "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object", "properties": {"spec": {"type": "object", "properties": props}}}}}]}}
+    (root / "crd.json").write_text(json.dumps(crd))
+    (root / "widget.yaml").write_text(f"apiVersion: {group}/v1\nkind: Widget\nmetadata: {{name: w, namespace: "
+                                      "default}\nspec: {size: small}\n")
+    return str(root)
+
+
+def test_publish_refuses_crds_that_would_break_stored_custom_resources(ctl: dict) -> None:
+    """OLM v1's CRD upgrade safety check against the CRD as a real API server stores it (defaults, status)."""
+    kube, owner = ctl["kube"], f"widgets-{RUN}"
+    crd_name = f"widgets.e2e-{RUN}.example.com"
+    one = widgets(ctl, "w1", {"size": {"type": "string", "enum": ["small", "large"]}, "colour": {"type": "string"}})
+    safe = widgets(ctl, "w2", {"size": {"type": "string", "enum": ["small", "large", "huge"], "description": "how big"},
+                               "colour": {"type": "string"}, "weight": {"type": "integer", "minimum": 0}})
+    unsafe = widgets(ctl, "w3", {"size": {"type": "string", "enum": ["small", "huge"]}})
+    try:
+        for number, source in ((1, one), (2, safe)):
+            done = kubectl_cos(ctl, "publish", source, "--owner", owner)
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.splitlines()[-1] == f"ClusterObjectSet {owner}-{number} (revision {number}) created"
+            assert watch(ctl, f"{owner}-{number}").returncode == 0
+        assert kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd_name)["status"][
+            "storedVersions"] == ["v1"]
+        refusal = [
+            f'validating upgrade for CRD "{crd_name}": existingFieldRemoval: removed field : v1.^.spec.colour',
+            "existingFieldRemoval: removed field : v1.^.spec.weight",
+            'v1: ^.spec.colour: type: type changed : "string" -> ""',
+            'v1: ^.spec.size: enum: allowed enum values removed : ["large"]',
+            'v1: ^.spec.weight: type: type changed : "integer" -> ""',
+        ]
+        done = kubectl_cos(ctl, "diff", unsafe, "--owner", owner, "--stat")
+        assert done.returncode == 1 and done.stdout.splitlines()[-6:] == [
+            f"CRD upgrade safety: publish refuses {unsafe} over {owner}-2 (unless --crd-upgrade-safety None):",
+            *refusal], done.stdout + done.stderr
+        done = kubectl_cos(ctl, "publish", unsafe, "--owner", owner)
+        assert done.returncode == 1 and done.stderr.splitlines()[1:-1] == refusal, done.stderr
+        assert [c["metadata"]["name"] for c in kube.list(
+            COS_API, KIND, label_selector=f"olm.operatorframework.io/owner-name={owner}")] == [f"{owner}-1",
+                                                                                            f"{owner}-2"]
+        done = kubectl_cos(ctl, "publish", unsafe, "--owner", owner, "--crd-upgrade-safety", "None")
+        assert done.returncode == 0, done.stderr
+        assert watch(ctl, f"{owner}-3").returncode == 0
+    finally:
+        selector = f"olm.operatorframework.io/owner-name={owner}"
+        for name in [c["metadata"]["name"] for c in kube.list(COS_API, KIND, label_selector=selector)]:
+            with contextlib.suppress(ApiError):
+                kube.delete(COS_API, KIND, name)
+        wait_for(lambda: not kube.list(COS_API, KIND, label_selector=selector), 120, "the revisions to be deleted")
