@@ -35,7 +35,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cmp_to_key
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from common.contract.objects import Obj
 
@@ -186,7 +186,24 @@ _Comparator = Callable[[Obj, Obj], str | None]
 
 
 def _raw_text(value: Any) -> str:
-    return "" if value is None else _canonical(value)
+    """A schema value's text as OLM v1 holds it: Go's JSON of the value decoded into ``interface{}``, where an
+    integer beyond int64 became a float64 (``12345678901234567890`` is ``12345678901234567000``)."""
+    return "" if value is None else _canonical(_as_go_decodes(value))
+
+
+_INT64: Final = range(-(2**63), 2**63)
+
+
+def _as_go_decodes(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if value in _INT64 else float(value)
+    if isinstance(value, list):
+        return [_as_go_decodes(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_go_decodes(v) for k, v in value.items()}
+    return value
 
 
 def _default(a: Obj, b: Obj) -> str | None:
@@ -369,47 +386,69 @@ def _validation_rule(rule: Obj) -> str:
     return "{" + ", ".join(shown) + "}"
 
 
-def _unhandled(a: Obj, b: Obj) -> str | None:
-    """What no comparator took out of the two nodes and still differs, named field by field."""
+def _unhandled(a: Obj, b: Obj) -> tuple[str, str] | None:
+    """What no comparator took out of the two nodes and still differs, named field by field; with it, the whole
+    difference (each differing field's two values in full), which is what OLM v1 compares when it subtracts the
+    differences an old CRD's served versions already had (its message carries the go-cmp diff)."""
     if _canonical(a) == _canonical(b):
         return None
-    details = []
+    details, whole = [], []
     for key, go_name in _GO_FIELDS.items():
         old, new = a.get(key), b.get(key)
-        if _canonical(old) == _canonical(new):
+        before_text, after_text = _canonical(old), _canonical(new)
+        if before_text == after_text:
             continue
+        whole.append(f"{key}:{before_text}->{after_text}")
         before, after = _shown(key, old), _shown(key, new)
         if before == after:
             after += " (changed)"
         details.append(f"{go_name} {before} -> {after}")
-    return "unhandled changes found" + (f" ({'; '.join(details)})" if details else "")
+    message = "unhandled changes found" + (f" ({'; '.join(details)})" if details else "")
+    return message, message + "\n" + "\n".join(whole)
 
 
-def _compare_properties(old: Obj, new: Obj) -> list[tuple[str, str]]:
-    """The failed comparisons of one property: (comparator, message)."""
+class _Failure(NamedTuple):
+    """One failed comparison of a property: ``identity`` tells two failures apart as OLM v1's message text does."""
+
+    path: str
+    comparator: str
+    message: str
+    identity: str
+
+
+def _compare_properties(path: str, old: Obj, new: Obj) -> list[_Failure]:
+    """The failed comparisons of one property, in crdify's order of comparators, ``unhandled`` last."""
     a, b = dict(old), dict(new)
     failures = []
     for name, comparator in _PROPERTY_COMPARATORS:
         message = comparator(a, b)
         if message is not None:
-            failures.append((name, message))
-    message = _unhandled(a, b)
-    if message is not None:
-        failures.append(("unhandled", message))
+            failures.append(_Failure(path, name, message, message))
+    unhandled = _unhandled(a, b)
+    if unhandled is not None:
+        failures.append(_Failure(path, "unhandled", *unhandled))
     return failures
 
 
-def _compare_versions(old: _Version, new: _Version) -> list[tuple[str, str, str]]:
+def _compare_versions(old: _Version, new: _Version) -> list[_Failure]:
     """crdify's ``CompareVersions``: each property of ``old`` against the same path in ``new`` (gone: against an
-    empty schema), the node alone. Returns (property, comparator, message), properties sorted."""
+    empty schema), the node alone; properties sorted."""
     old_nodes, new_nodes = _flatten(old.schema), _flatten(new.schema)
-    out: list[tuple[str, str, str]] = []
+    out: list[_Failure] = []
     for path in sorted(old_nodes):
         before = _without_children(old_nodes[path])
         after = _without_children(new_nodes[path]) if path in new_nodes else {}
         if path in new_nodes and _canonical(before) == _canonical(after):
             continue
-        out.extend((path, name, message) for name, message in _compare_properties(before, after))
+        out.extend(_compare_properties(path, before, after))
+    return out
+
+
+def _by_name(versions: Iterable[_Version]) -> dict[str, _Version]:
+    """Versions by name; of two of the same name (which the API server refuses), the first, as Go looks it up."""
+    out: dict[str, _Version] = {}
+    for version in versions:
+        out.setdefault(version.name, version)
     return out
 
 
@@ -418,7 +457,7 @@ def _compare_versions(old: _Version, new: _Version) -> list[tuple[str, str, str]
 
 def _crd_wide(old: _CRD, new: _CRD) -> list[str]:
     lines: list[str] = []
-    old_versions = {v.name: v for v in old.versions}
+    old_versions = _by_name(old.versions)
     for version in new.versions:
         if version.name in old_versions:
             removed = set(_flatten(old_versions[version.name].schema)) - set(_flatten(version.schema))
@@ -433,10 +472,10 @@ def _crd_wide(old: _CRD, new: _CRD) -> list[str]:
 
 
 def _same_versions(old: _CRD, new: _CRD) -> list[str]:
-    new_versions = {v.name: v for v in new.versions}
-    return [f"{version.name}: {path}: {name}: {message}"
+    new_versions = _by_name(new.versions)
+    return [f"{version.name}: {f.path}: {f.comparator}: {f.message}"
             for version in old.versions if version.name in new_versions
-            for path, name, message in _compare_versions(version, new_versions[version.name])]
+            for f in _compare_versions(version, new_versions[version.name])]
 
 
 _KUBE_VERSION: Final = re.compile(r"^v([0-9]+)(?:(alpha|beta)([0-9]+))?$")  # Go's \d: ASCII digits only
@@ -465,7 +504,7 @@ def _compare_kube_versions(a: str, b: str) -> int:
     return (pa > pb) - (pa < pb)
 
 
-def _served_pairs(crd: _CRD) -> dict[str, list[tuple[str, str, str]]]:
+def _served_pairs(crd: _CRD) -> dict[str, list[_Failure]]:
     served = sorted((v for v in crd.versions if v.served), key=lambda v: cmp_to_key(_compare_kube_versions)(v.name))
     return {f"{a.name} -> {b.name}": _compare_versions(a, b)
             for i, a in enumerate(served) for b in served[i + 1:]}
@@ -480,9 +519,9 @@ def _served_versions(old: _CRD, new: _CRD) -> list[str]:
     known = _served_pairs(old)
     lines: list[str] = []
     for pair, results in _served_pairs(new).items():
-        seen = set(known.get(pair, ()))
-        lines.extend(f"{pair}: {path}: {name}: {message}"
-                     for path, name, message in results if (path, name, message) not in seen)
+        seen = {(f.path, f.comparator, f.identity) for f in known.get(pair, ())}
+        lines.extend(f"{pair}: {f.path}: {f.comparator}: {f.message}"
+                     for f in results if (f.path, f.comparator, f.identity) not in seen)
     return lines
 
 

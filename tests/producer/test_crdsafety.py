@@ -203,3 +203,35 @@ def test_helpers():
     assert assume_stored_versions(bare)["status"] == {"storedVersions": ["v1"]}
     assert assume_stored_versions(crd({}, stored=["v0"]))["status"] == {"storedVersions": ["v0"]}
     assert preflight_failure("w.example.com", ["a", "b"]) == 'validating upgrade for CRD "w.example.com": a\nb'
+
+
+def test_a_difference_between_served_versions_that_changed_is_new_even_when_it_reads_the_same():
+    """OLM v1 subtracts the old CRD's served-version differences by their full text (a go-cmp diff): a difference
+    in the same field whose values changed is a new one, though the summary line reads the same."""
+    old = crd({}, versions=[version("v1", {"a": {"type": "string", "format": "date"}}, storage=True),
+                            version("v2", {"a": {"type": "string", "format": "email"}})])
+    new = crd({}, versions=[version("v1", {"a": {"type": "string", "format": "date"}}, storage=True),
+                            version("v2", {"a": {"type": "string", "format": "uri"}})])
+    assert crd_upgrade_errors(old, old) == []
+    assert crd_upgrade_errors(old, new) == [
+        'v2: ^.spec.a: unhandled: unhandled changes found (Format "email" -> "uri")',
+        'v1 -> v2: ^.spec.a: unhandled: unhandled changes found (Format "date" -> "uri")']
+    old["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["a"][
+        "x-kubernetes-validations"] = [{"rule": "self != 'x'"}]
+    new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["a"][
+        "x-kubernetes-validations"] = [{"rule": "self != 'y'"}]
+    new["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["a"][
+        "format"] = "email"
+    assert [line for line in crd_upgrade_errors(old, new) if line.startswith("v1 -> v2")] == [
+        "v1 -> v2: ^.spec.a: unhandled: unhandled changes found (Format \"date\" -> \"email\"; XValidations "
+        "ValidationRules{{Rule: \"self != 'y'\"}} -> nil)"]
+
+
+def test_of_two_versions_of_one_name_the_first_counts_and_huge_integers_read_as_go_reads_them():
+    old = crd({}, versions=[version("v1", {"a": {"type": "integer", "default": 12345678901234567890}}, storage=True)])
+    new = crd({}, versions=[version("v1", {"a": {"type": "integer", "default": 12345678901234567891}}, storage=True),
+                            version("v1", {"a": {"type": "boolean"}}, served=False)])
+    assert crd_upgrade_errors(old, new) == []  # both are 12345678901234567000 to Go; the second v1 is never seen
+    new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["a"]["default"] = 1
+    assert crd_upgrade_errors(old, new) == [
+        'v1: ^.spec.a: default: default value changed : "12345678901234567000" -> "1"']
