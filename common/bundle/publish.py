@@ -49,6 +49,7 @@ from common.bundle.crdsafety import (
     ENFORCEMENT_NONE,
     ENFORCEMENT_STRICT,
     CRDDecodeError,
+    is_crd,
     preflight,
 )
 from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, pack, stored_bytes
@@ -497,37 +498,77 @@ def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], ow
                 return None
         actions.append(Action("patch", api.KIND, name, None, "mutable fields " + ", ".join(_paths(patch))))
         return Result("updated", name, revision_of(latest), actions, dry_run)
-    if (latest is not None and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
-            and not (latest.get("metadata") or {}).get("deletionTimestamp")):  # being deleted: all goes anyway
-        _refuse_dropping_used_namespaces(cluster, latest, packed, system_namespace)
     if crd_upgrade_safety == ENFORCEMENT_STRICT:
         _refuse_unsafe_crd_upgrades(cluster, packed, system_namespace)
+    if (latest is not None and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
+            and not (latest.get("metadata") or {}).get("deletionTimestamp")):  # being deleted: all goes anyway
+        _refuse_dropping_what_is_used(cluster, latest, packed, system_namespace,
+                                      crds=crd_upgrade_safety == ENFORCEMENT_STRICT)
     retain(cluster, owner, dry_run=dry_run, revisions=revisions, actions=actions)
     create_revision(cluster, packed, dry_run=dry_run, actions=actions)
     return Result("created", packed.cos["metadata"]["name"], number, actions, dry_run)
 
 
-def _refuse_dropping_used_namespaces(cluster: Cluster, latest: Obj, packed: Packed, system_namespace: str) -> None:
-    """Refuse revision N+1 when the Active revision N holds a Namespace that N+1 does not, while objects of N+1 are
-    in it: handing over archives N, archiving deletes what only N held, and deleting a Namespace deletes
-    everything in it, N+1's objects included. (A bundle published ``--no-create-namespace`` over one published
-    ``--create-namespace``; a rollback to a revision from before the namespace was taken over.) When N's content
-    cannot be read, nothing can be said, and the reconciler will report that revision anyway."""
+def _refuse_dropping_what_is_used(cluster: Cluster, latest: Obj, packed: Packed, system_namespace: str, *,
+                                  crds: bool) -> None:
+    """Refuse revision N+1 when it lacks something the Active revision N holds whose deletion takes more with it:
+    handing over archives N, and archiving deletes what only N held.
+
+    - A Namespace N holds that N+1 does not, while objects of N+1 are in it: deleting it deletes everything in
+      it, N+1's objects included (a bundle published ``--no-create-namespace`` over one published
+      ``--create-namespace``; a rollback to a revision from before the namespace was taken over).
+    - With ``crds`` (the CRD upgrade safety check on): a CustomResourceDefinition N holds that N+1 does not, while
+      custom resources of it exist: deleting a CRD deletes all of them, which OLM v1's per-CRD check does not see.
+
+    When N's content cannot be read, nothing can be said, and the reconciler will report that revision anyway."""
     try:
-        held = _namespaces(resolve_phases(latest, cluster_reader(cluster), system_namespace=system_namespace))
+        held = resolve_phases(latest, cluster_reader(cluster), system_namespace=system_namespace)
         new = resolve_phases(packed.cos, documents_reader(packed.secrets), system_namespace=system_namespace)
     except ContentUnavailable:
         return
+    name = latest["metadata"]["name"]
     used = {str(o["metadata"]["namespace"]) for p in new for o in p.objects
             if isinstance(o.get("metadata"), dict) and o["metadata"].get("namespace")}
-    dropped = sorted((held - _namespaces(new)) & used)
+    dropped = sorted((_namespaces(held) - _namespaces(new)) & used)
     if dropped:
-        name = latest["metadata"]["name"]
         raise PublishError(
             f"ClusterObjectSet {name} holds Namespace {', '.join(dropped)}, which the new revision does not though "
             f"objects of it are in it: archiving {name} would delete the namespace and everything in it, the new "
             "revision's objects included; no revision was created. Keep the Namespace in the revision (for a "
             "bundle: --create-namespace), or put the objects in another namespace")
+    if not crds:
+        return
+    kept = {str(o["metadata"]["name"]) for p in new for o in p.objects if is_crd(o)}
+    in_use = []
+    for crd_name in sorted({str(o["metadata"]["name"]) for p in held for o in p.objects if is_crd(o)} - kept):
+        count = _custom_resources(cluster, crd_name)
+        if count:
+            in_use.append(f"{crd_name} ({count} custom resource(s))")
+    if in_use:
+        raise PublishError(
+            f"ClusterObjectSet {name} holds CustomResourceDefinition {', '.join(in_use)}, which the new revision "
+            f"does not: archiving {name} would delete the CustomResourceDefinition and, with it, every custom "
+            "resource of it; no revision was created. Keep the CustomResourceDefinition in the revision, delete its "
+            "custom resources first, or publish with --crd-upgrade-safety None to let them go")
+
+
+def _custom_resources(cluster: Cluster, crd_name: str) -> int:
+    """How many custom resources of the cluster's CRD ``crd_name`` exist (0 when the CRD or its kind is gone)."""
+    crd = live_crd(cluster, crd_name)
+    spec = (crd or {}).get("spec") or {}
+    versions = [v for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("served")]
+    kind = (spec.get("names") or {}).get("kind")
+    if not versions or not kind:
+        return 0
+    storage = next((v for v in versions if v.get("storage")), versions[0])
+    try:
+        return len(cluster.list(f"{spec.get('group')}/{storage.get('name')}", kind))
+    except NotFound:  # UnknownKind: not served (yet, or any more)
+        return 0
+    except ApiError as exc:
+        raise PublishError(f"could not list the custom resources of CustomResourceDefinition {crd_name}, which the "
+                           f"new revision no longer holds: {exc.reason}: {exc.message}; no revision was created "
+                           "(--crd-upgrade-safety None skips the check)") from None
 
 
 def _refuse_unsafe_crd_upgrades(cluster: Cluster, packed: Packed, system_namespace: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from common.contract import api
 from common.cosctl import main
-from tests.support.fake_apiserver import FakeApiServer
+from tests.support.fake_apiserver import FakeApiServer, Kind
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com"
 COS = (api.API_VERSION, api.KIND)
@@ -181,3 +181,34 @@ def test_diff_of_two_revisions_offline_checks_the_second_crds_against_the_first(
     ]
     assert main(["diff", one, one, "-o", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["crdUpgradeSafety"] == []
+
+
+def test_a_revision_dropping_a_crd_whose_custom_resources_exist_is_refused(server, kubeconfig, tmp_path, capsys):
+    """Archiving the revision that holds the CRD would delete it, and the API server deletes every custom resource
+    of a deleted CRD: OLM v1's per-CRD check cannot see that; ours refuses while custom resources exist."""
+    assert main(["publish", manifests(tmp_path, "one", UNSAFE), "--owner", "shop",
+                 "--kubeconfig", kubeconfig]) == 0
+    on_cluster(server, UNSAFE)
+    server.register(Kind("example.com", "v1", "Widget", "widgets", True, False))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one, namespace: default}\n")
+    capsys.readouterr()
+    server.clear_requests()
+    assert main(["publish", str(plain), "--owner", "shop", "--kubeconfig", kubeconfig]) == 0  # no Widget: fine
+    assert ("GET", "/apis/example.com/v1/widgets") in [(r.method, r.path) for r in server.requests]
+    server.put_object({"apiVersion": "example.com/v1", "kind": "Widget",
+                       "metadata": {"name": "w", "namespace": "default"}, "spec": {"size": "small"}})
+    assert main(["rollback", "--owner", "shop", "--to-revision", "1", "--kubeconfig", kubeconfig]) == 0
+    capsys.readouterr()
+    server.clear_requests()
+    assert main(["publish", str(plain), "--owner", "shop", "--kubeconfig", kubeconfig]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "cosctl publish: ClusterObjectSet shop-3 holds CustomResourceDefinition widgets.example.com (1 custom "
+        "resource(s)), which the new revision does not: archiving shop-3 would delete the CustomResourceDefinition "
+        "and, with it, every custom resource of it; no revision was created. Keep the CustomResourceDefinition in "
+        "the revision, delete its custom resources first, or publish with --crd-upgrade-safety None to let them go"]
+    assert [r for r in server.requests if r.method != "GET"] == []
+    assert main(["publish", str(plain), "--owner", "shop", "--crd-upgrade-safety", "None",
+                 "--kubeconfig", kubeconfig]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "ClusterObjectSet shop-4 (revision 4) created"
