@@ -230,6 +230,16 @@ def test_publish_refuses_crds_that_would_break_stored_custom_resources(ctl: dict
         done = kubectl_cos(ctl, "publish", unsafe, "--owner", owner, "--crd-upgrade-safety", "None")
         assert done.returncode == 0, done.stderr
         assert watch(ctl, f"{owner}-3").returncode == 0
+        # a revision without the CRD, while its custom resource exists: archiving revision 3 would delete both
+        bare = ctl["dir"] / "w4"
+        bare.mkdir()
+        (bare / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: widgets-gone, namespace: "
+                                      "default}\n")
+        done = kubectl_cos(ctl, "publish", str(bare), "--owner", owner)
+        assert done.returncode == 1 and done.stderr.startswith(
+            f"cosctl publish: ClusterObjectSet {owner}-3 holds CustomResourceDefinition {crd_name} (1 custom "
+            "resource(s)), which the new revision does not:"), done.stderr
+        assert kube.get(f"e2e-{RUN}.example.com/v1", "Widget", "w", "default")["spec"] == {"size": "small"}
     finally:
         selector = f"olm.operatorframework.io/owner-name={owner}"
         for name in [c["metadata"]["name"] for c in kube.list(COS_API, KIND, label_selector=selector)]:
