@@ -538,18 +538,25 @@ def _refuse_dropping_what_is_used(cluster: Cluster, latest: Obj, packed: Packed,
             "bundle: --create-namespace), or put the objects in another namespace")
     if not crds:
         return
-    kept = {str(o["metadata"]["name"]) for p in new for o in p.objects if is_crd(o)}
-    in_use = []
-    for crd_name in sorted({str(o["metadata"]["name"]) for p in held for o in p.objects if is_crd(o)} - kept):
-        count = _custom_resources(cluster, crd_name)
-        if count:
-            in_use.append(f"{crd_name} ({count} custom resource(s))")
+    in_use = dropped_crds_in_use(cluster, held, new)
     if in_use:
         raise PublishError(
             f"ClusterObjectSet {name} holds CustomResourceDefinition {', '.join(in_use)}, which the new revision "
             f"does not: archiving {name} would delete the CustomResourceDefinition and, with it, every custom "
             "resource of it; no revision was created. Keep the CustomResourceDefinition in the revision, delete its "
             "custom resources first, or publish with --crd-upgrade-safety None to let them go")
+
+
+def dropped_crds_in_use(cluster: Cluster, held: Sequence[Phase], new: Sequence[Phase]) -> list[str]:
+    """The CRDs ``held`` has and ``new`` has not, of which custom resources exist on the cluster, each as
+    ``NAME (N custom resource(s))``: what archiving the revision holding them would delete with them."""
+    kept = {str(o["metadata"]["name"]) for p in new for o in p.objects if is_crd(o)}
+    in_use = []
+    for crd_name in sorted({str(o["metadata"]["name"]) for p in held for o in p.objects if is_crd(o)} - kept):
+        count = _custom_resources(cluster, crd_name)
+        if count:
+            in_use.append(f"{crd_name} ({count} custom resource(s))")
+    return in_use
 
 
 def _custom_resources(cluster: Cluster, crd_name: str) -> int:

@@ -26,7 +26,7 @@ from common.bundle.crdsafety import CRDDecodeError, assume_stored_versions, is_c
 from common.bundle.diff import diff
 from common.bundle.manifests import STDIN, load
 from common.bundle.phasing import Phase, sort_into_phases
-from common.bundle.publish import live_crd, owner_revisions, revision_of
+from common.bundle.publish import PublishError, dropped_crds_in_use, live_crd, owner_revisions, revision_of
 from common.cluster.interface import ApiError, Cluster, NotFound
 from common.contract import api
 from common.contract.objects import Obj
@@ -240,8 +240,16 @@ def _diff(args: argparse.Namespace) -> int:
         cluster = sides.cluster
         b_phases = b
 
+        a_phases = a if latest is not None else []
+
         def check() -> list[str]:  # what publish's check would say
-            return _crd_safety(b_phases, lambda name: live_crd(cluster, name))
+            lines = _crd_safety(b_phases, lambda name: live_crd(cluster, name))
+            try:
+                dropped = dropped_crds_in_use(cluster, a_phases, b_phases)
+            except PublishError as exc:
+                return [*lines, f"cannot be checked: {exc}"]
+            return [*lines, *(f"CustomResourceDefinition {crd} is dropped: archiving {a_name} would delete it and "
+                              "every custom resource of it" for crd in dropped)]
     elif args.owner and len(args.sources) == 1:
         raise UsageError(f"{args.sources[0]}: no such file or directory")
     elif len(args.sources) == 2:

@@ -212,3 +212,13 @@ def test_a_revision_dropping_a_crd_whose_custom_resources_exist_is_refused(serve
     assert main(["publish", str(plain), "--owner", "shop", "--crd-upgrade-safety", "None",
                  "--kubeconfig", kubeconfig]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "ClusterObjectSet shop-4 (revision 4) created"
+    # diff says it ahead
+    server.put_object({"apiVersion": "example.com/v1", "kind": "Widget",
+                       "metadata": {"name": "w2", "namespace": "default"}, "spec": {"size": "large"}})
+    assert main(["rollback", "--owner", "shop", "--to-revision", "1", "--crd-upgrade-safety", "None",
+                 "--kubeconfig", kubeconfig]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(plain), "--owner", "shop", "--kubeconfig", kubeconfig, "-o", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)["crdUpgradeSafety"] == [
+        "CustomResourceDefinition widgets.example.com (2 custom resource(s)) is dropped: archiving shop-5 would "
+        "delete it and every custom resource of it"]
