@@ -498,18 +498,22 @@ def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], ow
                 return None
         actions.append(Action("patch", api.KIND, name, None, "mutable fields " + ", ".join(_paths(patch))))
         return Result("updated", name, revision_of(latest), actions, dry_run)
-    if crd_upgrade_safety == ENFORCEMENT_STRICT:
-        _refuse_unsafe_crd_upgrades(cluster, packed, system_namespace)
-    if (latest is not None and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
-            and not (latest.get("metadata") or {}).get("deletionTimestamp")):  # being deleted: all goes anyway
-        _refuse_dropping_what_is_used(cluster, latest, packed, system_namespace,
-                                      crds=crd_upgrade_safety == ENFORCEMENT_STRICT)
+    strict = crd_upgrade_safety == ENFORCEMENT_STRICT
+    handing_over = (latest is not None
+                    and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
+                    and not (latest.get("metadata") or {}).get("deletionTimestamp"))  # being deleted: all goes anyway
+    if strict or handing_over:
+        new = resolve_phases(packed.cos, documents_reader(packed.secrets), system_namespace=system_namespace)
+        if strict:
+            _refuse_unsafe_crd_upgrades(cluster, new)
+        if handing_over and latest is not None:
+            _refuse_dropping_what_is_used(cluster, latest, new, system_namespace, crds=strict)
     retain(cluster, owner, dry_run=dry_run, revisions=revisions, actions=actions)
     create_revision(cluster, packed, dry_run=dry_run, actions=actions)
     return Result("created", packed.cos["metadata"]["name"], number, actions, dry_run)
 
 
-def _refuse_dropping_what_is_used(cluster: Cluster, latest: Obj, packed: Packed, system_namespace: str, *,
+def _refuse_dropping_what_is_used(cluster: Cluster, latest: Obj, new: Sequence[Phase], system_namespace: str, *,
                                   crds: bool) -> None:
     """Refuse revision N+1 when it lacks something the Active revision N holds whose deletion takes more with it:
     handing over archives N, and archiving deletes what only N held.
@@ -523,7 +527,6 @@ def _refuse_dropping_what_is_used(cluster: Cluster, latest: Obj, packed: Packed,
     When N's content cannot be read, nothing can be said, and the reconciler will report that revision anyway."""
     try:
         held = resolve_phases(latest, cluster_reader(cluster), system_namespace=system_namespace)
-        new = resolve_phases(packed.cos, documents_reader(packed.secrets), system_namespace=system_namespace)
     except ContentUnavailable:
         return
     name = latest["metadata"]["name"]
@@ -578,12 +581,11 @@ def _custom_resources(cluster: Cluster, crd_name: str) -> int:
                            "(--crd-upgrade-safety None skips the check)") from None
 
 
-def _refuse_unsafe_crd_upgrades(cluster: Cluster, packed: Packed, system_namespace: str) -> None:
+def _refuse_unsafe_crd_upgrades(cluster: Cluster, new: Sequence[Phase]) -> None:
     """OLM v1's CRD upgrade safety preflight, before revision N+1 (or the first) is created: each CRD it carries
     that the cluster already has is compared with the cluster's (:mod:`.crdsafety`), and any unsafe change
     refuses the publish, as OLM v1 refuses the install or upgrade. Content that is unchanged is never checked
     (OLM v1 skips it too); reads only."""
-    new = resolve_phases(packed.cos, documents_reader(packed.secrets), system_namespace=system_namespace)
     try:
         failures = preflight((o for p in new for o in p.objects), lambda name: live_crd(cluster, name))
     except CRDDecodeError as exc:
