@@ -54,8 +54,9 @@ def add_crd_upgrade_safety_argument(parser: argparse.ArgumentParser) -> None:
                         help="OLM v1's CRD upgrade safety check before a revision is created: Strict (default) "
                              "refuses CustomResourceDefinitions that would break the custom resources stored "
                              "under the cluster's current ones (a removed field or stored version, a removed enum "
-                             "value, a new required field, a tighter bound, a changed type or default...); None "
-                             "skips it, for this run only")
+                             "value, a new required field, a tighter bound, a changed type or default...) and a "
+                             "revision dropping a CRD whose custom resources exist; None skips both, for this run "
+                             "only")
 
 
 def service_account_argument(text: str) -> ServiceAccountRef | str:
