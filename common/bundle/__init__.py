@@ -5,7 +5,8 @@ Owns loading manifests the way ``kubectl apply -f`` reads them (:mod:`.manifests
 crash-safe publishing of revisions and retention (:mod:`.publish`), resolving a ``ref`` to the manifest a
 Secret key holds (:mod:`.refs`, shared with the reconciler), reading a whole revision's content back
 (:mod:`.contents`), comparing two revisions object by object (:mod:`.diff`), rolling back forward
-(:mod:`.rollback`) and OLM v1's CRD upgrade safety check of a revision's CRDs (:mod:`.crdsafety`). Spec:
+(:mod:`.rollback`) and the CRD upgrade safety check of a revision's CRDs (OLM v1's comparisons,
+:mod:`.crdsafety`; against a cluster, :mod:`.crdcheck`). Spec:
 ``shared/spec/producer.md`` and section 2 (refs) of ``shared/spec/reconciler.md``.
 
 May import: :mod:`common.contract` and :mod:`common.cluster`'s interface. Never :mod:`common.cosctl` or a

@@ -20,7 +20,8 @@ refused), comparator for comparator and message for message:
   comparisons, reporting only what the old CRD's served versions did not already have.
 
 Where OLM's text cannot be had, ours is close and deterministic: Go iterates maps in random order, so OLM's lines
-come in random order (ours are sorted); the ``unhandled`` detail is OLM's summary of a go-cmp diff, whose format
+come in random order (ours: by property path, then in crdify's order of comparators, version pairs in Kubernetes
+version order); the ``unhandled`` detail is OLM's summary of a go-cmp diff, whose format
 go-cmp itself keeps unstable (ours names each changed field the same way, ``Format "" -> "email"``, and shows
 non-scalar values as ``<complex value>``, as OLM's summary does); a ``oneOf`` schema is printed as its JSON, where
 Go prints its protobuf text. Schema values (``default``, ``enum``) are compared in Go's canonical JSON, so the
@@ -66,8 +67,9 @@ def assume_stored_versions(crd: Obj) -> Obj:
     status: Obj = crd["status"] if isinstance(crd.get("status"), dict) else {}
     if status.get("storedVersions"):
         return crd
-    versions = (crd.get("spec") or {}).get("versions") if isinstance(crd.get("spec"), dict) else None
-    stored = [v["name"] for v in versions or [] if isinstance(v, dict) and v.get("storage") and v.get("name")]
+    versions = crd["spec"].get("versions") if isinstance(crd.get("spec"), dict) else None
+    stored = [v["name"] for v in versions if isinstance(v, dict) and v.get("storage") and v.get("name")] if isinstance(
+        versions, list) else []  # not a list: the comparison says so, naming the field
     return {**crd, "status": {**status, "storedVersions": stored}}
 
 

@@ -44,17 +44,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.bundle.contents import ContentUnavailable, cluster_reader, documents_reader, resolve_phases
-from common.bundle.crdsafety import (
-    CRD_API_VERSION,
-    ENFORCEMENT_NONE,
-    ENFORCEMENT_STRICT,
-    CRDDecodeError,
-    is_crd,
-    preflight,
-)
+from common.bundle.crdcheck import CRDCheckError, controllers, dropped_crds_in_use, unsafe_crd_upgrades
+from common.bundle.crdsafety import ENFORCEMENT_NONE, ENFORCEMENT_STRICT
 from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, pack, stored_bytes
 from common.bundle.phasing import Phase
-from common.cluster.interface import AlreadyExists, ApiError, Cluster, Conflict, NotFound
+from common.cluster.interface import AlreadyExists, Cluster, Conflict, NotFound
 from common.contract import api
 from common.contract.objectdata import content_key
 from common.contract.objects import Obj
@@ -498,102 +492,79 @@ def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], ow
                 return None
         actions.append(Action("patch", api.KIND, name, None, "mutable fields " + ", ".join(_paths(patch))))
         return Result("updated", name, revision_of(latest), actions, dry_run)
+    active = active_revisions(revisions)
     strict = crd_upgrade_safety == ENFORCEMENT_STRICT
-    handing_over = (latest is not None
-                    and (latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
-                    and not (latest.get("metadata") or {}).get("deletionTimestamp"))  # being deleted: all goes anyway
+    handing_over = bool(active) and active[-1] is latest
     if strict or handing_over:
         new = resolve_phases(packed.cos, documents_reader(packed.secrets), system_namespace=system_namespace)
-        if strict:
-            _refuse_unsafe_crd_upgrades(cluster, new)
+        held = _Held(cluster, system_namespace)
         if handing_over and latest is not None:
-            _refuse_dropping_what_is_used(cluster, latest, new, system_namespace, crds=strict)
+            _refuse_dropping_used_namespaces(latest, held.content(latest), new)
+        if strict:
+            _refuse_unsafe_crds(cluster, new, active, held)
     retain(cluster, owner, dry_run=dry_run, revisions=revisions, actions=actions)
     create_revision(cluster, packed, dry_run=dry_run, actions=actions)
     return Result("created", packed.cos["metadata"]["name"], number, actions, dry_run)
 
 
-def _refuse_dropping_what_is_used(cluster: Cluster, latest: Obj, new: Sequence[Phase], system_namespace: str, *,
-                                  crds: bool) -> None:
-    """Refuse revision N+1 when it lacks something the Active revision N holds whose deletion takes more with it:
-    handing over archives N, and archiving deletes what only N held.
+def active_revisions(revisions: Sequence[Obj]) -> list[Obj]:
+    """The revisions (oldest first) that a new revision's success archives: Active and not being deleted (a
+    revision being deleted goes anyway)."""
+    return [c for c in revisions if (c.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
+            and not (c.get("metadata") or {}).get("deletionTimestamp")]
 
-    - A Namespace N holds that N+1 does not, while objects of N+1 are in it: deleting it deletes everything in
-      it, N+1's objects included (a bundle published ``--no-create-namespace`` over one published
-      ``--create-namespace``; a rollback to a revision from before the namespace was taken over).
-    - With ``crds`` (the CRD upgrade safety check on): a CustomResourceDefinition N holds that N+1 does not, while
-      custom resources of it exist: deleting a CRD deletes all of them, which OLM v1's per-CRD check does not see.
 
-    When N's content cannot be read, nothing can be said, and the reconciler will report that revision anyway."""
-    try:
-        held = resolve_phases(latest, cluster_reader(cluster), system_namespace=system_namespace)
-    except ContentUnavailable:
+class _Held:
+    """The content of the owner's revisions, each read at most once (its Secrets); None when it cannot be read, and
+    then nothing can be said of it (the reconciler reports that revision anyway)."""
+
+    def __init__(self, cluster: Cluster, system_namespace: str) -> None:
+        self.cluster = cluster
+        self.system_namespace = system_namespace
+        self._read: dict[str, list[Phase] | None] = {}
+
+    def content(self, cos: Obj) -> list[Phase] | None:
+        name = str(cos["metadata"]["name"])
+        if name not in self._read:
+            try:
+                self._read[name] = resolve_phases(cos, cluster_reader(self.cluster),
+                                                  system_namespace=self.system_namespace)
+            except ContentUnavailable:
+                self._read[name] = None
+        return self._read[name]
+
+
+def _refuse_dropping_used_namespaces(latest: Obj, held: list[Phase] | None, new: Sequence[Phase]) -> None:
+    """Refuse revision N+1 when the Active revision N holds a Namespace that N+1 does not, while objects of N+1 are
+    in it: handing over archives N, archiving deletes what only N held, and deleting a Namespace deletes
+    everything in it, N+1's objects included. (A bundle published ``--no-create-namespace`` over one published
+    ``--create-namespace``; a rollback to a revision from before the namespace was taken over.)"""
+    if held is None:
         return
-    name = latest["metadata"]["name"]
     used = {str(o["metadata"]["namespace"]) for p in new for o in p.objects
             if isinstance(o.get("metadata"), dict) and o["metadata"].get("namespace")}
     dropped = sorted((_namespaces(held) - _namespaces(new)) & used)
     if dropped:
+        name = latest["metadata"]["name"]
         raise PublishError(
             f"ClusterObjectSet {name} holds Namespace {', '.join(dropped)}, which the new revision does not though "
             f"objects of it are in it: archiving {name} would delete the namespace and everything in it, the new "
             "revision's objects included; no revision was created. Keep the Namespace in the revision (for a "
             "bundle: --create-namespace), or put the objects in another namespace")
-    if not crds:
-        return
-    in_use = dropped_crds_in_use(cluster, held, new)
-    if in_use:
-        raise PublishError(
-            f"ClusterObjectSet {name} holds CustomResourceDefinition {', '.join(in_use)}, which the new revision "
-            f"does not: archiving {name} would delete the CustomResourceDefinition and, with it, every custom "
-            "resource of it; no revision was created. Keep the CustomResourceDefinition in the revision, delete its "
-            "custom resources first, or publish with --crd-upgrade-safety None to let them go")
 
 
-def dropped_crds_in_use(cluster: Cluster, held: Sequence[Phase], new: Sequence[Phase]) -> list[str]:
-    """The CRDs ``held`` has and ``new`` has not, of which custom resources exist on the cluster, each as
-    ``NAME (N custom resource(s))``: what archiving the revision holding them would delete with them."""
-    kept = {str(o["metadata"]["name"]) for p in new for o in p.objects if is_crd(o)}
-    in_use = []
-    for crd_name in sorted({str(o["metadata"]["name"]) for p in held for o in p.objects if is_crd(o)} - kept):
-        count = _custom_resources(cluster, crd_name)
-        if count:
-            in_use.append(f"{crd_name} ({count} custom resource(s))")
-    return in_use
+_SKIP = " (--crd-upgrade-safety None skips the check)"
 
 
-def _custom_resources(cluster: Cluster, crd_name: str) -> int:
-    """How many custom resources of the cluster's CRD ``crd_name`` exist (0 when the CRD or its kind is gone)."""
-    crd = live_crd(cluster, crd_name)
-    spec = (crd or {}).get("spec") or {}
-    versions = [v for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("served")]
-    kind = (spec.get("names") or {}).get("kind")
-    if not versions or not kind:
-        return 0
-    storage = next((v for v in versions if v.get("storage")), versions[0])
+def _refuse_unsafe_crds(cluster: Cluster, new: Sequence[Phase], active: Sequence[Obj], held: _Held) -> None:
+    """The CRD upgrade safety check before revision N+1 (or the first) is created (:mod:`.crdcheck`): OLM v1's
+    preflight of each CRD it carries against the cluster's, as OLM v1 refuses the install or upgrade, then ours: a
+    CRD an Active revision controls that N+1 drops while custom resources of it exist. Content that is unchanged
+    is never checked (OLM v1 skips it too); reads only."""
     try:
-        return len(cluster.list(f"{spec.get('group')}/{storage.get('name')}", kind))
-    except NotFound:  # UnknownKind: not served (yet, or any more)
-        return 0
-    except ApiError as exc:
-        raise PublishError(f"could not list the custom resources of CustomResourceDefinition {crd_name}, which the "
-                           f"new revision no longer holds: {exc.reason}: {exc.message}; no revision was created "
-                           "(--crd-upgrade-safety None skips the check)") from None
-
-
-def _refuse_unsafe_crd_upgrades(cluster: Cluster, new: Sequence[Phase]) -> None:
-    """OLM v1's CRD upgrade safety preflight, before revision N+1 (or the first) is created: each CRD it carries
-    that the cluster already has is compared with the cluster's (:mod:`.crdsafety`), and any unsafe change
-    refuses the publish, as OLM v1 refuses the install or upgrade. Content that is unchanged is never checked
-    (OLM v1 skips it too); reads only."""
-    try:
-        failures = preflight((o for p in new for o in p.objects), lambda name: live_crd(cluster, name))
-    except CRDDecodeError as exc:
-        raise PublishError(f"{exc}; no revision was created") from None
-    except ApiError as exc:
-        raise PublishError(f"the CRD upgrade safety check could not read a CustomResourceDefinition: {exc.reason}: "
-                           f"{exc.message}; no revision was created (--crd-upgrade-safety None skips the check)"
-                           ) from None
+        failures = unsafe_crd_upgrades(cluster, new)
+    except CRDCheckError as exc:
+        raise PublishError(f"the CRD upgrade safety check failed: {exc}; no revision was created{_SKIP}") from None
     if failures:
         raise PublishError(
             "the CRD upgrade safety check refused the new revision (no revision was created): its "
@@ -601,14 +572,17 @@ def _refuse_unsafe_crd_upgrades(cluster: Cluster, new: Sequence[Phase]) -> None:
             + "\n".join(failures)
             + "\nPublish again with --crd-upgrade-safety None only if the stored custom resources are known to fit "
               "the new schemas (OLM v1: spec.install.preflight.crdUpgradeSafety.enforcement: None)")
-
-
-def live_crd(cluster: Cluster, name: str) -> Obj | None:
-    """The cluster's CustomResourceDefinition ``name``, or None when it has none."""
+    contents = [c for c in (held.content(cos) for cos in active) if c is not None]
     try:
-        return cluster.get(CRD_API_VERSION, "CustomResourceDefinition", name)
-    except NotFound:
-        return None
+        in_use = dropped_crds_in_use(cluster, contents, controllers(active), new)
+    except CRDCheckError as exc:
+        raise PublishError(f"the CRD upgrade safety check failed: {exc}; no revision was created{_SKIP}") from None
+    if in_use:
+        raise PublishError(
+            f"the new revision drops CustomResourceDefinition {', '.join(map(str, in_use))}: archiving the "
+            "revision that controls it would delete the CustomResourceDefinition and, with it, every custom "
+            "resource of it; no revision was created. Keep the CustomResourceDefinition in the revision, delete its "
+            "custom resources first, or publish with --crd-upgrade-safety None to let them go")
 
 
 def _namespaces(phases: Sequence[Phase]) -> set[str]:

@@ -18,16 +18,16 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
-from common.bundle.contents import cluster_reader, documents_reader, is_cos, resolve_phases
+from common.bundle.contents import ContentUnavailable, cluster_reader, documents_reader, is_cos, resolve_phases
+from common.bundle.crdcheck import CRDCheckError, controllers, dropped_crds_in_use, unsafe_crd_upgrades
 from common.bundle.crdsafety import CRDDecodeError, assume_stored_versions, is_crd, preflight
 from common.bundle.diff import diff
 from common.bundle.manifests import STDIN, load
 from common.bundle.phasing import Phase, sort_into_phases
-from common.bundle.publish import PublishError, dropped_crds_in_use, live_crd, owner_revisions, revision_of
-from common.cluster.interface import ApiError, Cluster, NotFound
+from common.bundle.publish import active_revisions, owner_revisions, revision_of
+from common.cluster.interface import Cluster, NotFound
 from common.contract import api
 from common.contract.objects import Obj
 from common.cosctl._inputs import add_input_arguments, bundle_input, load_inputs, peek_bundle, system_namespace
@@ -214,8 +214,7 @@ class _Sides:
 
 
 def latest_active(revisions: list[Obj]) -> Obj | None:
-    active = [c for c in revisions if (c.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE
-              and not (c.get("metadata") or {}).get("deletionTimestamp")]
+    active = active_revisions(revisions)
     return active[-1] if active else None
 
 
@@ -237,28 +236,33 @@ def _diff(args: argparse.Namespace) -> int:
         latest = latest_active(revisions)
         a_name, a = (str(latest["metadata"]["name"]), sides.remote(latest)) if latest else (
             f"(owner {owner} has no Active revision)", [])
-        cluster = sides.cluster
-        b_phases = b
-
-        a_phases = a if latest is not None else []
+        cluster, active = sides.cluster, active_revisions(revisions)
 
         def check() -> list[str]:  # what publish's check would say
-            lines = _crd_safety(b_phases, lambda name: live_crd(cluster, name))
             try:
-                dropped = dropped_crds_in_use(cluster, a_phases, b_phases)
-            except PublishError as exc:
+                lines = unsafe_crd_upgrades(cluster, b)
+            except CRDCheckError as exc:
+                return [f"cannot be checked: {exc}"]
+            try:
+                contents = [a if cos is latest else sides.remote(cos) for cos in active]
+                dropped = dropped_crds_in_use(cluster, contents, controllers(active), b)
+            except CRDCheckError as exc:
                 return [*lines, f"cannot be checked: {exc}"]
-            return [*lines, *(f"CustomResourceDefinition {crd} is dropped: archiving {a_name} would delete it and "
-                              "every custom resource of it" for crd in dropped)]
+            except ContentUnavailable:  # an older Active revision's content: the reconciler reports it anyway
+                return lines
+            return [*lines, *(f"CustomResourceDefinition {crd} is dropped: archiving {crd.controller} would "
+                              "delete it and every custom resource of it" for crd in dropped)]
     elif args.owner and len(args.sources) == 1:
         raise UsageError(f"{args.sources[0]}: no such file or directory")
     elif len(args.sources) == 2:
         (a_name, a), (b_name, b) = sides.side(args.sources[0]), sides.side(args.sources[1])
         held = {str(o["metadata"]["name"]): assume_stored_versions(o) for p in a for o in p.objects if is_crd(o)}
-        b_phases = b
 
         def check() -> list[str]:  # B's CRDs replacing A's: the upgrade from A to B
-            return _crd_safety(b_phases, held.get)
+            try:
+                return preflight((o for p in b for o in p.objects), held.get)
+            except CRDDecodeError as exc:
+                return [f"cannot be checked: {exc}"]
     else:
         raise UsageError("give two revisions to compare (A B), or manifests with --owner OWNER")
     result = diff(a, b, a_name=a_name, b_name=b_name)
@@ -272,14 +276,3 @@ def _diff(args: argparse.Namespace) -> int:
             print("\n".join(safety))
     return EXIT_DIFFERENT if result.different else EXIT_SAME
 
-
-def _crd_safety(phases: list[Phase], existing: Callable[[str], Obj | None]) -> list[str]:
-    """OLM v1's CRD upgrade safety check of ``phases`` against the CRDs ``existing`` gives, as publish runs it:
-    its refusals, one per CRD (empty: safe). A CRD that cannot be read or decoded is said, not fatal: diff only
-    shows."""
-    try:
-        return preflight((o for p in phases for o in p.objects), existing)
-    except CRDDecodeError as exc:
-        return [f"cannot be checked: {exc}"]
-    except ApiError as exc:
-        return [f"cannot be checked: reading a CustomResourceDefinition: {exc.reason}: {exc.message}"]

@@ -118,9 +118,9 @@ def test_a_crd_that_cannot_be_read_refuses_the_publish_naming_it(server, kubecon
     assert main(["publish", manifests(tmp_path, "one", UNSAFE), "--owner", "shop",
                  "--kubeconfig", kubeconfig]) == 1
     assert capsys.readouterr().err.splitlines() == [
-        "cosctl publish: the CRD upgrade safety check could not read a CustomResourceDefinition: "
-        'Forbidden: customresourcedefinitions.apiextensions.k8s.io "widgets.example.com" is forbidden; no revision '
-        "was created (--crd-upgrade-safety None skips the check)"]
+        "cosctl publish: the CRD upgrade safety check failed: could not read CustomResourceDefinition "
+        'widgets.example.com: Forbidden: customresourcedefinitions.apiextensions.k8s.io "widgets.example.com" is '
+        "forbidden; no revision was created (--crd-upgrade-safety None skips the check)"]
     assert server.objects(*COS) == []
 
 
@@ -183,42 +183,83 @@ def test_diff_of_two_revisions_offline_checks_the_second_crds_against_the_first(
     assert json.loads(capsys.readouterr().out)["crdUpgradeSafety"] == []
 
 
+def controlled_by(server: FakeApiServer, props: dict, cos_name: str | None) -> None:
+    """The CRD on the cluster as the reconciler leaves it: controlled by the revision that applied it."""
+    crd = {**widget_crd(props), "status": {"storedVersions": ["v1"]}}
+    if cos_name is not None:
+        cos = server.get_object(*COS, cos_name)
+        crd["metadata"]["ownerReferences"] = [api.owner_reference(cos)]
+    server.put_object(crd)
+
+
 def test_a_revision_dropping_a_crd_whose_custom_resources_exist_is_refused(server, kubeconfig, tmp_path, capsys):
-    """Archiving the revision that holds the CRD would delete it, and the API server deletes every custom resource
-    of a deleted CRD: OLM v1's per-CRD check cannot see that; ours refuses while custom resources exist."""
-    assert main(["publish", manifests(tmp_path, "one", UNSAFE), "--owner", "shop",
-                 "--kubeconfig", kubeconfig]) == 0
-    on_cluster(server, UNSAFE)
+    """Archiving the revision that controls the CRD would delete it, and the API server deletes every custom
+    resource of a deleted CRD: OLM v1's per-CRD check cannot see that; ours refuses while custom resources exist."""
+    with_crd = manifests(tmp_path, "one", UNSAFE)
+    assert main(["publish", with_crd, "--owner", "shop", "--kubeconfig", kubeconfig]) == 0
+    controlled_by(server, UNSAFE, "shop-1")
     server.register(Kind("example.com", "v1", "Widget", "widgets", True, False))
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one, namespace: default}\n")
     capsys.readouterr()
     server.clear_requests()
-    assert main(["publish", str(plain), "--owner", "shop", "--kubeconfig", kubeconfig]) == 0  # no Widget: fine
+    assert main(["publish", str(plain), "--owner", "shop", "--dry-run", "--kubeconfig", kubeconfig]) == 0  # none yet
     assert ("GET", "/apis/example.com/v1/widgets") in [(r.method, r.path) for r in server.requests]
     server.put_object({"apiVersion": "example.com/v1", "kind": "Widget",
                        "metadata": {"name": "w", "namespace": "default"}, "spec": {"size": "small"}})
-    assert main(["rollback", "--owner", "shop", "--to-revision", "1", "--kubeconfig", kubeconfig]) == 0
     capsys.readouterr()
     server.clear_requests()
     assert main(["publish", str(plain), "--owner", "shop", "--kubeconfig", kubeconfig]) == 1
     assert capsys.readouterr().err.splitlines() == [
-        "cosctl publish: ClusterObjectSet shop-3 holds CustomResourceDefinition widgets.example.com (1 custom "
-        "resource(s)), which the new revision does not: archiving shop-3 would delete the CustomResourceDefinition "
+        "cosctl publish: the new revision drops CustomResourceDefinition widgets.example.com (1 custom resource(s), "
+        "controlled by shop-1): archiving the revision that controls it would delete the CustomResourceDefinition "
         "and, with it, every custom resource of it; no revision was created. Keep the CustomResourceDefinition in "
         "the revision, delete its custom resources first, or publish with --crd-upgrade-safety None to let them go"]
     assert [r for r in server.requests if r.method != "GET"] == []
+
+    # diff says it ahead
+    assert main(["diff", str(plain), "--owner", "shop", "--kubeconfig", kubeconfig, "-o", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)["crdUpgradeSafety"] == [
+        "CustomResourceDefinition widgets.example.com (1 custom resource(s), controlled by shop-1) is dropped: "
+        "archiving shop-1 would delete it and every custom resource of it"]
+
+    # a CRD another owner controls is only released by the archive, never deleted: nothing to refuse
+    assert main(["publish", with_crd, "--owner", "other", "--collision-protection", "None",
+                 "--kubeconfig", kubeconfig]) == 0
+    controlled_by(server, UNSAFE, "other-1")
+    assert main(["publish", str(plain), "--owner", "shop", "--kubeconfig", kubeconfig]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "ClusterObjectSet shop-2 (revision 2) created"
+    controlled_by(server, UNSAFE, "shop-1")
+
+    # every Active revision counts: shop-1 still controls the CRD while shop-2 rolls out
+    assert main(["publish", manifests(tmp_path, "three", {}), "--owner", "shop", "--crd-upgrade-safety", "None",
+                 "--kubeconfig", kubeconfig]) == 0
+    assert main(["publish", str(plain), "--owner", "shop", "--kubeconfig", kubeconfig]) == 1
+    assert "widgets.example.com (1 custom resource(s), controlled by shop-1)" in capsys.readouterr().err
     assert main(["publish", str(plain), "--owner", "shop", "--crd-upgrade-safety", "None",
                  "--kubeconfig", kubeconfig]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "ClusterObjectSet shop-4 (revision 4) created"
-    # diff says it ahead
-    server.put_object({"apiVersion": "example.com/v1", "kind": "Widget",
-                       "metadata": {"name": "w2", "namespace": "default"}, "spec": {"size": "large"}})
-    assert main(["rollback", "--owner", "shop", "--to-revision", "1", "--crd-upgrade-safety", "None",
-                 "--kubeconfig", kubeconfig]) == 0
-    capsys.readouterr()
-    assert main(["diff", str(plain), "--owner", "shop", "--kubeconfig", kubeconfig, "-o", "json"]) == 1
+
+
+def test_what_cannot_be_checked_is_said_by_diff_not_a_traceback(server, kubeconfig, tmp_path, capsys, monkeypatch):
+    # a CRD of revision A that does not decode (versions: a number): a line naming the field
+    one, two = manifests(tmp_path, "one", UNSAFE), manifests(tmp_path, "two", NARROWER)
+    broken = widget_crd(UNSAFE)
+    broken["spec"]["versions"] = 5
+    Path(one, "crd.json").write_text(json.dumps(broken))
+    assert main(["diff", one, two, "-o", "json", "--kubeconfig", kubeconfig]) == 1
     assert json.loads(capsys.readouterr().out)["crdUpgradeSafety"] == [
-        "CustomResourceDefinition widgets.example.com (2 custom resource(s)) is dropped: archiving shop-5 would "
-        "delete it and every custom resource of it"]
+        "cannot be checked: CustomResourceDefinition widgets.example.com: the existing CustomResourceDefinition "
+        "does not decode: spec.versions: expected an array, got number"]
+    # the cluster's CRD cannot be read: diff says so and still shows the differences
+    assert main(["publish", manifests(tmp_path, "three", UNSAFE), "--owner", "shop",
+                 "--kubeconfig", kubeconfig]) == 0
+    server.inject("GET", CRD_PATH, 403, body={
+        "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
+        "message": "crd forbidden"})
+    capsys.readouterr()
+    assert main(["diff", two, "--owner", "shop", "--stat", "--kubeconfig", kubeconfig]) == 1
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        f"CRD upgrade safety: publish refuses {two} over shop-1 (unless --crd-upgrade-safety None):",
+        "cannot be checked: could not read CustomResourceDefinition widgets.example.com: Forbidden: crd forbidden"]
