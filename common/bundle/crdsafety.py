@@ -154,7 +154,7 @@ def _walk(schema: Obj | None, path: str) -> Iterator[tuple[str, Obj]]:
             yield from _walk(item, f"{path}.{keyword}[{i}]")
     yield from _walk(schema.get("not"), path + ".not")
     for name, item in (schema.get("properties") or {}).items():
-        yield from _walk(item, f"{path}.{name}")
+        yield from _walk(item, f"{path}.{name}" if name else f"{path}[]")  # field.Path prints an empty name so
     if isinstance(schema.get("additionalProperties"), dict):
         yield from _walk(schema["additionalProperties"], path + ".additionalProperties")
     for name, item in (schema.get("patternProperties") or {}).items():

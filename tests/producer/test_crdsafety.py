@@ -235,3 +235,8 @@ def test_of_two_versions_of_one_name_the_first_counts_and_huge_integers_read_as_
     new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["a"]["default"] = 1
     assert crd_upgrade_errors(old, new) == [
         'v1: ^.spec.a: default: default value changed : "12345678901234567000" -> "1"']
+
+
+def test_an_empty_property_name_prints_as_go_prints_it():
+    assert errors({"": {"type": "string"}}, {"": {"type": "integer"}}) == [
+        'v1: ^.spec[]: type: type changed : "string" -> "integer"']
