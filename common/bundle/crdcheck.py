@@ -62,18 +62,18 @@ class DroppedCRD(NamedTuple):
         return f"{self.name} ({self.custom_resources} custom resource(s), controlled by {self.controller})"
 
 
-def dropped_crds_in_use(cluster: Cluster, held: Iterable[Sequence[Phase]], controllers: Mapping[str, str],
+def dropped_crds_in_use(cluster: Cluster, held: Iterable[Sequence[Phase]], revision_names: Mapping[str, str],
                         new: Sequence[Phase]) -> list[DroppedCRD]:
     """The CRDs the contents ``held`` (of the owner's Active revisions) have and ``new`` has not, whose live CRD
-    is controlled by one of those revisions (``controllers``: their names by uid) and of which custom resources
-    exist. A CRD some other owner controls is only released when those revisions are archived, never deleted, so
-    it is not counted."""
+    is controlled by one of those revisions (``revision_names``: their names by uid, :func:`controllers`) and of
+    which custom resources exist. A CRD some other owner controls is only released when those revisions are
+    archived, never deleted, so it is not counted."""
     kept = {_name(o) for p in new for o in p.objects if is_crd(o)}
     names = sorted({_name(o) for phases in held for p in phases for o in p.objects if is_crd(o)} - kept)
     in_use = []
     for name in names:
         crd = live_crd(cluster, name)
-        controller = controllers.get(_controller_uid(crd) or "") if crd is not None else None
+        controller = revision_names.get(_controller_uid(crd) or "") if crd is not None else None
         if crd is None or controller is None:
             continue
         count = _custom_resources(cluster, name, crd)
