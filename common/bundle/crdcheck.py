@@ -52,14 +52,13 @@ def unsafe_crd_upgrades(cluster: Cluster, new: Sequence[Phase]) -> list[str]:
 
 
 class DroppedCRD(NamedTuple):
-    """A CRD the new content lacks that an Active revision controls, and how many custom resources of it exist."""
+    """A CRD the new content lacks that an Active revision controls, while custom resources of it exist."""
 
     name: str
-    custom_resources: int
     controller: str  # the controlling revision's name
 
     def __str__(self) -> str:
-        return f"{self.name} ({self.custom_resources} custom resource(s), controlled by {self.controller})"
+        return f"{self.name} (controlled by {self.controller}; custom resources of it exist)"
 
 
 def dropped_crds_in_use(cluster: Cluster, held: Iterable[Sequence[Phase]], revision_names: Mapping[str, str],
@@ -76,9 +75,8 @@ def dropped_crds_in_use(cluster: Cluster, held: Iterable[Sequence[Phase]], revis
         controller = revision_names.get(_controller_uid(crd) or "") if crd is not None else None
         if crd is None or controller is None:
             continue
-        count = _custom_resources(cluster, name, crd)
-        if count:
-            in_use.append(DroppedCRD(name, count, controller))
+        if _custom_resources_exist(cluster, name, crd):
+            in_use.append(DroppedCRD(name, controller))
     return in_use
 
 
@@ -98,18 +96,19 @@ def _controller_uid(obj: Obj) -> str | None:
     return None
 
 
-def _custom_resources(cluster: Cluster, name: str, crd: Obj) -> int:
-    """How many custom resources of ``crd`` exist (0 when its kind is not served)."""
+def _custom_resources_exist(cluster: Cluster, name: str, crd: Obj) -> bool:
+    """Whether any custom resource of ``crd`` exists (no when its kind is not served): one object read, however
+    many there are."""
     spec = crd.get("spec") or {}
     versions = [v for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("served")]
     kind = (spec.get("names") or {}).get("kind")
     if not versions or not kind:
-        return 0
+        return False
     storage = next((v for v in versions if v.get("storage")), versions[0])
     try:
-        return len(cluster.list(f"{spec.get('group')}/{storage.get('name')}", kind))
+        return bool(cluster.list(f"{spec.get('group')}/{storage.get('name')}", kind, limit=1))
     except NotFound:  # UnknownKind: not served (yet, or any more)
-        return 0
+        return False
     except ApiError as exc:
         raise CRDCheckError(f"could not list the custom resources of CustomResourceDefinition {name}: "
                             f"{exc.reason}: {exc.message}") from None

@@ -146,9 +146,10 @@ class Cluster(Protocol):
         """Read one object (``NotFound`` when absent)."""
 
     def list(self, api_version: str, kind: str, namespace: str | None = None,
-             label_selector: str | None = None) -> list[Obj]:
+             label_selector: str | None = None, *, limit: int | None = None) -> list[Obj]:
         """List objects of a kind, in one namespace or all (``None``), filtered by a label selector string
-        in Kubernetes syntax (``a=b,c!=d,e in (f,g),!h``)."""
+        in Kubernetes syntax (``a=b,c!=d,e in (f,g),!h``). ``limit``: at most that many (one page of that size;
+        what "does any exist" needs, without reading them all)."""
 
     def create(self, obj: Obj, *, dry_run: bool = False, field_manager: str | None = None) -> Obj:
         """POST the object (``AlreadyExists`` when it exists); returns it as stored. ``field_manager`` names

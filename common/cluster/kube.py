@@ -412,16 +412,20 @@ class KubeCluster:
         return self.request("get", "GET", res.item_path(name, namespace))
 
     def list(self, api_version: str, kind: str, namespace: str | None = None,
-             label_selector: str | None = None) -> list[Obj]:
+             label_selector: str | None = None, *, limit: int | None = None) -> list[Obj]:
+        if limit is not None:  # one page of that size: the server stops there
+            items, _ = self.list_with_version(api_version, kind, namespace, label_selector, page_size=limit,
+                                              first_page=True)
+            return items[:limit]
         items, _ = self.list_with_version(api_version, kind, namespace, label_selector)
         return items
 
     def list_with_version(self, api_version: str, kind: str, namespace: str | None = None,
-                          label_selector: str | None = None, *, page_size: int = 500,
+                          label_selector: str | None = None, *, page_size: int = 500, first_page: bool = False,
                           ) -> tuple[builtins.list[Obj], str]:
-        """List all pages; returns the items (with apiVersion/kind filled in, which the server omits on
-        built-in lists) and the list's resourceVersion, the point a watch resumes from. An expired
-        ``continue`` token (410) restarts the list from the beginning."""
+        """List all pages (``first_page``: only the first); returns the items (with apiVersion/kind filled in,
+        which the server omits on built-in lists) and the list's resourceVersion, the point a watch resumes from.
+        An expired ``continue`` token (410) restarts the list from the beginning."""
         res = self.resource(api_version, kind)
         path = res.collection_path(namespace)
         while True:
@@ -443,7 +447,7 @@ class KubeCluster:
                     meta = page.get("metadata") or {}
                     rv = str(meta.get("resourceVersion") or rv)
                     cont = str(meta.get("continue") or "")
-                    if not cont:
+                    if not cont or first_page:
                         return items, rv
             except ApiError as e:
                 if e.code == 410 and cont:

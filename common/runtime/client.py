@@ -94,14 +94,15 @@ class CachedCluster:
                                          "code": 404})
 
     def list(self, api_version: str, kind: str, namespace: str | None = None,
-             label_selector: str | None = None) -> list[Obj]:
+             label_selector: str | None = None, *, limit: int | None = None) -> list[Obj]:
         sel = labels.parse(label_selector)
         inf = self.caches.find(api_version, kind, namespace, sel)
         if inf is None or (namespace is None and inf.key.namespace is not None):
-            return self.kube.list(api_version, kind, namespace, label_selector)
-        return [o for o in inf.items()
-                if (namespace is None or (o.get("metadata") or {}).get("namespace", "") == namespace)
-                and sel.matches((o.get("metadata") or {}).get("labels"))]
+            return self.kube.list(api_version, kind, namespace, label_selector, limit=limit)
+        found = [o for o in inf.items()
+                 if (namespace is None or (o.get("metadata") or {}).get("namespace", "") == namespace)
+                 and sel.matches((o.get("metadata") or {}).get("labels"))]
+        return found if limit is None else found[:limit]
 
     def _written(self, obj: Obj) -> Obj:
         gvk = GVK.of(obj)

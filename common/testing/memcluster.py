@@ -722,7 +722,7 @@ class MemCluster:
     @_locked
     @_rendered
     def list(self, api_version: str, kind: str, namespace: str | None = None,
-             label_selector: str | None = None) -> list[Obj]:
+             label_selector: str | None = None, *, limit: int | None = None) -> list[Obj]:
         self._request("list", api_version, kind, namespace, "")
         info = self._info(api_version, kind)
         try:
@@ -735,6 +735,8 @@ class MemCluster:
                 continue
             if selector.matches(obj["metadata"].get("labels")):
                 out.append(copy_json(obj))
+                if limit is not None and len(out) >= limit:
+                    break
         return out
 
     @_locked

@@ -329,6 +329,14 @@ def test_list_pages_with_limit_and_continue_and_fills_kind(kube: KubeCluster, se
     assert rv == str(server._last_rv)
 
 
+def test_list_with_a_limit_reads_one_page_of_that_size(kube: KubeCluster, server: FakeApiServer) -> None:
+    for i in range(5):
+        server.put_object({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm{i}", "namespace": "ns1"}})
+    server.clear_requests()
+    assert [o["metadata"]["name"] for o in kube.list("v1", "ConfigMap", "ns1", limit=2)] == ["cm0", "cm1"]
+    assert [r.query for r in server.requests if r.verb == "list"] == [{"limit": "2"}]  # no continue followed
+
+
 def test_watch_sends_resource_version_and_streams_events(kube: KubeCluster, server: FakeApiServer) -> None:
     _, rv = kube.list_with_version("v1", "ConfigMap", "ns1")
     server.put_object(CM)

@@ -237,8 +237,8 @@ def test_publish_refuses_crds_that_would_break_stored_custom_resources(ctl: dict
                                       "default}\n")
         done = kubectl_cos(ctl, "publish", str(bare), "--owner", owner)
         assert done.returncode == 1 and done.stderr.startswith(
-            f"cosctl publish: the new revision drops CustomResourceDefinition {crd_name} (1 custom resource(s), "
-            f"controlled by {owner}-3): archiving the revision that controls it would delete"), done.stderr
+            f"cosctl publish: the new revision drops CustomResourceDefinition {crd_name} (controlled by {owner}-3; "
+            "custom resources of it exist): archiving the revision that controls it would delete"), done.stderr
         assert kube.get(f"e2e-{RUN}.example.com/v1", "Widget", "w", "default")["spec"] == {"size": "small"}
     finally:
         selector = f"olm.operatorframework.io/owner-name={owner}"

@@ -192,6 +192,8 @@ def test_list_with_selectors_and_namespaces() -> None:
     assert names(mc.list("v1", "ConfigMap", "x")) == ["a", "c"]
     assert names(mc.list("v1", "ConfigMap", label_selector="app in (web,db),!tier")) == ["b"]
     assert names(mc.list("v1", "ConfigMap", label_selector="app!=web")) == ["c", "b"]
+    assert names(mc.list("v1", "ConfigMap", limit=2)) == ["a", "c"]
+    assert names(mc.list("v1", "ConfigMap", label_selector="app!=web", limit=1)) == ["c"]
     with pytest.raises(BadRequest):
         mc.list("v1", "ConfigMap", label_selector="a in (")
 

@@ -338,6 +338,12 @@ def test_cached_cluster_reads_misses_of_filtered_caches_live_only_after_already_
     with pytest.raises(NotFound):
         cluster.get("v1", "Service", "s", "ns")
     assert [r.path for r in server.requests if r.verb == "get"] == ["/api/v1/namespaces/ns/services/s"]
+    # a list with a limit: from the cache, cut; live, one page of that size
+    server.put_object({**cm("mine-a"), "metadata": {**cm("mine-a")["metadata"], "labels": {"x": "y"}}})
+    server.put_object({**cm("mine-b"), "metadata": {**cm("mine-b")["metadata"], "labels": {"x": "y"}}})
+    server.clear_requests()
+    assert len(cluster.list("v1", "ConfigMap", limit=1)) == 1
+    assert [r.query.get("limit") for r in server.requests if r.verb == "list"] == ["1"]
 
 
 def test_health_and_readiness(kube: KubeCluster, server: FakeApiServer, proc: ReconcilerProcess) -> None:

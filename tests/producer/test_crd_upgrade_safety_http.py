@@ -212,17 +212,20 @@ def test_a_revision_dropping_a_crd_whose_custom_resources_exist_is_refused(serve
     server.clear_requests()
     assert main(["publish", str(plain), "--owner", "shop", "--kubeconfig", kubeconfig]) == 1
     assert capsys.readouterr().err.splitlines() == [
-        "cosctl publish: the new revision drops CustomResourceDefinition widgets.example.com (1 custom resource(s), "
-        "controlled by shop-1): archiving the revision that controls it would delete the CustomResourceDefinition "
-        "and, with it, every custom resource of it; no revision was created. Keep the CustomResourceDefinition in "
-        "the revision, delete its custom resources first, or publish with --crd-upgrade-safety None to let them go"]
+        "cosctl publish: the new revision drops CustomResourceDefinition widgets.example.com (controlled by shop-1; "
+        "custom resources of it exist): archiving the revision that controls it would delete the "
+        "CustomResourceDefinition and, with it, every custom resource of it; no revision was created. Keep the "
+        "CustomResourceDefinition in the revision, delete its custom resources first, or publish with "
+        "--crd-upgrade-safety None to let them go"]
     assert [r for r in server.requests if r.method != "GET"] == []
+    # one object read to know whether any exists, however many there are
+    assert [r.query.get("limit") for r in server.requests if r.path == "/apis/example.com/v1/widgets"] == ["1"]
 
     # diff says it ahead
     assert main(["diff", str(plain), "--owner", "shop", "--kubeconfig", kubeconfig, "-o", "json"]) == 1
     assert json.loads(capsys.readouterr().out)["crdUpgradeSafety"] == [
-        "CustomResourceDefinition widgets.example.com (1 custom resource(s), controlled by shop-1) is dropped: "
-        "archiving shop-1 would delete it and every custom resource of it"]
+        "CustomResourceDefinition widgets.example.com (controlled by shop-1; custom resources of it exist) is "
+        "dropped: archiving shop-1 would delete it and every custom resource of it"]
 
     # a CRD another owner controls is only released by the archive, never deleted: nothing to refuse
     assert main(["publish", with_crd, "--owner", "other", "--collision-protection", "None",
@@ -236,7 +239,7 @@ def test_a_revision_dropping_a_crd_whose_custom_resources_exist_is_refused(serve
     assert main(["publish", manifests(tmp_path, "three", {}), "--owner", "shop", "--crd-upgrade-safety", "None",
                  "--kubeconfig", kubeconfig]) == 0
     assert main(["publish", str(plain), "--owner", "shop", "--kubeconfig", kubeconfig]) == 1
-    assert "widgets.example.com (1 custom resource(s), controlled by shop-1)" in capsys.readouterr().err
+    assert "widgets.example.com (controlled by shop-1; custom resources of it exist)" in capsys.readouterr().err
     assert main(["publish", str(plain), "--owner", "shop", "--crd-upgrade-safety", "None",
                  "--kubeconfig", kubeconfig]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "ClusterObjectSet shop-4 (revision 4) created"
