@@ -27,7 +27,7 @@ non-scalar values as ``<complex value>``, as OLM's summary does); a ``oneOf`` sc
 Go prints its protobuf text. Schema values (``default``, ``enum``) are compared in Go's canonical JSON, so the
 key order or number spelling a CRD was first written with never counts as a change.
 
-Pure functions over plain ``dict`` objects; reading the live CRDs is the caller's (:mod:`.publish`).
+Pure functions over plain ``dict`` objects; reading the live CRDs is the caller's (:mod:`.crdcheck`).
 """
 
 from __future__ import annotations
@@ -38,9 +38,11 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any, Final, NamedTuple
 
+import orjson
+
 from common.contract.objects import Obj
 
-from .registryv1.gotext import go_marshal_json, go_quote, go_v_float
+from .registryv1.gotext import go_list, go_marshal_json, go_quote, go_v_float
 from .registryv1.gounstructured import GoTypeError, roundtrip
 
 __all__ = ["CRD_API_VERSION", "ENFORCEMENTS", "ENFORCEMENT_NONE", "ENFORCEMENT_STRICT", "CRDDecodeError",
@@ -68,8 +70,9 @@ def assume_stored_versions(crd: Obj) -> Obj:
     if status.get("storedVersions"):
         return crd
     versions = crd["spec"].get("versions") if isinstance(crd.get("spec"), dict) else None
-    stored = [v["name"] for v in versions if isinstance(v, dict) and v.get("storage") and v.get("name")] if isinstance(
-        versions, list) else []  # not a list: the comparison says so, naming the field
+    if not isinstance(versions, list):
+        versions = []  # the comparison says what is wrong, naming the field
+    stored = [v["name"] for v in versions if isinstance(v, dict) and v.get("storage") and v.get("name")]
     return {**crd, "status": {**status, "storedVersions": stored}}
 
 
@@ -182,6 +185,18 @@ def _canonical(value: Any) -> str:
     return go_marshal_json(value)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two decoded values are the same to Go: equal :func:`_canonical` texts. Most nodes compared are
+    unchanged and, decoded in Go's field order, encode to the very same bytes, which orjson (C code) tells at once;
+    only otherwise (or beyond what orjson encodes: integers over 64 bits, nesting over 255) are the Go texts made."""
+    try:
+        if orjson.dumps(a) == orjson.dumps(b):
+            return True
+    except orjson.JSONEncodeError:
+        pass
+    return _canonical(a) == _canonical(b)
+
+
 # --- the property comparators ---------------------------------------------------------------------------------------
 
 _Comparator = Callable[[Obj, Obj], str | None]
@@ -219,18 +234,13 @@ def _default(a: Obj, b: Obj) -> str | None:
     return None
 
 
-def _go_strings(items: Iterable[str]) -> str:
-    """``%v`` of a ``[]string``."""
-    return "[" + " ".join(items) + "]"
-
-
 def _enum(a: Obj, b: Obj) -> str | None:
     old = {_raw_text(v) for v in a.pop("enum", None) or ()}
     new = {_raw_text(v) for v in b.pop("enum", None) or ()}
     if not old and new:
-        return f"enum constraint added when there was none previously : {_go_strings(sorted(new))}"
+        return f"enum constraint added when there was none previously : {go_list(sorted(new))}"
     if old - new:
-        return f"allowed enum values removed : {_go_strings(sorted(old - new))}"
+        return f"allowed enum values removed : {go_list(sorted(old - new))}"
     return None  # OLM v1 allows added values (additionPolicy: Allow)
 
 
@@ -254,7 +264,7 @@ def _bound(keyword: str, maximum: bool, floating: bool) -> _Comparator:
 
 def _required(a: Obj, b: Obj) -> str | None:
     added = set(b.pop("required", None) or ()) - set(a.pop("required", None) or ())
-    return f"new required fields: {_go_strings(sorted(added))}" if added else None
+    return f"new required fields: {go_list(sorted(added))}" if added else None
 
 
 def _type(a: Obj, b: Obj) -> str | None:
@@ -298,11 +308,11 @@ def _one_of(a: Obj, b: Obj) -> str | None:
     old = {_one_of_text(s) for s in a.pop("oneOf", None) or ()}
     new = {_one_of_text(s) for s in b.pop("oneOf", None) or ()}
     if not old and new:
-        return f"oneOf constraint added when there was none previously: {_go_strings(sorted(new))}"
+        return f"oneOf constraint added when there was none previously: {go_list(sorted(new))}"
     if old - new:
-        return f"allowed oneOf schemas removed: {_go_strings(sorted(old - new))}"
+        return f"allowed oneOf schemas removed: {go_list(sorted(old - new))}"
     if new - old:
-        return f"allowed oneOf schemas added: {_go_strings(sorted(new - old))}"
+        return f"allowed oneOf schemas added: {go_list(sorted(new - old))}"
     return None
 
 
@@ -392,15 +402,14 @@ def _unhandled(a: Obj, b: Obj) -> tuple[str, str] | None:
     """What no comparator took out of the two nodes and still differs, named field by field; with it, the whole
     difference (each differing field's two values in full), which is what OLM v1 compares when it subtracts the
     differences an old CRD's served versions already had (its message carries the go-cmp diff)."""
-    if _canonical(a) == _canonical(b):
+    if _same(a, b):
         return None
     details, whole = [], []
     for key, go_name in _GO_FIELDS.items():
         old, new = a.get(key), b.get(key)
-        before_text, after_text = _canonical(old), _canonical(new)
-        if before_text == after_text:
+        if _same(old, new):
             continue
-        whole.append(f"{key}:{before_text}->{after_text}")
+        whole.append(f"{key}:{_canonical(old)}->{_canonical(new)}")
         before, after = _shown(key, old), _shown(key, new)
         if before == after:
             after += " (changed)"
@@ -440,7 +449,7 @@ def _compare_versions(old: _Version, new: _Version) -> list[_Failure]:
     for path in sorted(old_nodes):
         before = _without_children(old_nodes[path])
         after = _without_children(new_nodes[path]) if path in new_nodes else {}
-        if path in new_nodes and _canonical(before) == _canonical(after):
+        if path in new_nodes and _same(before, after):
             continue
         out.extend(_compare_properties(path, before, after))
     return out
@@ -469,7 +478,7 @@ def _crd_wide(old: _CRD, new: _CRD) -> list[str]:
     new_names = {v.name for v in new.versions}
     removed_stored = [v for v in old.stored_versions if v not in new_names]
     if removed_stored:
-        lines.append(f"storedVersionRemoval: stored versions removed : {_go_strings(removed_stored)}")
+        lines.append(f"storedVersionRemoval: stored versions removed : {go_list(removed_stored)}")
     return lines
 
 
