@@ -553,9 +553,6 @@ def _refuse_dropping_used_namespaces(latest: Obj, held: list[Phase] | None, new:
             "bundle: --create-namespace), or put the objects in another namespace")
 
 
-_SKIP = " (--crd-upgrade-safety None skips the check)"
-
-
 def _refuse_unsafe_crds(cluster: Cluster, new: Sequence[Phase], active: Sequence[Obj], held: _Held) -> None:
     """The CRD upgrade safety check before revision N+1 (or the first) is created (:mod:`.crdcheck`): OLM v1's
     preflight of each CRD it carries against the cluster's, as OLM v1 refuses the install or upgrade, then ours: a
@@ -563,8 +560,11 @@ def _refuse_unsafe_crds(cluster: Cluster, new: Sequence[Phase], active: Sequence
     is never checked (OLM v1 skips it too); reads only."""
     try:
         failures = unsafe_crd_upgrades(cluster, new)
+        in_use = [] if failures else dropped_crds_in_use(
+            cluster, [c for c in (held.content(cos) for cos in active) if c is not None], controllers(active), new)
     except CRDCheckError as exc:
-        raise PublishError(f"the CRD upgrade safety check failed: {exc}; no revision was created{_SKIP}") from None
+        raise PublishError(f"the CRD upgrade safety check failed: {exc}; no revision was created "
+                           "(--crd-upgrade-safety None skips the check)") from None
     if failures:
         raise PublishError(
             "the CRD upgrade safety check refused the new revision (no revision was created): its "
@@ -572,11 +572,6 @@ def _refuse_unsafe_crds(cluster: Cluster, new: Sequence[Phase], active: Sequence
             + "\n".join(failures)
             + "\nPublish again with --crd-upgrade-safety None only if the stored custom resources are known to fit "
               "the new schemas (OLM v1: spec.install.preflight.crdUpgradeSafety.enforcement: None)")
-    contents = [c for c in (held.content(cos) for cos in active) if c is not None]
-    try:
-        in_use = dropped_crds_in_use(cluster, contents, controllers(active), new)
-    except CRDCheckError as exc:
-        raise PublishError(f"the CRD upgrade safety check failed: {exc}; no revision was created{_SKIP}") from None
     if in_use:
         raise PublishError(
             f"the new revision drops CustomResourceDefinition {', '.join(map(str, in_use))}: archiving the "
