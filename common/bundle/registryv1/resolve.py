@@ -1,0 +1,300 @@
+"""Which bundle of a package OLM v1 installs or upgrades to, from a catalog: its resolver, for one catalog.
+
+Why: OLM v1 never upgrades an operator to just any version. A ClusterExtension names a package (and optionally
+channels and a version range); operator-controller picks, among the catalog's bundles of that package, those in
+the channels, in the range and, once a bundle is installed, those the catalog says may follow it: a channel
+entry that ``replaces`` it, ``skips`` it or whose ``skipRange`` holds its version (the ``CatalogProvided``
+upgrade constraint policy; ``SelfCertified`` lifts that last rule). The installed bundle itself always
+qualifies. Deprecated bundles sort last, then the highest version wins. An operator author uses these edges
+to make every installation pass through the versions that migrate its data, so skipping them can break it.
+
+This is operator-controller's ``resolve.CatalogResolver`` with ``catalogmetadata/filter``, ``compare`` and
+``bundleutil`` (feature gates at their defaults), for one catalog, with its error messages word for word.
+Versions are read with blang/semver (:mod:`.semver`), as OLM v1 reads them.
+
+Pure functions over :class:`~.catalog.Package`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from . import semver
+from .catalog import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, Bundle, Channel, Package
+from .gotext import go_list, go_quote
+from .model import BundleError
+
+POLICY_CATALOG_PROVIDED: Final = "CatalogProvided"
+POLICY_SELF_CERTIFIED: Final = "SelfCertified"
+UPGRADE_CONSTRAINT_POLICIES: Final = (POLICY_CATALOG_PROVIDED, POLICY_SELF_CERTIFIED)
+_RELEASE_MAX_LENGTH: Final = 20
+
+
+class ResolutionError(BundleError):
+    """No bundle qualifies, or the catalog or installed version cannot be read; ``str(exc)`` is OLM v1's
+    message (what a ClusterExtension reports after ``failed to resolve bundle:``)."""
+
+
+class VersionReleaseError(ValueError):
+    """A version (and release) OLM v1 cannot read; the message is its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRelease:
+    """``declcfg.VersionRelease``: a semantic version and the bundle's release (registry+v1 keeps it in the
+    version's build metadata, ``1.2.0+3``)."""
+
+    version: semver.Version
+    release: tuple[semver.PRVersion, ...] = ()
+
+    def compare(self, other: VersionRelease) -> int:
+        if (comparison := self.version.compare(other.version)) != 0:
+            return comparison
+        if not self.release or not other.release:
+            return bool(self.release) - bool(other.release)
+        return semver.compare_prereleases(self.release, other.release)
+
+    def __str__(self) -> str:
+        """As OLM v1 records it (``bundleutil.MetadataFor`` without release support): the release as build
+        metadata."""
+        if not self.release:
+            return str(self.version)
+        plain = semver.Version(self.version.major, self.version.minor, self.version.patch, self.version.pre)
+        return f"{plain}+{'.'.join(str(identifier) for identifier in self.release)}"
+
+
+def _new_release(text: str) -> tuple[semver.PRVersion, ...]:
+    """``declcfg.NewRelease``."""
+    if not text:
+        return ()
+    if len(text) > _RELEASE_MAX_LENGTH:
+        raise VersionReleaseError(f"invalid release {go_quote(text)}: exceeds maximum length of "
+                                  f"{_RELEASE_MAX_LENGTH} characters")
+    identifiers, problems = [], []
+    for i, segment in enumerate(text.split(".")):
+        try:
+            identifiers.append(semver.parse_prerelease(segment))
+        except semver.SemverError as exc:
+            problems.append(f"segment {i}: {exc}")
+    if problems:
+        raise VersionReleaseError(f"invalid release {go_quote(text)}: {chr(10).join(problems)}")
+    return tuple(identifiers)
+
+
+def parse_legacy_version_release(text: str) -> VersionRelease:
+    """``bundleutil.ParseLegacyVersionRelease``: build metadata that reads as a release is the release."""
+    try:
+        version = semver.parse(text)
+    except semver.SemverError as exc:
+        raise VersionReleaseError(str(exc)) from None
+    try:
+        release = _new_release(".".join(version.build))
+    except VersionReleaseError:
+        release = ()
+    if release:
+        version = semver.Version(version.major, version.minor, version.patch, version.pre)
+    return VersionRelease(version, release)
+
+
+def bundle_version(bundle: Bundle) -> VersionRelease:
+    """``bundleutil.GetVersionAndRelease``: from the bundle's first ``olm.package`` property."""
+    for prop in bundle.properties:
+        if prop.get("type") == "olm.package":
+            value = prop.get("value")
+            if not isinstance(value, dict):
+                raise VersionReleaseError(f"error unmarshalling package property: json: cannot unmarshal "
+                                          f"{_json_kind(value)} into Go value of type property.Package")
+            version = value.get("version")
+            if version is not None and not isinstance(version, str):
+                raise VersionReleaseError(f"error unmarshalling package property: json: cannot unmarshal "
+                                          f"{_json_kind(version)} into Go struct field Package.version of type "
+                                          f"string")
+            return parse_legacy_version_release(version or "")
+    raise VersionReleaseError(f"no package property found in bundle {go_quote(bundle.name)}")
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else "null"
+
+
+def _version_or_none(bundle: Bundle) -> VersionRelease | None:
+    try:
+        return bundle_version(bundle)
+    except VersionReleaseError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Installed:
+    """The installed bundle as a revision records it (``bundle-name`` and ``bundle-version`` annotations)."""
+
+    name: str
+    version: str
+
+
+def _is_successor(entry_replaces: str, entry_skips: Sequence[str], entry_skip_range: str,
+                  installed: Installed, installed_version: semver.Version) -> bool:
+    if entry_replaces == installed.name or installed.name in entry_skips:
+        return True
+    if entry_skip_range:
+        try:
+            in_range = semver.parse_range(entry_skip_range)
+        except semver.SemverError:
+            return False  # OLM v1 ignores a skipRange it cannot read
+        return in_range(installed_version)
+    return False
+
+
+def successors_of(installed: Installed, channels: Sequence[Channel]) -> Callable[[Bundle], bool]:
+    """``filter.SuccessorsOf``: bundles some channel entry makes an upgrade from ``installed``, or the installed
+    version itself (no upgrade). Raises :class:`VersionReleaseError` for an installed version it cannot read."""
+    try:
+        installed_release = parse_legacy_version_release(installed.version)
+    except VersionReleaseError as exc:
+        raise VersionReleaseError(f"failed to get version and release of installed bundle: {exc}") from None
+    installed_version = semver.parse(installed.version)
+    upgrades = {entry.name for channel in channels for entry in channel.entries
+                if _is_successor(entry.replaces, entry.skips, entry.skip_range, installed, installed_version)}
+
+    def qualifies(bundle: Bundle) -> bool:
+        if bundle.name in upgrades:
+            return True
+        version = _version_or_none(bundle)
+        return version is not None and installed_release.compare(version) == 0
+    return qualifies
+
+
+def in_any_channel(channels: Sequence[Channel]) -> Callable[[Bundle], bool]:
+    names = {entry.name for channel in channels for entry in channel.entries}
+    return lambda bundle: bundle.name in names
+
+
+def deprecated_bundle_names(package: Package) -> set[str]:
+    return {entry.name for entry in package.deprecations if entry.schema == SCHEMA_BUNDLE}
+
+
+def _by_deprecation_then_version(deprecated: set[str]) -> Callable[[Bundle, Bundle], int]:
+    """``compare.ByDeprecationFunc`` then ``compare.ByVersionAndRelease``: not deprecated first, then the
+    highest version; bundles whose version cannot be read last."""
+    def compare(a: Bundle, b: Bundle) -> int:
+        a_deprecated, b_deprecated = a.name in deprecated, b.name in deprecated
+        if a_deprecated != b_deprecated:
+            return 1 if a_deprecated else -1
+        va, vb = _version_or_none(a), _version_or_none(b)
+        if va is None or vb is None:
+            return (va is None) - (vb is None)
+        return vb.compare(va)
+    return compare
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What a ClusterExtension's ``spec.source.catalog`` asks for."""
+
+    package: str
+    channels: tuple[str, ...] = ()
+    version: str = ""  # the range's text, for messages
+    version_range: Callable[[semver.Version], bool] | None = None
+    policy: str = POLICY_CATALOG_PROVIDED
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """The bundle OLM v1 would install, its version, and every bundle that qualified, best first."""
+
+    bundle: Bundle
+    version: VersionRelease
+    candidates: tuple[Bundle, ...]
+
+
+def candidates(package: Package, query: Query, installed: Installed | None) -> list[Bundle]:
+    """The bundles that qualify for ``query``, in OLM v1's order of preference. Raises :class:`ResolutionError`
+    when the installed version cannot be read."""
+    if not package.found:
+        return []
+    predicates: list[Callable[[Bundle], bool]] = []
+    if query.channels:
+        wanted = set(query.channels)
+        predicates.append(in_any_channel([channel for channel in package.channels if channel.name in wanted]))
+    if query.version_range is not None:
+        version_range = query.version_range
+
+        def in_range(bundle: Bundle) -> bool:
+            version = _version_or_none(bundle)
+            return version is not None and version_range(version.version)
+        predicates.append(in_range)
+    if query.policy != POLICY_SELF_CERTIFIED and installed is not None:
+        try:
+            predicates.append(successors_of(installed, package.channels))
+        except VersionReleaseError as exc:
+            raise ResolutionError(f"error walking catalogs: error finding upgrade edges: {exc}") from None
+    chosen = [bundle for bundle in package.bundles if all(predicate(bundle) for predicate in predicates)]
+    if package.has_deprecations:
+        chosen.sort(key=functools.cmp_to_key(_by_deprecation_then_version(deprecated_bundle_names(package))))
+    else:
+        chosen.sort(key=functools.cmp_to_key(_by_deprecation_then_version(set())))
+    return chosen
+
+
+def resolution_error(query: Query, installed: Installed | None) -> str:
+    """``resolutionError.Error()`` when nothing qualified, in one catalog."""
+    text = ""
+    if installed is not None:
+        text += f"error upgrading from currently installed version {go_quote(installed.version)}: "
+    text += f"no bundles found for package {go_quote(query.package)} "
+    if query.version:
+        text += f"matching version {go_quote(query.version)} "
+    if query.channels:
+        text += f"in channels {go_list(list(query.channels))} "
+    return text.strip()
+
+
+def resolve(package: Package, query: Query, installed: Installed | None) -> Resolution:
+    """``CatalogResolver.Resolve`` over one catalog: the bundle to install, or :class:`ResolutionError`."""
+    chosen = candidates(package, query, installed)
+    if not chosen:
+        raise ResolutionError(resolution_error(query, installed))
+    try:
+        version = bundle_version(chosen[0])
+    except VersionReleaseError as exc:
+        raise ResolutionError(f"error getting resolved bundle version for bundle {go_quote(chosen[0].name)}: "
+                              f"{exc}") from None
+    return Resolution(chosen[0], version, tuple(chosen))
+
+
+@dataclass(frozen=True, slots=True)
+class Deprecations:
+    """What a ClusterExtension's deprecation conditions would say: messages for the package, the channels asked
+    for (all of them when none is) and the installed bundle."""
+
+    package: tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
+    bundle: tuple[str, ...] = ()
+
+    def messages(self) -> list[str]:
+        return [*self.package, *self.channels, *self.bundle]
+
+
+def deprecations(package: Package, channels: Sequence[str], bundle_name: str) -> Deprecations:
+    """``buildDeprecationInfo``: entries without a message say nothing."""
+    wanted = set(channels)
+    found: dict[str, list[str]] = {SCHEMA_PACKAGE: [], SCHEMA_CHANNEL: [], SCHEMA_BUNDLE: []}
+    for entry in package.deprecations:
+        if entry.schema == SCHEMA_CHANNEL and wanted and entry.name not in wanted:
+            continue
+        if entry.schema == SCHEMA_BUNDLE and (not bundle_name or entry.name != bundle_name):
+            continue
+        if entry.schema in found and entry.message:
+            found[entry.schema].append(entry.message)
+    return Deprecations(tuple(found[SCHEMA_PACKAGE]), tuple(found[SCHEMA_CHANNEL]), tuple(found[SCHEMA_BUNDLE]))

@@ -1,0 +1,224 @@
+"""File-Based Catalogs and OLM v1's resolution over them (common/bundle/registryv1/catalog.py, resolve.py, and
+blang/semver's ranges in semver.py): which bundle a ClusterExtension resolves to, and OLM v1's messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from common.bundle.registryv1 import semver
+from common.bundle.registryv1.catalog import CatalogError, Package, load_catalog
+from common.bundle.registryv1.resolve import (
+    POLICY_SELF_CERTIFIED,
+    Installed,
+    Query,
+    ResolutionError,
+    VersionReleaseError,
+    candidates,
+    deprecations,
+    parse_legacy_version_release,
+    resolve,
+)
+
+
+def bundle(name: str, version: str | None, *, package: str = "demo") -> dict[str, Any]:
+    props = [] if version is None else [{"type": "olm.package", "value": {"packageName": package,
+                                                                          "version": version}}]
+    return {"schema": "olm.bundle", "name": name, "package": package, "image": f"quay.io/demo/{name}",
+            "properties": props}
+
+
+def channel(name: str, entries: list[dict[str, Any]], *, package: str = "demo") -> dict[str, Any]:
+    return {"schema": "olm.channel", "name": name, "package": package, "entries": entries}
+
+
+def write_catalog(path: Path, objects: list[dict[str, Any]]) -> Path:
+    path.write_text("".join("---\n" + yaml.safe_dump(o) for o in objects))
+    return path
+
+
+DEMO = [
+    {"schema": "olm.package", "name": "demo", "defaultChannel": "stable"},
+    channel("stable", [{"name": "demo.v1.0.0"},
+                       {"name": "demo.v1.1.0", "replaces": "demo.v1.0.0"},
+                       {"name": "demo.v1.2.0", "replaces": "demo.v1.1.0", "skips": ["demo.v1.0.0"]},
+                       {"name": "demo.v2.0.0", "replaces": "demo.v1.2.0", "skipRange": ">=1.0.0 <1.2.0"}]),
+    channel("fast", [{"name": "demo.v2.1.0-rc.1", "replaces": "demo.v2.0.0"}]),
+    bundle("demo.v1.0.0", "1.0.0"), bundle("demo.v1.1.0", "1.1.0"), bundle("demo.v1.2.0", "1.2.0"),
+    bundle("demo.v2.0.0", "2.0.0"), bundle("demo.v2.1.0-rc.1", "2.1.0-rc.1"),
+]
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Any:
+    return load_catalog(write_catalog(tmp_path / "catalog.yaml", DEMO)).package("demo")
+
+
+def names(bundles: Any) -> list[str]:
+    return [b.name for b in bundles]
+
+
+def test_a_first_install_resolves_to_the_highest_version(demo):
+    resolution = resolve(demo, Query("demo"), None)
+    assert (resolution.bundle.name, str(resolution.version)) == ("demo.v2.1.0-rc.1", "2.1.0-rc.1")
+    assert names(resolution.candidates) == ["demo.v2.1.0-rc.1", "demo.v2.0.0", "demo.v1.2.0", "demo.v1.1.0",
+                                            "demo.v1.0.0"]
+    assert resolve(demo, Query("demo", channels=("stable",)), None).bundle.name == "demo.v2.0.0"
+
+
+def test_upgrades_follow_replaces_skips_and_skip_range(demo):
+    on = Installed("demo.v1.0.0", "1.0.0")
+    # v1.1.0 replaces it, v1.2.0 skips it, v2.0.0's skipRange holds 1.0.0, and the installed one itself stays
+    assert names(candidates(demo, Query("demo"), on)) == ["demo.v2.0.0", "demo.v1.2.0", "demo.v1.1.0",
+                                                          "demo.v1.0.0"]
+    assert names(candidates(demo, Query("demo"), Installed("demo.v1.2.0", "1.2.0"))) == [
+        "demo.v2.0.0", "demo.v1.2.0"]  # 1.2.0 is outside v2.0.0's skipRange, but v2.0.0 replaces it
+    assert names(candidates(demo, Query("demo"), Installed("demo.v2.0.0", "2.0.0"))) == [
+        "demo.v2.1.0-rc.1", "demo.v2.0.0"]  # an edge in any channel of the package counts
+    assert names(candidates(demo, Query("demo", channels=("stable",)), Installed("demo.v2.0.0", "2.0.0"))) == [
+        "demo.v2.0.0"]
+
+
+def test_self_certified_lifts_the_upgrade_edges(demo):
+    query = Query("demo", policy=POLICY_SELF_CERTIFIED)
+    assert resolve(demo, query, Installed("demo.v2.0.0", "2.0.0")).bundle.name == "demo.v2.1.0-rc.1"
+    assert len(candidates(demo, query, Installed("demo.v9.0.0", "9.0.0"))) == 5  # downgrades too
+
+
+def test_olm_v1s_messages_when_nothing_qualifies(demo):
+    with pytest.raises(ResolutionError) as exc:
+        resolve(demo, Query("demo", channels=("stable", "nope"), version="3.0.0",
+                            version_range=lambda v: False), Installed("demo.v1.0.0", "1.0.0"))
+    assert str(exc.value) == ('error upgrading from currently installed version "1.0.0": no bundles found for '
+                              'package "demo" matching version "3.0.0" in channels [stable nope]')
+    with pytest.raises(ResolutionError) as exc:
+        resolve(Package("other"), Query("other"), None)  # what a catalog without the package gives
+    assert str(exc.value) == 'no bundles found for package "other"'
+    with pytest.raises(ResolutionError) as exc:
+        resolve(demo, Query("demo"), Installed("demo.v1", "1.2"))
+    assert str(exc.value) == ("error walking catalogs: error finding upgrade edges: failed to get version and "
+                              "release of installed bundle: No Major.Minor.Patch elements found")
+
+
+def test_deprecated_bundles_sort_last_and_deprecations_are_reported(tmp_path):
+    catalog = load_catalog(write_catalog(tmp_path / "c.yaml", [*DEMO, {
+        "schema": "olm.deprecations", "package": "demo", "entries": [
+            {"reference": {"schema": "olm.package"}, "message": "demo is deprecated, use demo2"},
+            {"reference": {"schema": "olm.channel", "name": "fast"}, "message": "fast is gone"},
+            {"reference": {"schema": "olm.bundle", "name": "demo.v2.1.0-rc.1"}, "message": "rc.1 is broken"},
+            {"reference": {"schema": "olm.bundle", "name": "demo.v2.0.0"}, "message": ""}]}]))
+    demo = catalog.package("demo")
+    assert names(resolve(demo, Query("demo"), None).candidates)[:3] == [
+        "demo.v1.2.0", "demo.v1.1.0", "demo.v1.0.0"]  # both deprecated bundles after the others, highest first
+    assert deprecations(demo, (), "demo.v2.1.0-rc.1").messages() == [
+        "demo is deprecated, use demo2", "fast is gone", "rc.1 is broken"]
+    assert deprecations(demo, ("stable",), "demo.v2.0.0").messages() == ["demo is deprecated, use demo2"]
+
+
+def test_legacy_releases_in_build_metadata():
+    assert str(parse_legacy_version_release("1.0.0+2")) == "1.0.0+2"
+    older, newer = parse_legacy_version_release("1.0.0+2"), parse_legacy_version_release("1.0.0+10")
+    assert (older.release, newer.compare(older)) == ((semver.PRVersion("", 2),), 1)
+    assert parse_legacy_version_release("1.0.0").compare(older) == -1  # no release sorts before a release
+    assert parse_legacy_version_release("1.0.0+001").release == ()  # not a release: build metadata stays
+    assert str(parse_legacy_version_release("1.0.0+001")) == "1.0.0+001"
+    with pytest.raises(VersionReleaseError, match="^Version string empty$"):
+        parse_legacy_version_release("")
+
+
+def test_a_bundle_without_a_version_sorts_last_and_cannot_be_resolved_alone(tmp_path):
+    catalog = load_catalog(write_catalog(tmp_path / "c.yaml", [
+        channel("stable", [{"name": "demo.a"}, {"name": "demo.b"}]),
+        bundle("demo.a", None), bundle("demo.b", "0.1.0")]))
+    assert names(resolve(catalog.package("demo"), Query("demo"), None).candidates) == ["demo.b", "demo.a"]
+    only = load_catalog(write_catalog(tmp_path / "d.yaml", [bundle("demo.a", None)])).package("demo")
+    with pytest.raises(ResolutionError) as exc:
+        resolve(only, Query("demo"), None)
+    assert str(exc.value) == ('error getting resolved bundle version for bundle "demo.a": no package property '
+                              'found in bundle "demo.a"')
+
+
+@pytest.mark.parametrize(("text", "inside", "outside"), [
+    # blang orders a prerelease before its release and, unlike Masterminds, does not leave prereleases out
+    (">=1.0.0 <1.3.0", ["1.0.0", "1.2.9", "1.3.0-rc.1"], ["0.9.9", "1.3.0", "1.0.0-rc.1"]),
+    ("<1.2.0 || >=3.0.0", ["1.1.9", "3.0.0"], ["1.2.0", "2.9.9"]),
+    ("1.x", ["1.0.0", "1.99.0"], ["2.0.0", "0.9.0"]),
+    (">1.2.x", ["1.3.0"], ["1.2.9"]),
+    ("<=1.2.x", ["1.2.9"], ["1.3.0"]),
+    (">= 1.0.0", ["1.0.0"], ["0.1.0"]),  # a space after the operator
+    ("!=1.2.x", [], ["1.1.0", "1.2.0", "1.3.0"]),  # blang expands it to <1.2.0 AND >=1.3.0: nothing
+    ("1.0.0", ["1.0.0", "1.0.0+build"], ["1.0.1"]),
+])
+def test_skip_ranges_are_blang_semver_ranges(text, inside, outside):
+    in_range = semver.parse_range(text)
+    assert [v for v in inside + outside if in_range(semver.parse(v))] == inside
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("abc", 'Could not get version from string: "abc"'),
+    ("~1.0.0", 'Could not parse Range "~1.0.0": Could not parse comparator "~" in "~1.0.0"'),
+    ("1.0.0 ||", "Last element in range is '||'"),
+    ("1.2.3.4", 'Could not parse Range "1.2.3.4": Could not parse version "1.2.3.4" in "1.2.3.4": Invalid '
+                'character(s) found in patch number "3.4"'),
+])
+def test_blang_semver_range_errors(text, message):
+    with pytest.raises(semver.SemverError) as exc:
+        semver.parse_range(text)
+    assert str(exc.value) == message
+
+
+def test_an_unreadable_skip_range_is_no_edge(tmp_path):
+    catalog = load_catalog(write_catalog(tmp_path / "c.yaml", [
+        channel("stable", [{"name": "demo.v2.0.0", "skipRange": "~1.0.0"}]), bundle("demo.v2.0.0", "2.0.0")]))
+    assert candidates(catalog.package("demo"), Query("demo"), Installed("demo.v1.0.0", "1.0.0")) == []
+
+
+# --------------------------------------------------------------------------------------------- reading
+
+
+def test_a_catalog_directory_json_streams_yaml_and_indexignore(tmp_path):
+    root = tmp_path / "configs"
+    (root / "demo").mkdir(parents=True)
+    (root / "demo" / "catalog.json").write_text("".join(json.dumps(o, indent=1) + "\n" for o in DEMO[:3]))
+    (root / "demo" / "bundles.yaml").write_text("".join("---\n" + yaml.safe_dump(o) for o in DEMO[3:]))
+    (root / "README.md").write_text("# not a catalog: ignored\n")
+    (root / "demo" / "notes.txt").write_text("- not: [a catalog\n")
+    (root / ".indexignore").write_text("*.md\ndemo/notes.txt\n")
+    catalog = load_catalog(root)
+    assert catalog.package_names() == ["demo"]
+    demo = catalog.package("demo")
+    assert (demo.default_channel, [c.name for c in demo.channels], len(demo.bundles)) == ("stable",
+                                                                                         ["stable", "fast"], 5)
+
+
+def test_the_last_object_of_a_schema_and_name_wins(tmp_path):
+    demo = load_catalog(write_catalog(tmp_path / "c.yaml", [
+        bundle("demo.v1.0.0", "1.0.0"), bundle("demo.v1.0.0", "1.0.1")])).package("demo")
+    assert [str(parse_legacy_version_release(b.properties[0]["value"]["version"])) for b in demo.bundles] == ["1.0.1"]
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("schema: olm.bundle\nname: x\npackage: demo\nproperties: {}\n",
+     "{path} (olm.bundle 'x'): properties must be a list"),
+    ("---\nname: x\n---\nschema: olm.package\nname: demo\n",
+     "{path}: document 1: the object has no schema (each catalog object needs one, such as olm.bundle)"),
+    ("- a list\n", "{path} must be an object"),
+    ("schema: olm.channel\nname: s\npackage: demo\nentries: [{name: a, skips: [1]}]\n",
+     "{path} (olm.channel 's'): entries[0]: skips must be a list of strings"),
+])
+def test_bad_catalogs_name_the_file_and_never_quote_it(tmp_path, content, message):
+    path = tmp_path / "catalog.yaml"
+    path.write_text(content)
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(path).package("demo")
+    assert str(exc.value) == message.format(path=path)
+
+
+def test_a_missing_catalog(tmp_path):
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(tmp_path / "nope")
+    assert str(exc.value) == f"{tmp_path / 'nope'}: no such catalog (give a File-Based Catalog directory or file)"
