@@ -19,6 +19,7 @@ from common.bundle.packing import NotAdmissible, PackingError, check_probes, pro
 from common.bundle.phasing import Phase, PhasingError, sort_into_phases
 from common.bundle.publish import Action, PublishError
 from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RenderError
+from common.bundle.registryv1.resolve import ResolutionError
 from common.cluster.interface import ApiError, Cluster
 from common.contract import api
 from common.contract.objects import Obj
@@ -251,7 +252,7 @@ def run(command: str, body: Callable[[], int], *, failure: int = EXIT_FAILED,
     except (BundleInputError, MissingArgument) as exc:  # not a usable bundle, or no way to use it (bundles.md §4)
         print(f"cosctl {command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (ConfigurationError, RenderError) as exc:  # OLM v1's refusal, in its words
+    except (ConfigurationError, RenderError, ResolutionError) as exc:  # OLM v1's refusal, in its words
         print(f"cosctl {command}: {exc}", file=sys.stderr)
         for cause in exc.hints:  # ours: what OLM's message leaves unnamed (the field, the file, the flag)
             print(f"cosctl {command}: cause: {cause}", file=sys.stderr)

@@ -20,6 +20,7 @@ import os
 import sys
 from pathlib import Path
 
+from common.bundle.catalogcheck import CatalogVerdict
 from common.bundle.contents import ContentUnavailable, cluster_reader, documents_reader, is_cos, resolve_phases
 from common.bundle.crdcheck import CRDCheckError, controllers, dropped_crds_in_use, unsafe_crd_upgrades
 from common.bundle.crdsafety import CRDDecodeError, assume_stored_versions, is_crd, preflight
@@ -30,6 +31,7 @@ from common.bundle.publish import active_revisions, owner_revisions, revision_of
 from common.cluster.interface import Cluster, NotFound
 from common.contract import api
 from common.contract.objects import Obj
+from common.cosctl._catalog import add_catalog_arguments, catalog_verdict, check_catalog_arguments, warn_deprecated
 from common.cosctl._inputs import add_input_arguments, bundle_input, load_inputs, peek_bundle, system_namespace
 from common.cosctl._producer import ConnectError, UsageError, add_cluster_arguments, run
 
@@ -102,7 +104,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "name on the cluster, or with --owner a revision number. Objects added, removed, changed (with "
                     "a unified diff of the cleaned manifests; Secret values masked) and moved to another phase. "
                     "When B's CustomResourceDefinitions would break custom resources stored under A's (or, with "
-                    "--owner, under the cluster's), the refusal publish would give follows the summary.")
+                    "--owner, under the cluster's), the refusal publish would give follows the summary; so does "
+                    "the refusal of --catalog, for a bundle the catalog does not allow over the installed one.")
     parser.add_argument("sources", nargs="+", metavar="DIR|FILE|REV",
                         help="manifests, pack output or bundles on disk, ClusterObjectSet names, or revision numbers")
     parser.add_argument("--owner", default=None,
@@ -112,6 +115,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="a summary: one line per object with its inserted/deleted line counts, and the totals "
                              "(with -o json: every record without its diff)")
     add_input_arguments(parser)
+    add_catalog_arguments(parser)
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
 
@@ -225,6 +229,8 @@ def _diff(args: argparse.Namespace) -> int:
     paths = [_expanded(s) for s in args.sources]
     bundle = peek_bundle(paths) if local and len(paths) == 1 else None
     owner = args.owner or (bundle.package_name if bundle is not None else None)
+    check_catalog_arguments(args, bundle if owner and local else None)
+    verdict: CatalogVerdict | None = None
     if owner and local:
         if bundle is None:
             b = local_phases(paths, args)  # input problems before the cluster
@@ -232,6 +238,8 @@ def _diff(args: argparse.Namespace) -> int:
         else:  # the bundle renders with the options publish would keep from the owner's latest revision
             revisions = owner_revisions(sides.cluster, owner)
             b = local_phases(paths, args, recorded=revisions[-1] if revisions else None)
+            verdict = catalog_verdict(args, bundle, revisions)
+            warn_deprecated(verdict, "diff")
         b_name = " ".join(args.sources)
         latest = latest_active(revisions)
         a_name, a = (str(latest["metadata"]["name"]), sides.remote(latest)) if latest else (
@@ -267,12 +275,20 @@ def _diff(args: argparse.Namespace) -> int:
         raise UsageError("give two revisions to compare (A B), or manifests with --owner OWNER")
     result = diff(a, b, a_name=a_name, b_name=b_name)
     safety = check() if result.different else []  # the same content is no upgrade (publish creates nothing)
+    refusal = [verdict.refusal, *(h for h in verdict.hints if not h.startswith("--"))] \
+        if verdict is not None and verdict.refusal is not None else []
     if args.output == "json":
-        print(json.dumps({**result.to_json(with_diff=not args.stat), "crdUpgradeSafety": safety}, indent=2))
+        catalog = {} if verdict is None else {"catalog": {"refusal": refusal, "deprecated": list(verdict.deprecated)}}
+        print(json.dumps({**result.to_json(with_diff=not args.stat), "crdUpgradeSafety": safety, **catalog},
+                         indent=2))
     else:
         sys.stdout.write(result.render_stat() if args.stat else result.render())
         if safety:
             print(f"CRD upgrade safety: publish refuses {b_name} over {a_name} (unless --crd-upgrade-safety None):")
             print("\n".join(safety))
+        if refusal:
+            print(f"Catalog: publish refuses {bundle.csv_name if bundle else b_name} (unless "
+                  "--upgrade-constraint-policy SelfCertified):")
+            print("\n".join(refusal))
     return EXIT_DIFFERENT if result.different else EXIT_SAME
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from common.bundle.publish import owner_revisions, publish
+from common.cosctl._catalog import add_catalog_arguments, catalog_verdict, check_catalog_arguments, warn_deprecated
 from common.cosctl._inputs import add_input_arguments, load_inputs, peek_bundle, system_namespace
 from common.cosctl._producer import (
     EXIT_OK,
@@ -33,7 +34,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "publish", help="create the next revision on the cluster (or update it in place when unchanged)",
         description="Publish manifests as revision N+1 of the owner's ClusterObjectSet (named <owner>-<N+1>), "
                     "crash-safely: Secrets, then the ClusterObjectSet, then ownerReferences. Unchanged content "
-                    "creates nothing. A new revision whose CustomResourceDefinitions would break the custom "
+                    "creates nothing. With --catalog, a bundle the catalog does not allow over the installed one "
+                    "(OLM v1's upgrade edges) is refused. A new revision whose CustomResourceDefinitions would break "
+                    "the custom "
                     "resources stored under the cluster's current ones is refused, as OLM v1 refuses it "
                     "(--crd-upgrade-safety). Runs recovery and retention (newest 5 archived revisions are kept). A "
                     "registry+v1 bundle is rendered as OLM v1 renders it; its owner defaults to its package name "
@@ -45,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                              "for a registry+v1 bundle: its package name)")
     add_service_account_argument(parser)
     add_crd_upgrade_safety_argument(parser)
+    add_catalog_arguments(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
@@ -57,6 +61,7 @@ def _main(args: argparse.Namespace) -> int:
 
 def _publish(args: argparse.Namespace, progress: Progress) -> int:
     bundle = peek_bundle(args.paths)  # a bundle that does not load is reported before the cluster is contacted
+    check_catalog_arguments(args, bundle)
     owner = args.owner or (bundle.package_name if bundle is not None else None)
     if not owner:
         raise UsageError("--owner is required for plain manifests (a registry+v1 bundle defaults to its package)")
@@ -73,6 +78,11 @@ def _publish(args: argparse.Namespace, progress: Progress) -> int:
     if inputs.bundle is not None and inputs.options is not None:
         kept = f" (options kept from {inputs.kept_from})" if inputs.kept_from else ""
         print(f"bundle {inputs.bundle.csv_name} rendered for namespace {inputs.options.namespace}{kept}")
+    verdict = catalog_verdict(args, inputs.bundle, revisions or [])
+    if verdict is not None:
+        warn_deprecated(verdict, "publish")
+        verdict.raise_refusal()
+        print(verdict.summary())
     result = publish(cluster, inputs.phases, owner=owner, owner_kind=args.owner_kind,
                      system_namespace=system_namespace(args, bundle=bundle is not None),
                      collision_protection=args.collision_protection,

@@ -507,3 +507,121 @@ def test_a_bare_service_account_name_is_one_of_the_bundles_install_namespace(tmp
     annotations = mc.objects(*COS)[0]["metadata"]["annotations"]
     assert (annotations[api.ANNOTATION_SERVICE_ACCOUNT_NAMESPACE],
             annotations[api.ANNOTATION_SERVICE_ACCOUNT_NAME]) == ("demo-system", "installer")
+
+
+# ------------------------------------------------------------------------------------------- --catalog
+
+def demo_catalog(path: Path, *, deprecations: list[dict[str, Any]] | None = None) -> Path:
+    """demo's channel stable: 1.0.0, then 1.1.0 replacing it, then 1.2.0 replacing 1.1.0 (no skipping 1.1.0)."""
+    def entry(version: str, replaces: str | None = None) -> dict[str, Any]:
+        return {"name": f"demo-operator.v{version}", **({"replaces": f"demo-operator.v{replaces}"} if replaces else {})}
+    objects: list[dict[str, Any]] = [
+        {"schema": "olm.package", "name": "demo", "defaultChannel": "stable"},
+        {"schema": "olm.channel", "name": "stable", "package": "demo",
+         "entries": [entry("1.0.0"), entry("1.1.0", "1.0.0"), entry("1.2.0", "1.1.0")]},
+        *({"schema": "olm.bundle", "name": f"demo-operator.v{v}", "package": "demo", "image": f"quay.io/demo:{v}",
+           "properties": [{"type": "olm.package", "value": {"packageName": "demo", "version": v}}]}
+          for v in ("1.0.0", "1.1.0", "1.2.0")),
+    ]
+    if deprecations:
+        objects.append({"schema": "olm.deprecations", "package": "demo", "entries": deprecations})
+    path.write_text("\n".join(json.dumps(o) for o in objects))
+    return path
+
+
+def succeed(mc: MemCluster, name: str) -> None:
+    """What the reconciler reports when a revision has rolled out."""
+    mc.set_status(*COS, name, None, {"conditions": [{"type": "Succeeded", "status": "True", "reason": "Succeeded",
+                                                     "message": "", "lastTransitionTime": "2026-11-26T00:00:00Z"}]})
+
+
+def test_a_catalog_refuses_an_upgrade_it_has_no_edge_for(tmp_path):
+    mc = MemCluster()
+    catalog = str(demo_catalog(tmp_path / "catalog.json"))
+    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--catalog", catalog,
+                            cluster=mc)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[1] == (f"catalog {catalog}: demo-operator.v1.0.0 may be installed (no bundle of the "
+                                   "owner is installed)")
+    succeed(mc, "demo-1")
+    writes = mc.writes
+    v12 = str(demo_bundle(tmp_path / "v12", "1.2.0"))
+    code, out, err = cosctl("publish", v12, "--catalog", catalog, cluster=mc)
+    assert (code, out) == (1, "bundle demo-operator.v1.2.0 rendered for namespace demo-system (options kept from "
+                              "demo-1)\n")
+    assert err == (
+        'cosctl publish: error upgrading from currently installed version "1.0.0": no bundles found for package "demo" '
+        'matching version "1.2.0"\n'
+        f"cosctl publish: cause: catalog {catalog} has no upgrade edge from demo-operator.v1.0.0 (installed by "
+        "ClusterObjectSet demo-1) to demo-operator.v1.2.0: the upgrades it allows, newest first: "
+        "demo-operator.v1.1.0\n"
+        "cosctl publish: cause: --upgrade-constraint-policy SelfCertified installs it anyway, as OLM v1's "
+        "ClusterExtension spec.source.catalog.upgradeConstraintPolicy does\n")
+    assert mc.writes == writes
+    code, out, err = cosctl("diff", v12, "--catalog", catalog, cluster=mc)
+    assert code == 1 and out.endswith(
+        "Catalog: publish refuses demo-operator.v1.2.0 (unless --upgrade-constraint-policy SelfCertified):\n"
+        'error upgrading from currently installed version "1.0.0": no bundles found for package "demo" matching '
+        'version "1.2.0"\n'
+        f"catalog {catalog} has no upgrade edge from demo-operator.v1.0.0 (installed by ClusterObjectSet demo-1) to "
+        "demo-operator.v1.2.0: the upgrades it allows, newest first: demo-operator.v1.1.0\n")
+    code, out, err = cosctl("publish", v12, "--catalog", catalog, "--upgrade-constraint-policy", "SelfCertified",
+                            cluster=mc)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert [lines[1], lines[-1]] == [
+        f"catalog {catalog}: demo-operator.v1.2.0 may replace demo-operator.v1.0.0 (--upgrade-constraint-policy "
+        "SelfCertified: upgrade edges not checked)", "ClusterObjectSet demo-2 (revision 2) created"]
+
+
+def test_a_catalog_allows_the_next_version_and_warns_about_deprecations(tmp_path):
+    mc = MemCluster()
+    catalog = str(demo_catalog(tmp_path / "catalog.json", deprecations=[
+        {"reference": {"schema": "olm.package"}, "message": "demo is deprecated: use demo2"},
+        {"reference": {"schema": "olm.bundle", "name": "demo-operator.v1.1.0"}, "message": "1.1.0 leaks memory"},
+        {"reference": {"schema": "olm.bundle", "name": "demo-operator.v1.0.0"}, "message": "not this one"}]))
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", cluster=mc)[0] == 0
+    succeed(mc, "demo-1")
+    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v11", "1.1.0")), "--catalog", catalog,
+                            "--channel", "stable", cluster=mc)
+    assert code == 0
+    assert err == ("cosctl publish: warning: deprecated: demo is deprecated: use demo2\n"
+                   "cosctl publish: warning: deprecated: 1.1.0 leaks memory\n")
+    lines = out.splitlines()
+    assert [lines[1], lines[-1]] == [
+        f"catalog {catalog}: demo-operator.v1.1.0 is an upgrade it allows from demo-operator.v1.0.0 (installed by "
+        "ClusterObjectSet demo-1)", "ClusterObjectSet demo-2 (revision 2) created"]
+
+
+def test_a_bundle_the_catalog_does_not_list_or_not_in_the_channel(tmp_path):
+    mc = MemCluster()
+    catalog = str(demo_catalog(tmp_path / "catalog.json"))
+    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v3", "3.0.0")), "-n", "demo-system",
+                            "--catalog", catalog, "--channel", "fast", cluster=mc)
+    assert out == "bundle demo-operator.v3.0.0 rendered for namespace demo-system\n"
+    assert (code, err) == (1, 'cosctl publish: no bundles found for package "demo" matching version "3.0.0" in '
+                              "channels [fast]\n"
+                              f"cosctl publish: cause: catalog {catalog} has no bundle demo-operator.v3.0.0 in "
+                              "package demo\n")
+    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system",
+                            "--catalog", catalog, "--channel", "fast", cluster=mc)
+    assert out == "bundle demo-operator.v1.0.0 rendered for namespace demo-system\n"
+    assert (code, err) == (1, 'cosctl publish: no bundles found for package "demo" matching version "1.0.0" in '
+                              "channels [fast]\n"
+                              f"cosctl publish: cause: demo-operator.v1.0.0 is in channels stable of catalog "
+                              f"{catalog}\n")
+    assert mc.objects(*COS) == []
+
+
+def test_catalog_options_are_checked_before_the_cluster_is_contacted(tmp_path):
+    manifest = tmp_path / "cm.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: b}\n")
+    assert cosctl("publish", str(manifest), "--owner", "x", "--catalog", "c.json") == (
+        2, "", "cosctl publish: --catalog: only for a registry+v1 bundle input\n")
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--channel", "stable") == (
+        2, "", "cosctl publish: --channel and --upgrade-constraint-policy need --catalog\n")
+    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system",
+                            "--catalog", str(tmp_path / "nope"), cluster=MemCluster())
+    assert out == "bundle demo-operator.v1.0.0 rendered for namespace demo-system\n"
+    assert (code, err) == (2, f"cosctl publish: {tmp_path / 'nope'}: no such catalog (give a File-Based Catalog "
+                              "directory or file)\n")

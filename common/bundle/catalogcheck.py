@@ -1,0 +1,156 @@
+"""Whether a catalog allows installing a bundle over what an owner's revisions have installed (OLM v1's
+upgrade edges), and what it says is deprecated.
+
+Why: with ``--catalog``, ``cosctl publish`` and ``diff`` hold a bundle given by path to the rule a ClusterExtension
+follows when it resolves from that catalog with its version pinned to the bundle's: the bundle must be the
+catalog's, in the channels asked for, and (policy ``CatalogProvided``) an upgrade the catalog's channels allow
+from the installed bundle, or that bundle's own version. The installed bundle is OLM v1's: the newest revision
+that is not archived and has succeeded (``BoxcutterRevisionStatesGetter``), read from OLM v1's annotations.
+
+Pure functions over plain data (the revisions are read by the caller).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from common.contract import api
+from common.contract.conditions import SUCCEEDED, is_true
+from common.contract.objects import Obj
+
+from .registryv1 import semver
+from .registryv1.catalog import Catalog
+from .registryv1.model import RegistryV1
+from .registryv1.resolve import (
+    POLICY_SELF_CERTIFIED,
+    Installed,
+    Query,
+    ResolutionError,
+    VersionReleaseError,
+    bundle_version,
+    candidates,
+    deprecations,
+    resolution_error,
+)
+
+# How many of the upgrades the catalog allows a refusal lists, best first.
+_SHOWN_UPGRADES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledRevision:
+    """The installed bundle and the revision that installed it."""
+
+    bundle: Installed
+    revision: str
+
+
+def installed_bundle(revisions: Sequence[Obj]) -> InstalledRevision | None:
+    """OLM v1's installed bundle: of the revisions not archived, the newest that has succeeded (``revisions``
+    oldest first), when it records a bundle name."""
+    installed = None
+    for cos in revisions:
+        spec, meta = cos.get("spec") or {}, cos.get("metadata") or {}
+        if spec.get("lifecycleState") == api.LIFECYCLE_ARCHIVED:
+            continue
+        if is_true((cos.get("status") or {}).get("conditions") or [], SUCCEEDED):
+            annotations = meta.get("annotations") or {}
+            installed = InstalledRevision(Installed(str(annotations.get(api.ANNOTATION_BUNDLE_NAME) or ""),
+                                                    str(annotations.get(api.ANNOTATION_BUNDLE_VERSION) or "")),
+                                          str(meta.get("name")))
+    return installed if installed is not None and installed.bundle.name else None
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogVerdict:
+    """What the catalog says: ``refusal`` (OLM v1's message) and ``hints`` (ours) when it does not allow the
+    bundle, and its deprecation messages either way."""
+
+    source: str
+    bundle: str
+    policy: str
+    installed: InstalledRevision | None
+    deprecated: tuple[str, ...] = ()
+    refusal: str | None = None
+    hints: tuple[str, ...] = ()
+    allowed: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        """One line for an accepted bundle: over what it was checked."""
+        if self.installed is None:
+            return f"catalog {self.source}: {self.bundle} may be installed (no bundle of the owner is installed)"
+        if self.policy == POLICY_SELF_CERTIFIED:
+            return (f"catalog {self.source}: {self.bundle} may replace {self.installed.bundle.name} "
+                    f"(--upgrade-constraint-policy SelfCertified: upgrade edges not checked)")
+        return (f"catalog {self.source}: {self.bundle} is an upgrade it allows from {self.installed.bundle.name} "
+                f"(installed by ClusterObjectSet {self.installed.revision})"
+                if self.bundle != self.installed.bundle.name else
+                f"catalog {self.source}: {self.bundle} is the installed bundle")
+
+    def raise_refusal(self) -> None:
+        if self.refusal is not None:
+            raise ResolutionError(self.refusal, self.hints)
+
+
+def check_bundle(catalog: Catalog, bundle: RegistryV1, *, channels: Sequence[str] = (),
+                 policy: str, installed: InstalledRevision | None) -> CatalogVerdict:
+    """Whether ``catalog`` lets a ClusterExtension pinned to ``bundle``'s version resolve to ``bundle`` over
+    ``installed``. A refusal is OLM v1's message for that ClusterExtension; the hints say why."""
+    package = catalog.package(bundle.package_name)
+    messages = tuple(deprecations(package, channels, bundle.csv_name).messages())
+    on_installed = installed.bundle if installed is not None else None
+    where = f"catalog {catalog.source}"
+
+    def verdict(refusal: str | None, hints: Sequence[str] = (), allowed: Sequence[str] = ()) -> CatalogVerdict:
+        return CatalogVerdict(catalog.source, bundle.csv_name, policy, installed, messages, refusal, tuple(hints),
+                              tuple(allowed))
+
+    listed = next((b for b in package.bundles if b.name == bundle.csv_name), None)
+    listed_version = None
+    if listed is not None:
+        try:
+            listed_version = bundle_version(listed)
+        except VersionReleaseError as exc:
+            return verdict(f"{where} lists bundle {bundle.csv_name} without a version OLM v1 can read: {exc}")
+    version_text = str(listed_version.version) if listed_version is not None else bundle.version
+    pinned = listed_version.version if listed_version is not None else None
+    query = Query(bundle.package_name, tuple(channels), version_text,
+                  lambda candidate: pinned is not None and candidate.compare(pinned) == 0, policy)
+    refusal = resolution_error(query, on_installed)
+    if not package.found:
+        return verdict(refusal, [f"{where} has no package {bundle.package_name}; its packages: "
+                                 f"{_names(catalog.package_names())}"])
+    if listed is None or listed_version is None:
+        return verdict(refusal, [f"{where} has no bundle {bundle.csv_name} in package {bundle.package_name}"])
+    try:
+        given = semver.parse(bundle.version)
+    except semver.SemverError:
+        given = None
+    if given is not None and given.compare(listed_version.version) != 0:
+        return verdict(refusal, [f"{where} lists bundle {bundle.csv_name} as version {listed_version}, but the "
+                                 f"bundle given is version {bundle.version}"])
+    if any(b.name == bundle.csv_name for b in candidates(package, query, on_installed)):
+        return verdict(None)
+    hints = []
+    if channels and not any(entry.name == bundle.csv_name for channel in package.channels
+                            if channel.name in channels for entry in channel.entries):
+        in_channels = sorted(channel.name for channel in package.channels
+                             if any(entry.name == bundle.csv_name for entry in channel.entries))
+        hints.append(f"{bundle.csv_name} is in channels {_names(in_channels)} of {where}")
+    upgrades: list[str] = []
+    if installed is not None and policy != POLICY_SELF_CERTIFIED:
+        upgrades = [b.name for b in candidates(package, Query(bundle.package_name, tuple(channels)), on_installed)
+                    if b.name != installed.bundle.name]
+        allowed = (f"the upgrades it allows, newest first: {_names(upgrades[:_SHOWN_UPGRADES])}"
+                   f"{' and more' if len(upgrades) > _SHOWN_UPGRADES else ''}" if upgrades
+                   else "it allows no upgrade from it")
+        hints.append(f"{where} has no upgrade edge from {installed.bundle.name} (installed by ClusterObjectSet "
+                     f"{installed.revision}) to {bundle.csv_name}: {allowed}")
+        hints.append("--upgrade-constraint-policy SelfCertified installs it anyway, as OLM v1's ClusterExtension "
+                     "spec.source.catalog.upgradeConstraintPolicy does")
+    return verdict(refusal, hints, upgrades)
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names) if names else "none"
