@@ -578,3 +578,60 @@ def test_what_olm_v1_refuses_is_never_published(ctx: Ctx) -> None:
         assert (done.returncode, done.stdout, done.stderr) == (
             1, "", "cosctl publish: unsupported bundle: apiServiceDefintions are not supported\n")
     assert ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}") == []
+
+
+def _koku_catalog(path: Path, *, edge: bool) -> Path:
+    """koku-metrics-operator's channel alpha as community-operators-prod's catalog has it (0.9.1 replaces 0.9.0),
+    or, with ``edge`` false, a catalog whose 0.9.1 is no upgrade from 0.9.0."""
+    entries: list[dict[str, Any]] = [{"name": "koku-metrics-operator.v0.9.0"},
+                                     {"name": "koku-metrics-operator.v0.9.1",
+                                      **({"replaces": "koku-metrics-operator.v0.9.0"} if edge else {})}]
+    objects = [{"schema": "olm.package", "name": "koku-metrics-operator", "defaultChannel": "alpha"},
+               {"schema": "olm.channel", "package": "koku-metrics-operator", "name": "alpha", "entries": entries},
+               *({"schema": "olm.bundle", "package": "koku-metrics-operator", "name": f"koku-metrics-operator.v{v}",
+                  "image": f"quay.io/project-koku/koku-metrics-operator-bundle:v{v}",
+                  "properties": [{"type": "olm.package",
+                                  "value": {"packageName": "koku-metrics-operator", "version": v}}]}
+                 for v in ("0.9.0", "0.9.1"))]
+    path.mkdir(parents=True)
+    (path / "catalog.json").write_text("\n".join(json.dumps(o) for o in objects))
+    return path
+
+
+def test_a_catalog_holds_upgrades_to_its_edges(ctx: Ctx) -> None:
+    """With --catalog, publish installs what the catalog lists and upgrades only along its edges, from the bundle
+    the reconciler reports Succeeded (OLM v1's installed bundle); a refusal writes nothing."""
+    case = KOKU
+    if any(not (ctx.corpus / d / "metadata").is_dir() for d in case.dirs):
+        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
+    owner = ns = f"koku-catalog-{RUN}"
+    ctx.stand_ins.namespaces.add(ns)
+    edge, no_edge = _koku_catalog(ctx.tmp / "catalog", edge=True), _koku_catalog(ctx.tmp / "no-edge", edge=False)
+    config = ctx.tmp / "koku-catalog-config.yaml"
+    config.write_text(f"watchNamespace: {ns}\n")
+    first, second = copy_bundle(ctx, case, case.first), copy_bundle(ctx, case, case.second)
+    out = ok(cosctl(ctx, "publish", str(first), "-n", ns, "--create-namespace", "--config", str(config),
+                    "--owner", owner, "--catalog", str(edge)))
+    assert out[1] == (f"catalog {edge}: koku-metrics-operator.v0.9.0 may be installed (no bundle of the owner is "
+                      "installed)")
+    rolled_out(ctx, f"{owner}-1", case.first)
+
+    done = cosctl(ctx, "publish", str(second), "--owner", owner, "--catalog", str(no_edge))
+    assert (done.returncode, done.stderr) == (1, (
+        'cosctl publish: error upgrading from currently installed version "0.9.0": no bundles found for package '
+        '"koku-metrics-operator" matching version "0.9.1"\n'
+        f"cosctl publish: cause: catalog {no_edge} has no upgrade edge from koku-metrics-operator.v0.9.0 (installed "
+        f"by ClusterObjectSet {owner}-1) to koku-metrics-operator.v0.9.1: it allows no upgrade from it\n"
+        "cosctl publish: cause: --upgrade-constraint-policy SelfCertified installs it anyway, as OLM v1's "
+        "ClusterExtension spec.source.catalog.upgradeConstraintPolicy does\n"))
+    assert [c["metadata"]["name"] for c in ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}")] \
+        == [f"{owner}-1"]
+
+    out = ok(cosctl(ctx, "publish", str(second), "--owner", owner, "--catalog", str(edge), "--channel", "alpha"))
+    assert (out[1], out[-1]) == (
+        f"catalog {edge}: koku-metrics-operator.v0.9.1 is an upgrade it allows from koku-metrics-operator.v0.9.0 "
+        f"(installed by ClusterObjectSet {owner}-1)", f"ClusterObjectSet {owner}-2 (revision 2) created")
+    rolled_out(ctx, f"{owner}-2", case.second)
+    kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={owner}", "--wait=false")
+    wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
+             f"the revisions of {owner} to be torn down")
