@@ -610,28 +610,40 @@ def test_a_catalog_holds_upgrades_to_its_edges(ctx: Ctx) -> None:
     config = ctx.tmp / "koku-catalog-config.yaml"
     config.write_text(f"watchNamespace: {ns}\n")
     first, second = copy_bundle(ctx, case, case.first), copy_bundle(ctx, case, case.second)
-    out = ok(cosctl(ctx, "publish", str(first), "-n", ns, "--create-namespace", "--config", str(config),
-                    "--owner", owner, "--catalog", str(edge)))
-    assert out[1] == (f"catalog {edge}: koku-metrics-operator.v0.9.0 may be installed (no bundle of the owner is "
-                      "installed)")
-    rolled_out(ctx, f"{owner}-1", case.first)
+    try:
+        out = ok(cosctl(ctx, "publish", str(first), "-n", ns, "--create-namespace", "--config", str(config),
+                        "--owner", owner, "--catalog", str(edge)))
+        assert out[1] == (f"catalog {edge}: koku-metrics-operator.v0.9.0 may be installed (no bundle of the owner is "
+                          "installed)")
+        rolled_out(ctx, f"{owner}-1", case.first)
+        out = ok(cosctl(ctx, "resolve", "koku-metrics-operator", "--catalog", str(edge), "--owner", owner))
+        assert out == [f"installed: koku-metrics-operator.v0.9.0 (0.9.0), by ClusterObjectSet {owner}-1",
+                       "resolves to: koku-metrics-operator.v0.9.1 0.9.1 "
+                       "quay.io/project-koku/koku-metrics-operator-bundle:v0.9.1",
+                       "qualified, best first:",
+                       "  koku-metrics-operator.v0.9.1  0.9.1  "
+                       "quay.io/project-koku/koku-metrics-operator-bundle:v0.9.1",
+                       "  koku-metrics-operator.v0.9.0  0.9.0  quay.io/project-koku/koku-metrics-operator-bundle:v0.9.0"
+                       "  (installed)"]
 
-    done = cosctl(ctx, "publish", str(second), "--owner", owner, "--catalog", str(no_edge))
-    assert (done.returncode, done.stderr) == (1, (
-        'cosctl publish: error upgrading from currently installed version "0.9.0": no bundles found for package '
-        '"koku-metrics-operator" matching version "0.9.1"\n'
-        f"cosctl publish: cause: catalog {no_edge} has no upgrade edge from koku-metrics-operator.v0.9.0 (installed "
-        f"by ClusterObjectSet {owner}-1) to koku-metrics-operator.v0.9.1: it allows no upgrade from it\n"
-        "cosctl publish: cause: --upgrade-constraint-policy SelfCertified installs it anyway, as OLM v1's "
-        "ClusterExtension spec.source.catalog.upgradeConstraintPolicy does\n"))
-    assert [c["metadata"]["name"] for c in ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}")] \
-        == [f"{owner}-1"]
+        done = cosctl(ctx, "publish", str(second), "--owner", owner, "--catalog", str(no_edge))
+        assert (done.returncode, done.stderr) == (1, (
+            'cosctl publish: error upgrading from currently installed version "0.9.0": no bundles found for package '
+            '"koku-metrics-operator" matching version "0.9.1"\n'
+            f"cosctl publish: cause: catalog {no_edge} has no upgrade edge from koku-metrics-operator.v0.9.0 "
+            f"(installed by ClusterObjectSet {owner}-1) to koku-metrics-operator.v0.9.1: it allows no upgrade from "
+            "it\n"
+            "cosctl publish: cause: --upgrade-constraint-policy SelfCertified installs it anyway, as OLM v1's "
+            "ClusterExtension spec.source.catalog.upgradeConstraintPolicy does\n"))
+        assert [c["metadata"]["name"] for c in ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}")] \
+            == [f"{owner}-1"]
 
-    out = ok(cosctl(ctx, "publish", str(second), "--owner", owner, "--catalog", str(edge), "--channel", "alpha"))
-    assert (out[1], out[-1]) == (
-        f"catalog {edge}: koku-metrics-operator.v0.9.1 is an upgrade it allows from koku-metrics-operator.v0.9.0 "
-        f"(installed by ClusterObjectSet {owner}-1)", f"ClusterObjectSet {owner}-2 (revision 2) created")
-    rolled_out(ctx, f"{owner}-2", case.second)
-    kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={owner}", "--wait=false")
-    wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
-             f"the revisions of {owner} to be torn down")
+        out = ok(cosctl(ctx, "publish", str(second), "--owner", owner, "--catalog", str(edge), "--channel", "alpha"))
+        assert (out[1], out[-1]) == (
+            f"catalog {edge}: koku-metrics-operator.v0.9.1 is an upgrade it allows from koku-metrics-operator.v0.9.0 "
+            f"(installed by ClusterObjectSet {owner}-1)", f"ClusterObjectSet {owner}-2 (revision 2) created")
+        rolled_out(ctx, f"{owner}-2", case.second)
+    finally:  # a failure leaves nothing that would collide with the next run's koku revisions
+        kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={owner}", "--wait=false")
+        wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
+                 f"the revisions of {owner} to be torn down")

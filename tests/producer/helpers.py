@@ -8,7 +8,7 @@ import importlib
 import io
 from typing import Any
 
-SUBCOMMANDS = ("render", "pack", "diff", "publish", "rollback", "status", "history", "gc")
+SUBCOMMANDS = ("render", "pack", "diff", "publish", "rollback", "status", "history", "gc", "resolve")
 
 
 def cosctl(*argv: str, cluster: Any = None, **defaults: Any) -> tuple[int, str, str]:

@@ -625,3 +625,37 @@ def test_catalog_options_are_checked_before_the_cluster_is_contacted(tmp_path):
     assert out == "bundle demo-operator.v1.0.0 rendered for namespace demo-system\n"
     assert (code, err) == (2, f"cosctl publish: {tmp_path / 'nope'}: no such catalog (give a File-Based Catalog "
                               "directory or file)\n")
+
+
+def test_resolve_names_the_bundle_olm_v1_would_pick_and_its_image(tmp_path):
+    catalog = str(demo_catalog(tmp_path / "catalog.json", deprecations=[
+        {"reference": {"schema": "olm.package"}, "message": "demo is deprecated: use demo2"}]))
+    code, out, err = cosctl("resolve", "demo", "--catalog", catalog, "--version", "<1.2")
+    assert (code, err) == (0, "cosctl resolve: warning: deprecated: demo is deprecated: use demo2\n")
+    assert out == ("resolves to: demo-operator.v1.1.0 1.1.0 quay.io/demo:1.1.0\n"
+                   "qualified, best first:\n"
+                   "  demo-operator.v1.1.0  1.1.0  quay.io/demo:1.1.0\n"
+                   "  demo-operator.v1.0.0  1.0.0  quay.io/demo:1.0.0\n")
+    mc = MemCluster()
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", cluster=mc)[0] == 0
+    code, out, _ = cosctl("resolve", "demo", "--catalog", catalog, "--owner", "demo", cluster=mc)
+    assert (code, out.splitlines()[:2]) == (0, [
+        "installed: none (owner demo has no Succeeded revision of a bundle)",
+        "resolves to: demo-operator.v1.2.0 1.2.0 quay.io/demo:1.2.0"])
+    succeed(mc, "demo-1")
+    code, out, _ = cosctl("resolve", "demo", "--catalog", catalog, "--owner", "demo", cluster=mc)
+    assert (code, out) == (0, "installed: demo-operator.v1.0.0 (1.0.0), by ClusterObjectSet demo-1\n"
+                              "resolves to: demo-operator.v1.1.0 1.1.0 quay.io/demo:1.1.0\n"
+                              "qualified, best first:\n"
+                              "  demo-operator.v1.1.0  1.1.0  quay.io/demo:1.1.0\n"
+                              "  demo-operator.v1.0.0  1.0.0  quay.io/demo:1.0.0  (installed)\n")
+    code, out, _ = cosctl("resolve", "demo", "--catalog", catalog, "--owner", "demo", "-o", "json", cluster=mc)
+    assert json.loads(out)["resolved"] == {"name": "demo-operator.v1.1.0", "version": "1.1.0",
+                                           "image": "quay.io/demo:1.1.0"}
+    code, out, err = cosctl("resolve", "demo", "--catalog", catalog, "--owner", "demo", "--version", ">=1.2",
+                            cluster=mc)
+    assert (code, out) == (1, "")
+    assert err.endswith('cosctl resolve: error upgrading from currently installed version "1.0.0": no bundles '
+                        'found for package "demo" matching version ">=1.2"\n')
+    assert cosctl("resolve", "demo", "--catalog", catalog, "--version", "abc")[2] == (
+        'cosctl resolve: desired version range "abc" is invalid: improper constraint: "abc"\n')

@@ -12,6 +12,7 @@ import yaml
 
 from common.bundle.registryv1 import semver
 from common.bundle.registryv1.catalog import CatalogError, Package, load_catalog
+from common.bundle.registryv1.constraints import parse_constraints
 from common.bundle.registryv1.resolve import (
     POLICY_SELF_CERTIFIED,
     Installed,
@@ -20,6 +21,7 @@ from common.bundle.registryv1.resolve import (
     VersionReleaseError,
     candidates,
     deprecations,
+    make_query,
     parse_legacy_version_release,
     resolve,
 )
@@ -204,7 +206,7 @@ def test_the_last_object_of_a_schema_and_name_wins(tmp_path):
 @pytest.mark.parametrize(("content", "message"), [
     ("schema: olm.bundle\nname: x\npackage: demo\nproperties: {}\n",
      "{path} (olm.bundle 'x'): properties must be a list"),
-    ("---\nname: x\n---\nschema: olm.package\nname: demo\n",
+    ("---\nname: x\npackage: demo\n---\nschema: olm.package\nname: demo\n",
      "{path}: document 1: the object has no schema (each catalog object needs one, such as olm.bundle)"),
     ("- a list\n", "{path} must be an object"),
     ("schema: olm.channel\nname: s\npackage: demo\nentries: [{name: a, skips: [1]}]\n",
@@ -222,3 +224,59 @@ def test_a_missing_catalog(tmp_path):
     with pytest.raises(CatalogError) as exc:
         load_catalog(tmp_path / "nope")
     assert str(exc.value) == f"{tmp_path / 'nope'}: no such catalog (give a File-Based Catalog directory or file)"
+
+
+def test_upgrade_edges_come_from_the_channels_asked_for_only(tmp_path):
+    """OLM v1 filters the package's channels in place before it looks for edges: an edge in another channel does
+    not count once channels are given (found comparing with OLM v1's own resolver)."""
+    demo = load_catalog(write_catalog(tmp_path / "c.yaml", [
+        channel("stable", [{"name": "demo.v1.0.0"}, {"name": "demo.v2.0.0"}]),
+        channel("fast", [{"name": "demo.v2.0.0", "replaces": "demo.v1.0.0"}]),
+        bundle("demo.v1.0.0", "1.0.0"), bundle("demo.v2.0.0", "2.0.0")])).package("demo")
+    on = Installed("demo.v1.0.0", "1.0.0")
+    assert names(candidates(demo, Query("demo"), on)) == ["demo.v2.0.0", "demo.v1.0.0"]
+    assert names(candidates(demo, Query("demo", channels=("stable",)), on)) == ["demo.v1.0.0"]
+    assert names(candidates(demo, Query("demo", channels=("stable", "fast")), on)) == ["demo.v2.0.0", "demo.v1.0.0"]
+
+
+VERSIONS = ["0.2.3", "0.2.9", "1.0.0", "1.2.0", "1.2.3", "1.2.9", "1.3.0", "1.4.5", "2.0.0", "1.5.0-rc.1"]
+
+
+@pytest.mark.parametrize(("text", "selected"), [
+    (">=1.0.0, <2.0.0", ["1.0.0", "1.2.0", "1.2.3", "1.2.9", "1.3.0", "1.4.5"]),  # a prerelease only when asked
+    (">=1.0.0 <2.0.0", ["1.0.0", "1.2.0", "1.2.3", "1.2.9", "1.3.0", "1.4.5"]),
+    (">=1.0.0-0", ["1.0.0", "1.2.0", "1.2.3", "1.2.9", "1.3.0", "1.4.5", "2.0.0", "1.5.0-rc.1"]),
+    ("~1.2", ["1.2.0", "1.2.3", "1.2.9"]),
+    ("^0.2.3", ["0.2.3", "0.2.9"]),
+    ("1.2 - 1.4.5", ["1.2.0", "1.2.3", "1.2.9", "1.3.0", "1.4.5"]),
+    ("1.x", ["1.0.0", "1.2.0", "1.2.3", "1.2.9", "1.3.0", "1.4.5"]),
+    ("v1.2.3", ["1.2.3"]),
+    ("!=1.2.3", ["0.2.3", "0.2.9", "1.0.0", "1.2.0", "1.2.9", "1.3.0", "1.4.5", "2.0.0"]),
+    (">1.2", ["1.3.0", "1.4.5", "2.0.0"]),
+    ("<=1.2", ["0.2.3", "0.2.9", "1.0.0", "1.2.0", "1.2.3", "1.2.9"]),
+    ("1.2.3 || >=2", ["1.2.3", "2.0.0"]),
+])
+def test_version_ranges_are_masterminds_constraints(text, selected):
+    check = parse_constraints(text)
+    assert [v for v in VERSIONS if check(semver.parse(v))] == selected
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("abc", 'desired version range "abc" is invalid: improper constraint: "abc"'),
+    (">=1.0 <2 foo", 'desired version range ">=1.0 <2 foo" is invalid: improper constraint: ">=1.0 <2 foo"'),
+    ("1.0.0 || " * 40, 'desired version range "' + "1.0.0 || " * 40 + '" is invalid: too many constraint groups '
+                       "(max 32)"),
+])
+def test_invalid_version_ranges_are_refused_with_olm_v1s_message(text, message):
+    with pytest.raises(ResolutionError) as exc:
+        make_query("demo", version=text)
+    assert str(exc.value) == message
+
+
+def test_an_object_without_schema_spoils_only_its_package(tmp_path):
+    """As operator-controller serves a catalog: the other packages still resolve."""
+    catalog = load_catalog(write_catalog(tmp_path / "c.yaml", [*DEMO, {"name": "x", "package": "other"}]))
+    assert resolve(catalog.package("demo"), Query("demo"), None).bundle.name == "demo.v2.1.0-rc.1"
+    with pytest.raises(CatalogError, match="document 9: the object has no schema"):
+        catalog.package("other")
+    assert catalog.package_names() == ["demo", "other"]

@@ -107,12 +107,16 @@ class Catalog:
 
     source: str
     _objects: dict[str, dict[tuple[str, str], tuple[str, dict[str, Any]]]] = field(default_factory=dict)
+    _broken: dict[str, str] = field(default_factory=dict)  # package: why it cannot be read
 
     def package_names(self) -> list[str]:
-        return sorted(self._objects)
+        return sorted(set(self._objects) | set(self._broken))
 
     def package(self, name: str) -> Package:
-        """The package ``name`` as operator-controller's catalog client gives it (empty when absent)."""
+        """The package ``name`` as operator-controller's catalog client gives it (empty when absent). Raises
+        :class:`CatalogError` when an object filed under it cannot be read."""
+        if name in self._broken:
+            raise CatalogError(self._broken[name])
         package = Package(name)
         for (schema, _), (where, obj) in (self._objects.get(name) or {}).items():
             package.found = True
@@ -263,10 +267,15 @@ def load_catalog(path: str | Path) -> Catalog:
         for where, value in _documents(file, budget):
             obj = _object(value, where)
             schema = obj.get("schema")
-            if not isinstance(schema, str) or not schema:
-                raise CatalogError(f"{where}: the object has no schema (each catalog object needs one, such as "
-                                   f"{SCHEMA_BUNDLE})")
             name = _string(obj, "name", where)
+            if schema is None or schema == "":
+                # operator-controller refuses only the package such an object is filed under
+                package = _string(obj, "package", where)
+                catalog._broken.setdefault(package, f"{where}: the object has no schema (each catalog object needs "
+                                                    f"one, such as {SCHEMA_BUNDLE})")
+                continue
+            if not isinstance(schema, str):
+                raise CatalogError(f"{where}: schema must be a string")
             label = f"{where} ({schema}{' ' + repr(name) if name else ''})"
             package = name if schema == SCHEMA_PACKAGE else _string(obj, "package", where)
             objects = catalog._objects.setdefault(package, {})

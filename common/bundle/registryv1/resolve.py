@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from . import semver
 from .catalog import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, Bundle, Channel, Package
+from .constraints import ConstraintError, parse_constraints
 from .gotext import go_list, go_quote
 from .model import BundleError
 
@@ -209,6 +210,19 @@ class Query:
     policy: str = POLICY_CATALOG_PROVIDED
 
 
+def make_query(package: str, *, channels: Sequence[str] = (), version: str = "",
+               policy: str = POLICY_CATALOG_PROVIDED) -> Query:
+    """A :class:`Query` from a ClusterExtension's fields: ``version`` is a Masterminds/semver range, refused
+    with OLM v1's message when invalid."""
+    version_range = None
+    if version:
+        try:
+            version_range = parse_constraints(version)
+        except ConstraintError as exc:
+            raise ResolutionError(f"desired version range {go_quote(version)} is invalid: {exc}") from None
+    return Query(package, tuple(channels), version, version_range, policy)
+
+
 @dataclass(frozen=True, slots=True)
 class Resolution:
     """The bundle OLM v1 would install, its version, and every bundle that qualified, best first."""
@@ -224,9 +238,13 @@ def candidates(package: Package, query: Query, installed: Installed | None) -> l
     if not package.found:
         return []
     predicates: list[Callable[[Bundle], bool]] = []
+    channels = package.channels
     if query.channels:
         wanted = set(query.channels)
-        predicates.append(in_any_channel([channel for channel in package.channels if channel.name in wanted]))
+        # OLM v1 filters the package's channels in place (slices.DeleteFunc), so the upgrade edges below come from
+        # the channels asked for only, not from every channel of the package
+        channels = [channel for channel in package.channels if channel.name in wanted]
+        predicates.append(in_any_channel(channels))
     if query.version_range is not None:
         version_range = query.version_range
 
@@ -236,7 +254,7 @@ def candidates(package: Package, query: Query, installed: Installed | None) -> l
         predicates.append(in_range)
     if query.policy != POLICY_SELF_CERTIFIED and installed is not None:
         try:
-            predicates.append(successors_of(installed, package.channels))
+            predicates.append(successors_of(installed, channels))
         except VersionReleaseError as exc:
             raise ResolutionError(f"error walking catalogs: error finding upgrade edges: {exc}") from None
     chosen = [bundle for bundle in package.bundles if all(predicate(bundle) for predicate in predicates)]

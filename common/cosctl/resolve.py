@@ -1,0 +1,96 @@
+"""``cosctl resolve``: which bundle of a package OLM v1 would install or upgrade to from a File-Based Catalog.
+
+Why: an admin coming from OLM v1 names a package, channels and a version range, and OLM v1 picks the bundle. Here
+the admin gives ``publish`` a bundle by path; ``resolve`` says which one OLM v1 would pick, with its image to copy
+(``skopeo copy docker://IMAGE oci:DIR``), and every bundle that qualified, best first. With ``--owner`` the
+installed bundle is read from the cluster (the newest Succeeded revision), so the answer is the next upgrade the
+catalog allows; ``publish --catalog`` then accepts that bundle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from common.bundle.catalogcheck import installed_bundle
+from common.bundle.publish import owner_revisions
+from common.bundle.registryv1.catalog import load_catalog
+from common.bundle.registryv1.resolve import (
+    POLICY_CATALOG_PROVIDED,
+    UPGRADE_CONSTRAINT_POLICIES,
+    bundle_version,
+    deprecations,
+    make_query,
+    resolve,
+)
+from common.cosctl._producer import EXIT_OK, add_cluster_arguments, add_namespace_argument, run
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "resolve", help="show which bundle of a package OLM v1 would install or upgrade to from a catalog",
+        description="Resolve a package against a File-Based Catalog as OLM v1 resolves a ClusterExtension: the "
+                    "bundles in the channels given and the version range, and (policy CatalogProvided) an "
+                    "upgrade the catalog allows from the installed bundle, deprecated ones last, the highest "
+                    "version first. Prints the bundle OLM v1 would pick, its image, and every bundle that "
+                    "qualified; OLM v1's message (exit 1) when none does. With --owner, the installed bundle is "
+                    "the owner's newest Succeeded revision on the cluster.")
+    parser.add_argument("package", help="the package name (a ClusterExtension's spec.source.catalog.packageName)")
+    parser.add_argument("--catalog", required=True, metavar="DIR|FILE",
+                        help="a File-Based Catalog: an operator index image's /configs directory, or `opm render` "
+                             "output")
+    parser.add_argument("--channel", dest="channels", action="append", default=None, metavar="NAME",
+                        help="only bundles in this channel (repeatable; default: any)")
+    parser.add_argument("--version", default="", metavar="RANGE",
+                        help="a version range, as spec.source.catalog.version (Masterminds/semver: '>=1.2, <2', "
+                             "'~1.2', '1.2.x', '1.2 - 1.4')")
+    parser.add_argument("--upgrade-constraint-policy", choices=UPGRADE_CONSTRAINT_POLICIES,
+                        default=POLICY_CATALOG_PROVIDED,
+                        help="CatalogProvided (default): only upgrades the catalog allows from the installed "
+                             "bundle; SelfCertified: any bundle")
+    parser.add_argument("--owner", default=None,
+                        help="read the installed bundle from this owner's revisions on the cluster (default: a "
+                             "first install; no cluster is contacted)")
+    parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="output format")
+    add_namespace_argument(parser)  # unused (revisions are cluster-scoped), accepted as kubectl's -n habit
+    add_cluster_arguments(parser)
+    parser.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    return run("resolve", lambda: _resolve(args))
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    query = make_query(args.package, channels=args.channels or (), version=args.version,
+                       policy=args.upgrade_constraint_policy)
+    catalog = load_catalog(args.catalog)
+    installed = installed_bundle(owner_revisions(args.connect(args), args.owner)) if args.owner else None
+    package = catalog.package(args.package)
+    resolution = resolve(package, query, installed.bundle if installed is not None else None)
+    for message in deprecations(package, query.channels, installed.bundle.name if installed else "").messages():
+        print(f"cosctl resolve: warning: deprecated: {message}", file=sys.stderr)
+    rows = [(b.name, str(bundle_version(b)), b.image) for b in resolution.candidates]
+    if args.output == "json":
+        print(json.dumps({
+            "package": args.package, "catalog": catalog.source,
+            "installed": None if installed is None else {"name": installed.bundle.name,
+                                                         "version": installed.bundle.version,
+                                                         "revision": installed.revision},
+            "resolved": {"name": resolution.bundle.name, "version": str(resolution.version),
+                         "image": resolution.bundle.image},
+            "candidates": [{"name": n, "version": v, "image": i} for n, v, i in rows]}, indent=2))
+        return EXIT_OK
+    if installed is not None:
+        print(f"installed: {installed.bundle.name} ({installed.bundle.version}), by ClusterObjectSet "
+              f"{installed.revision}")
+    elif args.owner:
+        print(f"installed: none (owner {args.owner} has no Succeeded revision of a bundle)")
+    print(f"resolves to: {resolution.bundle.name} {resolution.version} {resolution.bundle.image}")
+    print("qualified, best first:")
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    for name, version, image in rows:
+        mark = "  (installed)" if installed is not None and name == installed.bundle.name else ""
+        print(f"  {name.ljust(widths[0])}  {version.ljust(widths[1])}  {image}{mark}")
+    return EXIT_OK
