@@ -1,0 +1,32 @@
+"""Which bundle an owner has installed, as OLM v1 reads it from revisions (common/bundle/catalogcheck.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.bundle.catalogcheck import InstalledRevision, installed_bundle
+from common.bundle.registryv1.resolve import Installed
+from common.contract import api
+
+
+def revision(name: str, version: str | None, *, succeeded: bool, archived: bool = False) -> dict[str, Any]:
+    annotations = {} if version is None else {api.ANNOTATION_BUNDLE_NAME: f"demo.v{version}",
+                                              api.ANNOTATION_BUNDLE_VERSION: version}
+    return {"metadata": {"name": name, "annotations": annotations},
+            "spec": {"lifecycleState": api.LIFECYCLE_ARCHIVED if archived else api.LIFECYCLE_ACTIVE},
+            "status": {"conditions": [{"type": "Succeeded", "status": "True" if succeeded else "False"}]}}
+
+
+def test_the_newest_succeeded_revision_that_is_not_archived():
+    revisions = [revision("demo-1", "1.0.0", succeeded=True, archived=True),
+                 revision("demo-2", "1.1.0", succeeded=True),
+                 revision("demo-3", "1.2.0", succeeded=False)]  # still rolling out: not installed yet
+    assert installed_bundle(revisions) == InstalledRevision(Installed("demo.v1.1.0", "1.1.0"), "demo-2")
+
+
+def test_nothing_installed():
+    assert installed_bundle([]) is None
+    assert installed_bundle([revision("demo-1", "1.0.0", succeeded=True, archived=True)]) is None
+    assert installed_bundle([revision("demo-1", "1.0.0", succeeded=False)]) is None
+    # plain manifests: a revision without OLM v1's bundle annotations installs no bundle
+    assert installed_bundle([revision("demo-1", None, succeeded=True)]) is None
