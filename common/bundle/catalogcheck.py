@@ -12,6 +12,7 @@ Pure functions over plain data (the revisions are read by the caller).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,32 +41,53 @@ _SHOWN_UPGRADES = 5
 
 @dataclass(frozen=True, slots=True)
 class InstalledRevision:
-    """The installed bundle and the revision that installed it."""
+    """The installed bundle and the revision that installed it, and the newer revisions not archived that have
+    not succeeded yet (``rolling_out``: revision name and bundle name)."""
 
     bundle: Installed
     revision: str
+    rolling_out: tuple[tuple[str, str], ...] = ()
 
 
 def installed_bundle(revisions: Sequence[Obj]) -> InstalledRevision | None:
     """OLM v1's installed bundle: of the revisions not archived, the newest that has succeeded (``revisions``
-    oldest first), when it records a bundle name."""
-    installed = None
+    oldest first), when it records a bundle name (a revision of plain manifests installs no bundle)."""
+    installed: InstalledRevision | None = None
+    rolling_out: list[tuple[str, str]] = []
     for cos in revisions:
         spec, meta = cos.get("spec") or {}, cos.get("metadata") or {}
         if spec.get("lifecycleState") == api.LIFECYCLE_ARCHIVED:
             continue
+        annotations = meta.get("annotations") or {}
+        name = str(meta.get("name"))
         if is_true((cos.get("status") or {}).get("conditions") or [], SUCCEEDED):
-            annotations = meta.get("annotations") or {}
             installed = InstalledRevision(Installed(str(annotations.get(api.ANNOTATION_BUNDLE_NAME) or ""),
                                                     str(annotations.get(api.ANNOTATION_BUNDLE_VERSION) or "")),
-                                          str(meta.get("name")))
-    return installed if installed is not None and installed.bundle.name else None
+                                          name)
+            rolling_out = []
+        else:
+            rolling_out.append((name, str(annotations.get(api.ANNOTATION_BUNDLE_NAME) or "")))
+    if installed is None or not installed.bundle.name:
+        return None
+    return InstalledRevision(installed.bundle, installed.revision, tuple(rolling_out))
+
+
+def rolling_out_hint(installed: InstalledRevision) -> str | None:
+    """Why the installed bundle is not the one just published, when a newer revision has not succeeded yet."""
+    if not installed.rolling_out:
+        return None
+    revision, bundle = installed.rolling_out[-1]
+    return (f"ClusterObjectSet {revision}{f' ({bundle})' if bundle else ''} has not succeeded yet, so the installed "
+            f"bundle is still {installed.bundle.name} (OLM v1 resolves nothing while a revision rolls out): wait "
+            f"for it with cosctl status {revision} --watch")
 
 
 @dataclass(frozen=True, slots=True)
 class CatalogVerdict:
     """What the catalog says: ``refusal`` (OLM v1's message) and ``hints`` (ours) when it does not allow the
-    bundle, and its deprecation messages either way."""
+    bundle, and its deprecation messages either way. ``edge_only`` is true when the bundle lacks nothing but an
+    upgrade edge from the installed one (``--upgrade-constraint-policy SelfCertified`` would take it);
+    ``allowed`` are then the upgrades the catalog does allow, best first."""
 
     source: str
     bundle: str
@@ -75,6 +97,7 @@ class CatalogVerdict:
     refusal: str | None = None
     hints: tuple[str, ...] = ()
     allowed: tuple[str, ...] = ()
+    edge_only: bool = False
 
     def summary(self) -> str:
         """One line for an accepted bundle: over what it was checked."""
@@ -89,22 +112,33 @@ class CatalogVerdict:
                 f"catalog {self.source}: {self.bundle} is the installed bundle")
 
     def raise_refusal(self) -> None:
+        """Raise the refusal as :class:`ResolutionError` (OLM v1's message, our hints as its causes)."""
         if self.refusal is not None:
             raise ResolutionError(self.refusal, self.hints)
+
+    def to_json(self) -> dict[str, object]:
+        installed = None if self.installed is None else {
+            "name": self.installed.bundle.name, "version": self.installed.bundle.version,
+            "revision": self.installed.revision}
+        return {"catalog": self.source, "bundle": self.bundle, "policy": self.policy, "installed": installed,
+                "refusal": self.refusal, "causes": list(self.hints), "allowed": list(self.allowed),
+                "deprecated": list(self.deprecated)}
 
 
 def check_bundle(catalog: Catalog, bundle: RegistryV1, *, channels: Sequence[str] = (),
                  policy: str, installed: InstalledRevision | None) -> CatalogVerdict:
     """Whether ``catalog`` lets a ClusterExtension pinned to ``bundle``'s version resolve to ``bundle`` over
-    ``installed``. A refusal is OLM v1's message for that ClusterExtension; the hints say why."""
+    ``installed``. A refusal is OLM v1's message for that ClusterExtension; the hints say why. With ``installed``
+    None, only what does not depend on the cluster is checked (the bundle listed, in the channels)."""
     package = catalog.package(bundle.package_name)
     messages = tuple(deprecations(package, channels, bundle.csv_name).messages())
     on_installed = installed.bundle if installed is not None else None
     where = f"catalog {catalog.source}"
 
-    def verdict(refusal: str | None, hints: Sequence[str] = (), allowed: Sequence[str] = ()) -> CatalogVerdict:
+    def verdict(refusal: str | None, hints: Sequence[str] = (), allowed: Sequence[str] = (),
+                edge_only: bool = False) -> CatalogVerdict:
         return CatalogVerdict(catalog.source, bundle.csv_name, policy, installed, messages, refusal, tuple(hints),
-                              tuple(allowed))
+                              tuple(allowed), edge_only)
 
     listed = next((b for b in package.bundles if b.name == bundle.csv_name), None)
     listed_version = None
@@ -119,10 +153,11 @@ def check_bundle(catalog: Catalog, bundle: RegistryV1, *, channels: Sequence[str
                   lambda candidate: pinned is not None and candidate.compare(pinned) == 0, policy)
     refusal = resolution_error(query, on_installed)
     if not package.found:
-        return verdict(refusal, [f"{where} has no package {bundle.package_name}; its packages: "
-                                 f"{_names(catalog.package_names())}"])
+        close = _close(bundle.package_name, catalog.package_names())
+        return verdict(refusal, [f"{where} has no package {bundle.package_name}{close}"])
     if listed is None or listed_version is None:
-        return verdict(refusal, [f"{where} has no bundle {bundle.csv_name} in package {bundle.package_name}"])
+        close = _close(bundle.csv_name, [b.name for b in package.bundles])
+        return verdict(refusal, [f"{where} has no bundle {bundle.csv_name} in package {bundle.package_name}{close}"])
     try:
         given = semver.parse(bundle.version)
     except semver.SemverError:
@@ -130,26 +165,45 @@ def check_bundle(catalog: Catalog, bundle: RegistryV1, *, channels: Sequence[str
     if given is not None and given.compare(listed_version.version) != 0:
         return verdict(refusal, [f"{where} lists bundle {bundle.csv_name} as version {listed_version}, but the "
                                  f"bundle given is version {bundle.version}"])
-    if any(b.name == bundle.csv_name for b in candidates(package, query, on_installed)):
+    in_channels = sorted(channel.name for channel in package.channels
+                         if any(entry.name == bundle.csv_name for entry in channel.entries))
+    if channels and not set(in_channels) & set(channels):
+        return verdict(refusal, [f"{bundle.csv_name} is in channel(s) {_names(in_channels)} of {where}, not in "
+                                 f"{_names(list(channels))}"])
+    try:
+        qualified = candidates(package, query, on_installed)
+    except ResolutionError as exc:  # the installed revision's bundle-version annotation is no semantic version
+        assert installed is not None
+        return verdict(str(exc), [f"ClusterObjectSet {installed.revision} records bundle version "
+                                  f"{installed.bundle.version!r} ({api.ANNOTATION_BUNDLE_VERSION}), which OLM v1 "
+                                  "cannot read: --upgrade-constraint-policy SelfCertified skips the upgrade edges"],
+                       edge_only=True)
+    if any(b.name == bundle.csv_name for b in qualified):
         return verdict(None)
-    hints = []
-    if channels and not any(entry.name == bundle.csv_name for channel in package.channels
-                            if channel.name in channels for entry in channel.entries):
-        in_channels = sorted(channel.name for channel in package.channels
-                             if any(entry.name == bundle.csv_name for entry in channel.entries))
-        hints.append(f"{bundle.csv_name} is in channels {_names(in_channels)} of {where}")
-    upgrades: list[str] = []
-    if installed is not None and policy != POLICY_SELF_CERTIFIED:
-        upgrades = [b.name for b in candidates(package, Query(bundle.package_name, tuple(channels)), on_installed)
-                    if b.name != installed.bundle.name]
-        allowed = (f"the upgrades it allows, newest first: {_names(upgrades[:_SHOWN_UPGRADES])}"
-                   f"{' and more' if len(upgrades) > _SHOWN_UPGRADES else ''}" if upgrades
-                   else "it allows no upgrade from it")
-        hints.append(f"{where} has no upgrade edge from {installed.bundle.name} (installed by ClusterObjectSet "
-                     f"{installed.revision}) to {bundle.csv_name}: {allowed}")
-        hints.append("--upgrade-constraint-policy SelfCertified installs it anyway, as OLM v1's ClusterExtension "
-                     "spec.source.catalog.upgradeConstraintPolicy does")
-    return verdict(refusal, hints, upgrades)
+    # Listed, in the channels, the right version: what is missing is an upgrade edge from the installed bundle.
+    assert installed is not None and policy != POLICY_SELF_CERTIFIED
+    upgrades = [b.name for b in candidates(package, Query(bundle.package_name, tuple(channels)), on_installed)
+                if b.name != installed.bundle.name]
+    allowed = (f"the upgrades it allows, newest first: {_names(upgrades[:_SHOWN_UPGRADES])}"
+               f"{' and more' if len(upgrades) > _SHOWN_UPGRADES else ''}" if upgrades
+               else "it allows no upgrade from it")
+    hints = [f"{where} has no upgrade edge from {installed.bundle.name} (installed by ClusterObjectSet "
+             f"{installed.revision}) to {bundle.csv_name}: {allowed}"]
+    if (rolling := rolling_out_hint(installed)) is not None:
+        hints.append(rolling)
+    hints.append("--upgrade-constraint-policy SelfCertified installs it anyway, as OLM v1's ClusterExtension "
+                 "spec.source.catalog.upgradeConstraintPolicy does")
+    return verdict(refusal, hints, upgrades, edge_only=True)
+
+
+def _close(name: str, names: Sequence[str]) -> str:
+    """``; did you mean ...`` with the names closest to ``name``, or how many there are (never a list of
+    hundreds: an operator index holds every package of OperatorHub)."""
+    close = difflib.get_close_matches(name, names, n=3)
+    if close:
+        return f"; the closest: {', '.join(close)}"
+    return f" (it holds {len(names)} other{'s' if len(names) != 1 else ''})" if names else \
+        " (it holds no package: is it a File-Based Catalog, with olm.package, olm.channel and olm.bundle objects?)"
 
 
 def _names(names: Sequence[str]) -> str:

@@ -1,14 +1,19 @@
 """``--catalog``, ``--channel`` and ``--upgrade-constraint-policy``: what publish and diff share to hold a bundle to
-a File-Based Catalog's upgrade edges (:mod:`common.bundle.catalogcheck`). Not a subcommand itself."""
+a File-Based Catalog's upgrade edges (:mod:`common.bundle.catalogcheck`). Not a subcommand itself.
+
+The catalog is read, and what does not depend on the cluster checked (the bundle listed, in the channels),
+before the cluster is contacted; the upgrade edge from the installed bundle is checked once the owner's
+revisions are read."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from common.bundle.catalogcheck import CatalogVerdict, check_bundle, installed_bundle
-from common.bundle.registryv1.catalog import load_catalog
+from common.bundle.registryv1.catalog import Catalog, load_catalog
 from common.bundle.registryv1.model import RegistryV1
 from common.bundle.registryv1.resolve import POLICY_CATALOG_PROVIDED, UPGRADE_CONSTRAINT_POLICIES
 from common.contract.objects import Obj
@@ -33,22 +38,41 @@ def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:
                             "spec.source.catalog.upgradeConstraintPolicy)")
 
 
-def check_catalog_arguments(args: argparse.Namespace, bundle: RegistryV1 | None) -> None:
-    """Catalog options given for plain manifests are a usage error: said before the cluster is contacted."""
-    if bundle is None and args.catalog is not None:
-        raise MissingArgument("--catalog: only for a registry+v1 bundle input")
-    if args.catalog is None and (args.channels or args.upgrade_constraint_policy != POLICY_CATALOG_PROVIDED):
-        raise MissingArgument("--channel and --upgrade-constraint-policy need --catalog")
+@dataclass(frozen=True, slots=True)
+class CatalogRun:
+    """A catalog read for one bundle, and the options to check it with."""
+
+    catalog: Catalog
+    bundle: RegistryV1
+    channels: tuple[str, ...]
+    policy: str
+
+    def verdict(self, revisions: Sequence[Obj]) -> CatalogVerdict:
+        """The whole check, over the owner's ``revisions`` (oldest first)."""
+        return check_bundle(self.catalog, self.bundle, channels=self.channels, policy=self.policy,
+                            installed=installed_bundle(revisions))
 
 
-def catalog_verdict(args: argparse.Namespace, bundle: RegistryV1 | None,
-                    revisions: Sequence[Obj]) -> CatalogVerdict | None:
-    """What the catalog says about installing ``bundle`` over the owner's ``revisions`` (oldest first), or None
-    without ``--catalog``. An unreadable catalog raises :class:`~common.bundle.registryv1.catalog.CatalogError`."""
-    if args.catalog is None or bundle is None:
+def open_catalog(args: argparse.Namespace, bundle: RegistryV1 | None, command: str, *,
+                 misuse: str = "only for a registry+v1 bundle input", precheck: bool = True) -> CatalogRun | None:
+    """Read ``--catalog`` and (``precheck``) refuse what the catalog refuses whatever is installed, before the
+    cluster is contacted; None without ``--catalog``. Catalog options without a bundle are a usage error
+    (``misuse`` says where they belong)."""
+    if args.catalog is None:
+        if args.channels or args.upgrade_constraint_policy != POLICY_CATALOG_PROVIDED:
+            raise MissingArgument("--channel and --upgrade-constraint-policy need --catalog")
         return None
-    return check_bundle(load_catalog(args.catalog), bundle, channels=tuple(args.channels or ()),
-                        policy=args.upgrade_constraint_policy, installed=installed_bundle(revisions))
+    if bundle is None:
+        raise MissingArgument(f"--catalog: {misuse}")
+    if getattr(args, "bundle_version", None):
+        raise MissingArgument("--bundle-version with --catalog: the catalog's upgrade edges are checked against the "
+                              "bundle versions the revisions record, so a registry+v1 bundle records its own")
+    catalog = load_catalog(args.catalog, package=bundle.package_name,
+                           report=lambda line: print(f"cosctl {command}: {line}", file=sys.stderr))
+    run = CatalogRun(catalog, bundle, tuple(args.channels or ()), args.upgrade_constraint_policy)
+    if precheck:
+        check_bundle(catalog, bundle, channels=run.channels, policy=run.policy, installed=None).raise_refusal()
+    return run
 
 
 def warn_deprecated(verdict: CatalogVerdict | None, command: str) -> None:

@@ -31,7 +31,7 @@ from common.bundle.publish import active_revisions, owner_revisions, revision_of
 from common.cluster.interface import Cluster, NotFound
 from common.contract import api
 from common.contract.objects import Obj
-from common.cosctl._catalog import add_catalog_arguments, catalog_verdict, check_catalog_arguments, warn_deprecated
+from common.cosctl._catalog import add_catalog_arguments, open_catalog, warn_deprecated
 from common.cosctl._inputs import add_input_arguments, bundle_input, load_inputs, peek_bundle, system_namespace
 from common.cosctl._producer import ConnectError, UsageError, add_cluster_arguments, run
 
@@ -229,7 +229,8 @@ def _diff(args: argparse.Namespace) -> int:
     paths = [_expanded(s) for s in args.sources]
     bundle = peek_bundle(paths) if local and len(paths) == 1 else None
     owner = args.owner or (bundle.package_name if bundle is not None else None)
-    check_catalog_arguments(args, bundle if owner and local else None)
+    catalog = open_catalog(args, bundle if owner and local else None, "diff",
+                           misuse="only for `cosctl diff BUNDLE` against the owner's revisions", precheck=False)
     verdict: CatalogVerdict | None = None
     if owner and local:
         if bundle is None:
@@ -238,7 +239,7 @@ def _diff(args: argparse.Namespace) -> int:
         else:  # the bundle renders with the options publish would keep from the owner's latest revision
             revisions = owner_revisions(sides.cluster, owner)
             b = local_phases(paths, args, recorded=revisions[-1] if revisions else None)
-            verdict = catalog_verdict(args, bundle, revisions)
+            verdict = catalog.verdict(revisions) if catalog is not None else None
             warn_deprecated(verdict, "diff")
         b_name = " ".join(args.sources)
         latest = latest_active(revisions)
@@ -275,20 +276,18 @@ def _diff(args: argparse.Namespace) -> int:
         raise UsageError("give two revisions to compare (A B), or manifests with --owner OWNER")
     result = diff(a, b, a_name=a_name, b_name=b_name)
     safety = check() if result.different else []  # the same content is no upgrade (publish creates nothing)
-    refusal = [verdict.refusal, *(h for h in verdict.hints if not h.startswith("--"))] \
-        if verdict is not None and verdict.refusal is not None else []
     if args.output == "json":
-        catalog = {} if verdict is None else {"catalog": {"refusal": refusal, "deprecated": list(verdict.deprecated)}}
-        print(json.dumps({**result.to_json(with_diff=not args.stat), "crdUpgradeSafety": safety, **catalog},
+        checked = {} if verdict is None else {"catalog": verdict.to_json()}
+        print(json.dumps({**result.to_json(with_diff=not args.stat), "crdUpgradeSafety": safety, **checked},
                          indent=2))
     else:
         sys.stdout.write(result.render_stat() if args.stat else result.render())
         if safety:
             print(f"CRD upgrade safety: publish refuses {b_name} over {a_name} (unless --crd-upgrade-safety None):")
             print("\n".join(safety))
-        if refusal:
-            print(f"Catalog: publish refuses {bundle.csv_name if bundle else b_name} (unless "
-                  "--upgrade-constraint-policy SelfCertified):")
-            print("\n".join(refusal))
+        if verdict is not None and verdict.refusal is not None:
+            unless = " (unless --upgrade-constraint-policy SelfCertified)" if verdict.edge_only else ""
+            print(f"Catalog: publish refuses {verdict.bundle}{unless}:")
+            print("\n".join([verdict.refusal, *(h for h in verdict.hints if not h.startswith("--"))]))
     return EXIT_DIFFERENT if result.different else EXIT_SAME
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from common.bundle.publish import owner_revisions, publish
-from common.cosctl._catalog import add_catalog_arguments, catalog_verdict, check_catalog_arguments, warn_deprecated
+from common.cosctl._catalog import add_catalog_arguments, open_catalog, warn_deprecated
 from common.cosctl._inputs import add_input_arguments, load_inputs, peek_bundle, system_namespace
 from common.cosctl._producer import (
     EXIT_OK,
@@ -61,7 +61,7 @@ def _main(args: argparse.Namespace) -> int:
 
 def _publish(args: argparse.Namespace, progress: Progress) -> int:
     bundle = peek_bundle(args.paths)  # a bundle that does not load is reported before the cluster is contacted
-    check_catalog_arguments(args, bundle)
+    catalog = open_catalog(args, bundle, "publish")  # what the catalog refuses whatever is installed: said first
     owner = args.owner or (bundle.package_name if bundle is not None else None)
     if not owner:
         raise UsageError("--owner is required for plain manifests (a registry+v1 bundle defaults to its package)")
@@ -78,8 +78,8 @@ def _publish(args: argparse.Namespace, progress: Progress) -> int:
     if inputs.bundle is not None and inputs.options is not None:
         kept = f" (options kept from {inputs.kept_from})" if inputs.kept_from else ""
         print(f"bundle {inputs.bundle.csv_name} rendered for namespace {inputs.options.namespace}{kept}")
-    verdict = catalog_verdict(args, inputs.bundle, revisions or [])
-    if verdict is not None:
+    if catalog is not None:
+        verdict = catalog.verdict(revisions or [])
         warn_deprecated(verdict, "publish")
         verdict.raise_refusal()
         print(verdict.summary())

@@ -10,16 +10,19 @@ catalog allows; ``publish --catalog`` then accepts that bundle.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 
-from common.bundle.catalogcheck import installed_bundle
+from common.bundle.catalogcheck import installed_bundle, rolling_out_hint
 from common.bundle.publish import owner_revisions
-from common.bundle.registryv1.catalog import load_catalog
+from common.bundle.registryv1.catalog import Catalog, Package, load_catalog
 from common.bundle.registryv1.resolve import (
     POLICY_CATALOG_PROVIDED,
     UPGRADE_CONSTRAINT_POLICIES,
+    ResolutionError,
     bundle_version,
+    deprecated_bundle_names,
     deprecations,
     make_query,
     resolve,
@@ -65,12 +68,19 @@ def _main(args: argparse.Namespace) -> int:
 def _resolve(args: argparse.Namespace) -> int:
     query = make_query(args.package, channels=args.channels or (), version=args.version,
                        policy=args.upgrade_constraint_policy)
-    catalog = load_catalog(args.catalog)
+    catalog = load_catalog(args.catalog, package=args.package,
+                           report=lambda line: print(f"cosctl resolve: {line}", file=sys.stderr))
     installed = installed_bundle(owner_revisions(args.connect(args), args.owner)) if args.owner else None
     package = catalog.package(args.package)
-    resolution = resolve(package, query, installed.bundle if installed is not None else None)
     for message in deprecations(package, query.channels, installed.bundle.name if installed else "").messages():
         print(f"cosctl resolve: warning: deprecated: {message}", file=sys.stderr)
+    if installed is not None and (rolling := rolling_out_hint(installed)) is not None:
+        print(f"cosctl resolve: warning: {rolling}", file=sys.stderr)
+    try:
+        resolution = resolve(package, query, installed.bundle if installed is not None else None)
+    except ResolutionError as exc:
+        raise ResolutionError(str(exc), _why_none(catalog, package, query.channels)) from None
+    deprecated = deprecated_bundle_names(package)
     rows = [(b.name, str(bundle_version(b)), b.image) for b in resolution.candidates]
     if args.output == "json":
         print(json.dumps({
@@ -91,6 +101,21 @@ def _resolve(args: argparse.Namespace) -> int:
     print("qualified, best first:")
     widths = [max(len(row[i]) for row in rows) for i in range(2)]
     for name, version, image in rows:
-        mark = "  (installed)" if installed is not None and name == installed.bundle.name else ""
-        print(f"  {name.ljust(widths[0])}  {version.ljust(widths[1])}  {image}{mark}")
+        marks = [mark for mark, on in (("installed", installed is not None and name == installed.bundle.name),
+                                       ("deprecated", name in deprecated)) if on]
+        print(f"  {name.ljust(widths[0])}  {version.ljust(widths[1])}  {image}"
+              f"{'  (' + ', '.join(marks) + ')' if marks else ''}")
     return EXIT_OK
+
+
+def _why_none(catalog: Catalog, package: Package, channels: tuple[str, ...]) -> list[str]:
+    """Ours, beside OLM v1's message: a package or channel the catalog does not have."""
+    if not package.found:
+        close = difflib.get_close_matches(package.name, catalog.package_names(), n=3)
+        return [f"catalog {catalog.source} has no package {package.name}"
+                + (f"; the closest: {', '.join(close)}" if close else "")]
+    missing = [c for c in channels if c not in {channel.name for channel in package.channels}]
+    if missing:
+        return [f"package {package.name} has no channel {', '.join(missing)}; its channels: "
+                f"{', '.join(sorted(channel.name for channel in package.channels)) or 'none'}"]
+    return []

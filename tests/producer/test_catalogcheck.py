@@ -21,7 +21,9 @@ def test_the_newest_succeeded_revision_that_is_not_archived():
     revisions = [revision("demo-1", "1.0.0", succeeded=True, archived=True),
                  revision("demo-2", "1.1.0", succeeded=True),
                  revision("demo-3", "1.2.0", succeeded=False)]  # still rolling out: not installed yet
-    assert installed_bundle(revisions) == InstalledRevision(Installed("demo.v1.1.0", "1.1.0"), "demo-2")
+    assert installed_bundle(revisions) == InstalledRevision(Installed("demo.v1.1.0", "1.1.0"), "demo-2",
+                                                            (("demo-3", "demo.v1.2.0"),))
+    assert installed_bundle(revisions[:2]) == InstalledRevision(Installed("demo.v1.1.0", "1.1.0"), "demo-2")
 
 
 def test_nothing_installed():

@@ -593,24 +593,23 @@ def test_a_catalog_allows_the_next_version_and_warns_about_deprecations(tmp_path
         "ClusterObjectSet demo-1)", "ClusterObjectSet demo-2 (revision 2) created"]
 
 
-def test_a_bundle_the_catalog_does_not_list_or_not_in_the_channel(tmp_path):
-    mc = MemCluster()
+def test_a_bundle_the_catalog_does_not_list_or_not_in_the_channel_before_any_cluster(tmp_path):
+    """What the catalog refuses whatever is installed is said before the cluster is contacted (none is given)."""
     catalog = str(demo_catalog(tmp_path / "catalog.json"))
-    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v3", "3.0.0")), "-n", "demo-system",
-                            "--catalog", catalog, "--channel", "fast", cluster=mc)
-    assert out == "bundle demo-operator.v3.0.0 rendered for namespace demo-system\n"
-    assert (code, err) == (1, 'cosctl publish: no bundles found for package "demo" matching version "3.0.0" in '
-                              "channels [fast]\n"
-                              f"cosctl publish: cause: catalog {catalog} has no bundle demo-operator.v3.0.0 in "
-                              "package demo\n")
-    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system",
-                            "--catalog", catalog, "--channel", "fast", cluster=mc)
-    assert out == "bundle demo-operator.v1.0.0 rendered for namespace demo-system\n"
-    assert (code, err) == (1, 'cosctl publish: no bundles found for package "demo" matching version "1.0.0" in '
-                              "channels [fast]\n"
-                              f"cosctl publish: cause: demo-operator.v1.0.0 is in channels stable of catalog "
-                              f"{catalog}\n")
-    assert mc.objects(*COS) == []
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v3", "3.0.0")), "-n", "demo-system", "--catalog", catalog,
+                  "--channel", "fast") == (1, "", (
+        'cosctl publish: no bundles found for package "demo" matching version "3.0.0" in channels [fast]\n'
+        f"cosctl publish: cause: catalog {catalog} has no bundle demo-operator.v3.0.0 in package demo; the closest: "
+        "demo-operator.v1.0.0, demo-operator.v1.2.0, demo-operator.v1.1.0\n"))
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--catalog", catalog,
+                  "--channel", "fast") == (1, "", (
+        'cosctl publish: no bundles found for package "demo" matching version "1.0.0" in channels [fast]\n'
+        f"cosctl publish: cause: demo-operator.v1.0.0 is in channel(s) stable of catalog {catalog}, not in fast\n"))
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"schema": "olm.package", "name": "dmeo"}))
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--catalog", str(other)) == (
+        1, "", 'cosctl publish: no bundles found for package "demo" matching version "1.0.0"\n'
+               f"cosctl publish: cause: catalog {other} has no package demo; the closest: dmeo\n")
 
 
 def test_catalog_options_are_checked_before_the_cluster_is_contacted(tmp_path):
@@ -618,13 +617,65 @@ def test_catalog_options_are_checked_before_the_cluster_is_contacted(tmp_path):
     manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: b}\n")
     assert cosctl("publish", str(manifest), "--owner", "x", "--catalog", "c.json") == (
         2, "", "cosctl publish: --catalog: only for a registry+v1 bundle input\n")
-    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--channel", "stable") == (
+    bundle = str(demo_bundle(tmp_path / "v1"))
+    assert cosctl("publish", bundle, "-n", "demo-system", "--channel", "stable") == (
         2, "", "cosctl publish: --channel and --upgrade-constraint-policy need --catalog\n")
-    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system",
-                            "--catalog", str(tmp_path / "nope"), cluster=MemCluster())
-    assert out == "bundle demo-operator.v1.0.0 rendered for namespace demo-system\n"
-    assert (code, err) == (2, f"cosctl publish: {tmp_path / 'nope'}: no such catalog (give a File-Based Catalog "
-                              "directory or file)\n")
+    assert cosctl("publish", bundle, "-n", "demo-system", "--catalog", str(tmp_path / "nope")) == (
+        2, "", f"cosctl publish: {tmp_path / 'nope'}: no such catalog (give a File-Based Catalog directory or file)\n")
+    assert cosctl("publish", bundle, "-n", "demo-system", "--catalog", str(tmp_path / "nope"), "--bundle-version",
+                  "42") == (2, "", "cosctl publish: --bundle-version with --catalog: the catalog's upgrade edges are "
+                                   "checked against the bundle versions the revisions record, so a registry+v1 bundle "
+                                   "records its own\n")
+    assert cosctl("diff", bundle, bundle, "-n", "demo-system", "--catalog", "c.json")[2] == (
+        "cosctl diff: --catalog: only for `cosctl diff BUNDLE` against the owner's revisions\n")
+
+
+def test_a_revision_still_rolling_out_is_not_installed_yet(tmp_path):
+    """OLM v1's installed bundle is the newest Succeeded revision: the refusal says why it is not the newest."""
+    mc = MemCluster()
+    catalog = str(demo_catalog(tmp_path / "catalog.json"))
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", cluster=mc)[0] == 0
+    succeed(mc, "demo-1")
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v11", "1.1.0")), cluster=mc)[0] == 0
+    code, _, err = cosctl("publish", str(demo_bundle(tmp_path / "v12", "1.2.0")), "--catalog", catalog, cluster=mc)
+    assert code == 1 and err.splitlines()[2] == (
+        "cosctl publish: cause: ClusterObjectSet demo-2 (demo-operator.v1.1.0) has not succeeded yet, so the "
+        "installed bundle is still demo-operator.v1.0.0 (OLM v1 resolves nothing while a revision rolls out): wait "
+        "for it with cosctl status demo-2 --watch")
+    code, out, err = cosctl("resolve", "demo", "--catalog", catalog, "--owner", "demo", cluster=mc)
+    assert (code, out.splitlines()[1]) == (0, "resolves to: demo-operator.v1.1.0 1.1.0 quay.io/demo:1.1.0")
+    assert err.startswith("cosctl resolve: warning: ClusterObjectSet demo-2 (demo-operator.v1.1.0) has not succeeded")
+    succeed(mc, "demo-2")
+    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v12", "1.2.0")), "--catalog", catalog, cluster=mc)
+    assert (code, err) == (0, "")
+
+
+def test_an_installed_version_olm_v1_cannot_read(tmp_path):
+    mc = MemCluster()
+    catalog = str(demo_catalog(tmp_path / "catalog.json"))
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--bundle-version", "build-42",
+                  cluster=mc)[0] == 0
+    succeed(mc, "demo-1")
+    v11 = str(demo_bundle(tmp_path / "v11", "1.1.0"))
+    assert cosctl("publish", v11, "--catalog", catalog, cluster=mc) == (1, (
+        "bundle demo-operator.v1.1.0 rendered for namespace demo-system (options kept from demo-1)\n"), (
+        "cosctl publish: error walking catalogs: error finding upgrade edges: failed to get version and release of "
+        "installed bundle: No Major.Minor.Patch elements found\n"
+        "cosctl publish: cause: ClusterObjectSet demo-1 records bundle version 'build-42' "
+        "(olm.operatorframework.io/bundle-version), which OLM v1 cannot read: --upgrade-constraint-policy "
+        "SelfCertified skips the upgrade edges\n"))
+    code, out, _ = cosctl("diff", v11, "--catalog", catalog, "-o", "json", cluster=mc)
+    assert code == 1 and json.loads(out)["catalog"] == {
+        "catalog": catalog, "bundle": "demo-operator.v1.1.0", "policy": "CatalogProvided",
+        "installed": {"name": "demo-operator.v1.0.0", "version": "build-42", "revision": "demo-1"},
+        "refusal": "error walking catalogs: error finding upgrade edges: failed to get version and release of "
+                   "installed bundle: No Major.Minor.Patch elements found",
+        "causes": ["ClusterObjectSet demo-1 records bundle version 'build-42' "
+                   "(olm.operatorframework.io/bundle-version), which OLM v1 cannot read: --upgrade-constraint-policy "
+                   "SelfCertified skips the upgrade edges"],
+        "allowed": [], "deprecated": []}
+    assert cosctl("publish", v11, "--catalog", catalog, "--upgrade-constraint-policy", "SelfCertified",
+                  cluster=mc)[0] == 0
 
 
 def test_resolve_names_the_bundle_olm_v1_would_pick_and_its_image(tmp_path):
@@ -655,7 +706,8 @@ def test_resolve_names_the_bundle_olm_v1_would_pick_and_its_image(tmp_path):
     code, out, err = cosctl("resolve", "demo", "--catalog", catalog, "--owner", "demo", "--version", ">=1.2",
                             cluster=mc)
     assert (code, out) == (1, "")
-    assert err.endswith('cosctl resolve: error upgrading from currently installed version "1.0.0": no bundles '
-                        'found for package "demo" matching version ">=1.2"\n')
+    assert err == ('cosctl resolve: warning: deprecated: demo is deprecated: use demo2\n'
+                   'cosctl resolve: error upgrading from currently installed version "1.0.0": no bundles found for '
+                   'package "demo" matching version ">=1.2"\n')
     assert cosctl("resolve", "demo", "--catalog", catalog, "--version", "abc")[2] == (
         'cosctl resolve: desired version range "abc" is invalid: improper constraint: "abc"\n')

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from common.bundle.registryv1 import catalog as catalog_module
 from common.bundle.registryv1 import semver
 from common.bundle.registryv1.catalog import CatalogError, Package, load_catalog
 from common.bundle.registryv1.constraints import parse_constraints
@@ -184,17 +185,77 @@ def test_an_unreadable_skip_range_is_no_edge(tmp_path):
 
 def test_a_catalog_directory_json_streams_yaml_and_indexignore(tmp_path):
     root = tmp_path / "configs"
-    (root / "demo").mkdir(parents=True)
+    (root / "demo" / "old").mkdir(parents=True)
     (root / "demo" / "catalog.json").write_text("".join(json.dumps(o, indent=1) + "\n" for o in DEMO[:3]))
     (root / "demo" / "bundles.yaml").write_text("".join("---\n" + yaml.safe_dump(o) for o in DEMO[3:]))
-    (root / "README.md").write_text("# not a catalog: ignored\n")
-    (root / "demo" / "notes.txt").write_text("- not: [a catalog\n")
-    (root / ".indexignore").write_text("*.md\ndemo/notes.txt\n")
+    not_a_catalog = "- not: [a catalog\n"  # unreadable as YAML: read, it would refuse the catalog
+    (root / "README.md").write_text(not_a_catalog)
+    (root / "demo" / "notes.txt").write_text(not_a_catalog)
+    (root / "demo" / "old" / "a.yaml").write_text(not_a_catalog)
+    (root / "demo" / "old" / "b.yaml").write_text(yaml.safe_dump(bundle("demo.v0.9.0", "0.9.0")))
+    # joelanford/ignore: lines trimmed, every .indexignore's patterns in walk order, the last match deciding
+    (root / ".indexignore").write_text("  *.md\n# a comment\ndemo/notes.txt\nold/\n")
+    (root / "demo" / ".indexignore").write_text("!old/b.yaml\n")
     catalog = load_catalog(root)
     assert catalog.package_names() == ["demo"]
     demo = catalog.package("demo")
-    assert (demo.default_channel, [c.name for c in demo.channels], len(demo.bundles)) == ("stable",
-                                                                                         ["stable", "fast"], 5)
+    assert (demo.default_channel, [c.name for c in demo.channels], names(demo.bundles)) == (
+        "stable", ["stable", "fast"], ["demo.v0.9.0", "demo.v1.0.0", "demo.v1.1.0", "demo.v1.2.0", "demo.v2.0.0",
+                                       "demo.v2.1.0-rc.1"])
+    (root / "demo" / ".indexignore").unlink()
+    assert names(load_catalog(root).package("demo").bundles)[0] == "demo.v1.0.0"
+
+
+def test_keys_match_as_go_matches_them(tmp_path):
+    """Meta keys in any case (operator-registry's extractUniqueMetaKeys), the others by encoding/json's folding."""
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"Schema": "olm.channel", "PACKAGE": "demo", "Name": "stable",
+                                "Entries": [{"NAME": "demo.v2.0.0", "Replaces": "demo.v1.0.0"}]}) +
+                    json.dumps({"schema": "olm.bundle", "package": "demo", "name": "demo.v2.0.0",
+                                "Properties": [{"Type": "olm.package", "Value": {"Version": "2.0.0"}}]}))
+    demo = load_catalog(path).package("demo")
+    assert names(candidates(demo, Query("demo"), Installed("demo.v1.0.0", "1.0.0"))) == ["demo.v2.0.0"]
+    path.write_text(json.dumps({"schema": "olm.package", "name": "demo", "Name": "other"}))
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(path)
+    assert str(exc.value) == f"{path}: keys 'name' and 'Name' differ only in case"
+
+
+def test_what_a_catalog_directory_may_not_hold(tmp_path):
+    root = tmp_path / "configs"
+    (root / "real").mkdir(parents=True)
+    (root / "link").symlink_to(root / "real")
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(root)
+    assert str(exc.value) == (f"{root / 'link'}: a symbolic link to a directory (operator-controller does not "
+                              "follow it; give the directory itself)")
+    (root / "link").unlink()
+    (root / "zero.json").symlink_to("/dev/zero")
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(root)
+    assert str(exc.value) == f"{root / 'zero.json'}: not a regular file"
+    (root / "zero.json").unlink()
+    (root / "loop").symlink_to(root / "loop")
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(root)
+    assert str(exc.value) == f"{root / 'loop'}: cannot be read (Too many levels of symbolic links)"
+    (root / "loop").unlink()
+    (root / "latin1.json").write_bytes(b'{"schema": "olm.package", "name": "demo", "description": "caf\xe9"}')
+    assert load_catalog(root).package_names() == ["demo"]  # Go's JSON decoder takes it (as U+FFFD)
+    (root / "latin1.yaml").write_bytes(b"schema: olm.package\nname: caf\xe9\n")
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(root)
+    assert str(exc.value) == f"{root / 'latin1.yaml'}: not UTF-8 text (a catalog holds JSON or YAML)"
+
+
+def test_one_package_kept_and_a_large_catalog_announced(tmp_path, monkeypatch):
+    path = write_catalog(tmp_path / "c.yaml", [*DEMO, bundle("other.v1", "1.0.0", package="other")])
+    heard: list[str] = []
+    monkeypatch.setattr(catalog_module, "REPORT_BYTES", 1)
+    catalog = load_catalog(path, package="other", report=heard.append)
+    assert heard == [f"reading catalog {path} (1 file(s), 0 MiB)"]
+    assert (catalog.package_names(), catalog.package("demo").found, names(catalog.package("other").bundles)) == (
+        ["demo", "other"], False, ["other.v1"])
 
 
 def test_the_last_object_of_a_schema_and_name_wins(tmp_path):

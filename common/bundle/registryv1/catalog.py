@@ -8,9 +8,14 @@ wrote: files of JSON or YAML objects, each with a ``schema`` (``olm.package``, `
 
 Read as operator-controller reads it (operator-registry's ``declcfg.WalkMetasFS`` and operator-controller's
 catalog cache): every file below the directory in path order, except files an ``.indexignore`` names
-(gitignore patterns, relative to the directory holding it); each file a stream of JSON values or YAML
-documents; the objects grouped by package (an ``olm.package`` by its ``name``, the others by their
-``package``); and, like the cache, one object per package, schema and name, the last one read.
+(gitignore patterns, relative to the directory holding it, the last matching pattern of all of them deciding,
+as joelanford/ignore over go-git's matcher decides); each file a stream of JSON values or YAML documents; keys
+matched as Go matches them (``schema``, ``package`` and ``name`` whatever their case, two keys differing only
+in case refused; the other fields with ``encoding/json``'s case folding); the objects grouped by package (an
+``olm.package`` by its ``name``, the others by their ``package``); and, like the cache, one object per package,
+schema and name, the last one read. An object without a schema spoils only its package. A symbolic link to a
+file is read, one to a directory is refused (Go's walk does not follow it, then cannot read it as a file), and
+so is anything that is not a regular file.
 
 Pure functions over plain data, apart from reading the files. Errors name the file and the document.
 """
@@ -18,15 +23,17 @@ Pure functions over plain data, apart from reading the files. Errors name the fi
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import pathspec
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from common.bundle import k8syaml
 
+from .gotext import go_fold
 from .model import BundleInputError
 
 SCHEMA_PACKAGE: Final = "olm.package"
@@ -38,6 +45,7 @@ INDEX_IGNORE: Final = ".indexignore"
 # What a catalog read may hold at most: the largest public operator index (all of OperatorHub's packages, their
 # bundles' CSVs inlined as properties) is a few hundred MiB of JSON.
 MAX_CATALOG_BYTES: Final = 2 * 1024**3
+REPORT_BYTES: Final = 16 * 1024**2  # a catalog this large takes seconds to read: say so first
 
 
 class CatalogError(BundleInputError):
@@ -69,14 +77,6 @@ class Bundle:
     image: str
     properties: tuple[dict[str, Any], ...]
 
-    def package_property(self) -> dict[str, Any] | None:
-        """The first ``olm.package`` property's value (where the bundle's version is), or None."""
-        for prop in self.properties:
-            if prop.get("type") == PROPERTY_PACKAGE:
-                value = prop.get("value")
-                return value if isinstance(value, dict) else {}
-        return None
-
 
 @dataclass(frozen=True, slots=True)
 class DeprecationEntry:
@@ -97,7 +97,6 @@ class Package:
     channels: list[Channel] = field(default_factory=list)
     bundles: list[Bundle] = field(default_factory=list)
     deprecations: list[DeprecationEntry] = field(default_factory=list)
-    has_deprecations: bool = False
     found: bool = False
 
 
@@ -109,8 +108,24 @@ class Catalog:
     _objects: dict[str, dict[tuple[str, str], tuple[str, dict[str, Any]]]] = field(default_factory=dict)
     _broken: dict[str, str] = field(default_factory=dict)  # package: why it cannot be read
 
+    _others: set[str] = field(default_factory=set)  # packages read but not kept (load_catalog's package=)
+
     def package_names(self) -> list[str]:
-        return sorted(set(self._objects) | set(self._broken))
+        return sorted(set(self._objects) | set(self._broken) | self._others)
+
+    def add(self, package: str, schema: str, name: str, where: str, obj: dict[str, Any]) -> None:
+        """One object read; the cache keeps the last one of a package, schema and name, in the order read."""
+        objects = self._objects.setdefault(package, {})
+        key = (schema, name or schema)
+        objects.pop(key, None)
+        objects[key] = (where, obj)
+
+    def spoil(self, package: str, problem: str) -> None:
+        """An object of ``package`` cannot be read: operator-controller refuses that package only."""
+        self._broken.setdefault(package, problem)
+
+    def count(self, package: str) -> None:
+        self._others.add(package)
 
     def package(self, name: str) -> Package:
         """The package ``name`` as operator-controller's catalog client gives it (empty when absent). Raises
@@ -127,15 +142,23 @@ class Catalog:
             elif schema == SCHEMA_BUNDLE:
                 package.bundles.append(_bundle(obj, where))
             elif schema == SCHEMA_DEPRECATIONS:
-                package.has_deprecations = True
                 package.deprecations.extend(_deprecation_entries(obj, where))
         # the cache holds a file per bundle (``<name>.json``) and reads them back in path order
         package.bundles.sort(key=lambda bundle: (bundle.name + ".json").encode(errors="surrogateescape"))
         return package
 
 
+def field_of(obj: dict[str, Any], key: str) -> Any:
+    """``encoding/json``'s field matching: any key that folds to ``key``, the last one in the object winning."""
+    wanted, value = go_fold(key), None
+    for name, item in obj.items():
+        if name == key or go_fold(name) == wanted:
+            value = item
+    return value
+
+
 def _string(obj: dict[str, Any], key: str, where: str) -> str:
-    value = obj.get(key)
+    value = field_of(obj, key)
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -144,7 +167,7 @@ def _string(obj: dict[str, Any], key: str, where: str) -> str:
 
 
 def _list(obj: dict[str, Any], key: str, where: str) -> list[Any]:
-    value = obj.get(key)
+    value = field_of(obj, key)
     if value is None:
         return []
     if not isinstance(value, list):
@@ -183,7 +206,7 @@ def _deprecation_entries(obj: dict[str, Any], where: str) -> Iterator[Deprecatio
     for i, raw in enumerate(_list(obj, "entries", where)):
         entry_where = f"{where}: entries[{i}]"
         entry = _object(raw, entry_where)
-        reference = _object(entry.get("reference") or {}, f"{entry_where}: reference")
+        reference = _object(field_of(entry, "reference") or {}, f"{entry_where}: reference")
         yield DeprecationEntry(_string(reference, "schema", f"{entry_where}: reference"),
                                _string(reference, "name", f"{entry_where}: reference"),
                                _string(entry, "message", entry_where))
@@ -192,56 +215,94 @@ def _deprecation_entries(obj: dict[str, Any], where: str) -> Iterator[Deprecatio
 # --- reading ---------------------------------------------------------------------------------------------
 
 
-def _ignore_specs(root: Path) -> list[tuple[str, pathspec.GitIgnoreSpec]]:
-    """Every ``.indexignore`` below ``root``: (its directory relative to root, its patterns)."""
-    specs = []
-    for directory, _, files in os.walk(root):
-        if INDEX_IGNORE in files:
-            path = Path(directory, INDEX_IGNORE)
-            try:
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError as exc:
-                raise CatalogError(f"{path}: cannot be read ({exc.strerror})") from None
-            relative = Path(directory).relative_to(root).as_posix()
-            specs.append(("" if relative == "." else relative + "/", pathspec.GitIgnoreSpec.from_lines(lines)))
-    return specs
+@dataclass(frozen=True, slots=True)
+class _IgnorePattern:
+    base: str  # the directory of the .indexignore holding it, relative to the root, with a trailing / (or "")
+    pattern: GitIgnoreSpecPattern
 
 
-def _files(root: Path) -> Iterator[Path]:
-    """The files of ``root`` in ``fs.WalkDir``'s order (names sorted, depth first), less those ignored."""
-    specs = _ignore_specs(root)
-
-    def walk(directory: Path) -> Iterator[Path]:
+def _ignore_patterns(root: Path) -> list[_IgnorePattern]:
+    """Every pattern of every ``.indexignore`` below ``root``, in walk order (joelanford/ignore's
+    ``NewMatcher``: lines trimmed, comments and blank lines skipped)."""
+    patterns = []
+    for directory in _walk(root, dirs_only=True):
+        path = directory / INDEX_IGNORE
+        if not path.is_file():
+            continue
         try:
-            children = sorted(os.scandir(directory), key=lambda entry: entry.name.encode(errors="surrogateescape"))
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError as exc:
-            raise CatalogError(f"{directory}: cannot be read ({exc.strerror})") from None
-        for child in children:
-            path = Path(child.path)
-            if child.is_dir():
-                yield from walk(path)
-                continue
-            if child.name == INDEX_IGNORE:
-                continue
-            relative = path.relative_to(root).as_posix()
-            if any(relative.startswith(base) and spec.match_file(relative[len(base):]) for base, spec in specs):
-                continue
-            yield path
-    yield from walk(root)
+            raise CatalogError(f"{path}: cannot be read ({exc.strerror})") from None
+        relative = directory.relative_to(root).as_posix()
+        base = "" if relative == "." else relative + "/"
+        for text in (line.strip() for line in lines):
+            if text and not text.startswith("#"):
+                patterns.append(_IgnorePattern(base, GitIgnoreSpecPattern(text)))
+    return patterns
 
 
-def _documents(path: Path, budget: list[int]) -> Iterator[tuple[str, Any]]:
+def _ignored(relative: str, patterns: list[_IgnorePattern]) -> bool:
+    """go-git's gitignore matcher: the last pattern that matches decides (``!`` re-includes)."""
+    for item in reversed(patterns):
+        if item.pattern.include is None or not relative.startswith(item.base):
+            continue
+        if item.pattern.match_file(relative[len(item.base):]):
+            return bool(item.pattern.include)
+    return False
+
+
+def _walk(root: Path, *, dirs_only: bool = False) -> Iterator[Path]:
+    """``fs.WalkDir``'s order: names sorted by bytes, depth first, symbolic links not followed into."""
+    if dirs_only:
+        yield root
     try:
-        size = path.stat().st_size
-        budget[0] -= size
-        if budget[0] < 0:
-            raise CatalogError(f"{path}: the catalog is larger than {MAX_CATALOG_BYTES // 1024**3} GiB")
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise CatalogError(f"{path}: not UTF-8 text (a catalog holds JSON or YAML)") from None
+        children = sorted(os.scandir(root), key=lambda entry: entry.name.encode(errors="surrogateescape"))
+    except OSError as exc:
+        raise CatalogError(f"{root}: cannot be read ({exc.strerror})") from None
+    for child in children:
+        path = Path(child.path)
+        if child.is_dir(follow_symlinks=False):
+            yield from _walk(path, dirs_only=dirs_only)
+        elif not dirs_only:
+            yield path
+
+
+def _files(root: Path) -> list[Path]:
+    """The files to read, less those ignored."""
+    patterns = _ignore_patterns(root)
+    return [path for path in _walk(root)
+            if path.name != INDEX_IGNORE and not _ignored(path.relative_to(root).as_posix(), patterns)]
+
+
+def _size(path: Path) -> int:
+    """The size of the regular file ``path`` leads to; refuses what a catalog cannot hold."""
+    try:
+        status = path.stat()
     except OSError as exc:
         raise CatalogError(f"{path}: cannot be read ({exc.strerror})") from None
-    stream = k8syaml.read_stream(text)
+    if stat.S_ISDIR(status.st_mode):
+        raise CatalogError(f"{path}: a symbolic link to a directory (operator-controller does not follow it; "
+                           "give the directory itself)")
+    if not stat.S_ISREG(status.st_mode):
+        raise CatalogError(f"{path}: not a regular file")
+    return status.st_size
+
+
+def _text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot be read ({exc.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        if data.lstrip()[:1] == b"{":  # Go's JSON decoder takes invalid UTF-8 in strings as U+FFFD
+            return data.decode("utf-8", errors="replace")
+        raise CatalogError(f"{path}: not UTF-8 text (a catalog holds JSON or YAML)") from None
+
+
+def _documents(path: Path) -> Iterator[tuple[str, Any]]:
+    stream = k8syaml.read_stream(_text(path))
     several = len(stream.documents) > 1
     for document in stream.documents:
         where = f"{path}: document {document.index + 1}" if several else str(path)
@@ -252,34 +313,55 @@ def _documents(path: Path, budget: list[int]) -> Iterator[tuple[str, Any]]:
         yield where, document.value
 
 
-def load_catalog(path: str | Path) -> Catalog:
-    """The catalog in ``path``: a directory (read whole) or one file. Raises :class:`CatalogError`."""
+def _meta_keys(obj: dict[str, Any], where: str) -> dict[str, str]:
+    """``extractUniqueMetaKeys``: ``schema``, ``package`` and ``name`` in any case; keys that differ only in
+    case are refused (the whole catalog, as operator-controller refuses to serve it)."""
+    folded: dict[str, str] = {}
+    for key in obj:
+        other = folded.setdefault(key.casefold(), key)
+        if other != key:
+            raise CatalogError(f"{where}: keys {other!r} and {key!r} differ only in case")
+    meta: dict[str, str] = {}
+    for name in ("schema", "package", "name"):
+        original = folded.get(name)
+        if original is not None:
+            if not isinstance(obj[original], str):
+                raise CatalogError(f"{where}: {original} must be a string")
+            meta[name] = obj[original]
+    return meta
+
+
+def load_catalog(path: str | Path, *, package: str | None = None,
+                 report: Callable[[str], None] | None = None) -> Catalog:
+    """The catalog in ``path``: a directory (read whole) or one file. With ``package``, only that package's
+    objects are kept (every file is still read: any may hold some). ``report`` hears one line before a large
+    catalog is read. Raises :class:`CatalogError`."""
     root = Path(path)
     if root.is_dir():
-        files: Iterator[Path] = _files(root)
+        files = _files(root)
     elif root.exists():
-        files = iter([root])
+        files = [root]
     else:
         raise CatalogError(f"{root}: no such catalog (give a File-Based Catalog directory or file)")
+    total = sum(_size(file) for file in files)
+    if total > MAX_CATALOG_BYTES:
+        raise CatalogError(f"{root}: {total // 1024**2} MiB of files, more than a catalog may hold "
+                           f"({MAX_CATALOG_BYTES // 1024**3} GiB)")
+    if report is not None and total >= REPORT_BYTES:
+        report(f"reading catalog {root} ({len(files)} file(s), {total // 1024**2} MiB)")
     catalog = Catalog(str(root))
-    budget = [MAX_CATALOG_BYTES]
     for file in files:
-        for where, value in _documents(file, budget):
-            obj = _object(value, where)
-            schema = obj.get("schema")
-            name = _string(obj, "name", where)
-            if schema is None or schema == "":
-                # operator-controller refuses only the package such an object is filed under
-                package = _string(obj, "package", where)
-                catalog._broken.setdefault(package, f"{where}: the object has no schema (each catalog object needs "
-                                                    f"one, such as {SCHEMA_BUNDLE})")
+        for where, value in _documents(file):
+            meta = _meta_keys(_object(value, where), where)
+            schema, name = meta.get("schema", ""), meta.get("name", "")
+            owner = name if schema == SCHEMA_PACKAGE else meta.get("package", "")
+            if package is not None and owner != package:
+                catalog.count(owner)
                 continue
-            if not isinstance(schema, str):
-                raise CatalogError(f"{where}: schema must be a string")
             label = f"{where} ({schema}{' ' + repr(name) if name else ''})"
-            package = name if schema == SCHEMA_PACKAGE else _string(obj, "package", where)
-            objects = catalog._objects.setdefault(package, {})
-            key = (schema, name or schema)
-            objects.pop(key, None)  # the cache keeps the last one read, in the order read
-            objects[key] = (label, obj)
+            if not schema:
+                catalog.spoil(owner, f"{where}: the object has no schema (each catalog object needs one, such as "
+                                     f"{SCHEMA_BUNDLE})")
+            else:
+                catalog.add(owner, schema, name, label, value)
     return catalog

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from . import semver
-from .catalog import SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, Bundle, Channel, Package
+from .catalog import PROPERTY_PACKAGE, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, Bundle, Channel, Package, field_of
 from .constraints import ConstraintError, parse_constraints
 from .gotext import go_list, go_quote
 from .model import BundleError
@@ -103,12 +103,12 @@ def parse_legacy_version_release(text: str) -> VersionRelease:
 def bundle_version(bundle: Bundle) -> VersionRelease:
     """``bundleutil.GetVersionAndRelease``: from the bundle's first ``olm.package`` property."""
     for prop in bundle.properties:
-        if prop.get("type") == "olm.package":
-            value = prop.get("value")
+        if field_of(prop, "type") == PROPERTY_PACKAGE:
+            value = field_of(prop, "value")
             if not isinstance(value, dict):
                 raise VersionReleaseError(f"error unmarshalling package property: json: cannot unmarshal "
                                           f"{_json_kind(value)} into Go value of type property.Package")
-            version = value.get("version")
+            version = field_of(value, "version")
             if version is not None and not isinstance(version, str):
                 raise VersionReleaseError(f"error unmarshalling package property: json: cannot unmarshal "
                                           f"{_json_kind(version)} into Go struct field Package.version of type "
@@ -258,10 +258,7 @@ def candidates(package: Package, query: Query, installed: Installed | None) -> l
         except VersionReleaseError as exc:
             raise ResolutionError(f"error walking catalogs: error finding upgrade edges: {exc}") from None
     chosen = [bundle for bundle in package.bundles if all(predicate(bundle) for predicate in predicates)]
-    if package.has_deprecations:
-        chosen.sort(key=functools.cmp_to_key(_by_deprecation_then_version(deprecated_bundle_names(package))))
-    else:
-        chosen.sort(key=functools.cmp_to_key(_by_deprecation_then_version(set())))
+    chosen.sort(key=functools.cmp_to_key(_by_deprecation_then_version(deprecated_bundle_names(package))))
     return chosen
 
 
