@@ -119,7 +119,7 @@ class _Decoder:
     def run(self, struct: GoStruct, value: Any) -> dict[str, Any]:
         try:
             if not isinstance(value, dict):
-                raise UnmarshalError(f"json: cannot unmarshal {_go_word(value)} into Go value of type "
+                raise UnmarshalError(f"json: cannot unmarshal {go_word(value)} into Go value of type "
                                      f"{go_type_name(GoType('struct', struct.name))}")
             fields = self.fields(struct, value, (), None)
         except _Abort as exc:
@@ -131,7 +131,7 @@ class _Decoder:
     def mismatch(self, value: Any, typ: GoType, struct: str, stack: tuple[str, ...]) -> None:
         """Go's ``UnmarshalTypeError``: saved (the first one), decoding goes on."""
         if self.saved is None:
-            self.saved = (f"json: cannot unmarshal {_go_word(value)} into Go struct field {struct}."
+            self.saved = (f"json: cannot unmarshal {go_word(value)} into Go struct field {struct}."
                           f"{'.'.join(stack)} of type {go_type_name(typ)}")
 
     def fields(self, struct: GoStruct, value: dict[str, Any], stack: tuple[str, ...],
@@ -198,7 +198,7 @@ class _Decoder:
             if value is None:
                 return None  # null: the zero Time, printed null
             if not isinstance(value, str):  # metav1.Time reads a JSON string itself; its error stops Go's decoder
-                raise _Abort(f"json: cannot unmarshal {_go_word(value)} into Go struct field "
+                raise _Abort(f"json: cannot unmarshal {go_word(value)} into Go struct field "
                              f"{struct}.{'.'.join(stack)} of type string")
             try:
                 return go_time(value)
@@ -264,7 +264,7 @@ def quantity_problem(value: Any) -> str | None:
     return None
 
 
-def _go_word(value: Any) -> str:
+def go_word(value: Any) -> str:
     """How Go's ``UnmarshalTypeError`` names the JSON value it could not store."""
     return {"boolean": "bool"}.get(json_type_name(value), json_type_name(value))
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from . import semver
 from .catalog import PROPERTY_PACKAGE, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, Bundle, Channel, Package, field_of
 from .constraints import ConstraintError, parse_constraints
 from .gotext import go_list, go_quote
+from .gounmarshal import go_word
 from .model import BundleError
 
 POLICY_CATALOG_PROVIDED: Final = "CatalogProvided"
@@ -107,26 +108,14 @@ def bundle_version(bundle: Bundle) -> VersionRelease:
             value = field_of(prop, "value")
             if not isinstance(value, dict):
                 raise VersionReleaseError(f"error unmarshalling package property: json: cannot unmarshal "
-                                          f"{_json_kind(value)} into Go value of type property.Package")
+                                          f"{go_word(value)} into Go value of type property.Package")
             version = field_of(value, "version")
             if version is not None and not isinstance(version, str):
                 raise VersionReleaseError(f"error unmarshalling package property: json: cannot unmarshal "
-                                          f"{_json_kind(version)} into Go struct field Package.version of type "
+                                          f"{go_word(version)} into Go struct field Package.version of type "
                                           f"string")
             return parse_legacy_version_release(version or "")
     raise VersionReleaseError(f"no package property found in bundle {go_quote(bundle.name)}")
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) else "null"
 
 
 def _version_or_none(bundle: Bundle) -> VersionRelease | None:
