@@ -41,8 +41,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "the owner's newest Succeeded revision on the cluster.")
     parser.add_argument("package", help="the package name (a ClusterExtension's spec.source.catalog.packageName)")
     parser.add_argument("--catalog", required=True, metavar="DIR|FILE",
-                        help="a File-Based Catalog: an operator index image's /configs directory, or `opm render` "
-                             "output")
+                        help="a File-Based Catalog: a directory or file of JSON or YAML (an index image's "
+                             "/configs, or `opm render` output), or an OCI image layout of an index image")
     parser.add_argument("--channel", dest="channels", action="append", default=None, metavar="NAME",
                         help="only bundles in this channel (repeatable; default: any)")
     parser.add_argument("--version", default="", metavar="RANGE",

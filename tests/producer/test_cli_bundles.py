@@ -621,7 +621,8 @@ def test_catalog_options_are_checked_before_the_cluster_is_contacted(tmp_path):
     assert cosctl("publish", bundle, "-n", "demo-system", "--channel", "stable") == (
         2, "", "cosctl publish: --channel and --upgrade-constraint-policy need --catalog\n")
     assert cosctl("publish", bundle, "-n", "demo-system", "--catalog", str(tmp_path / "nope")) == (
-        2, "", f"cosctl publish: {tmp_path / 'nope'}: no such catalog (give a File-Based Catalog directory or file)\n")
+        2, "", f"cosctl publish: {tmp_path / 'nope'}: no such catalog (give a File-Based Catalog directory or file, "
+               "or an OCI image layout of an index image)\n")
     assert cosctl("publish", bundle, "-n", "demo-system", "--catalog", str(tmp_path / "nope"), "--bundle-version",
                   "42") == (2, "", "cosctl publish: --bundle-version with --catalog: the catalog's upgrade edges are "
                                    "checked against the bundle versions the revisions record, so a registry+v1 bundle "

@@ -14,6 +14,8 @@ from common.bundle.registryv1 import catalog as catalog_module
 from common.bundle.registryv1 import semver
 from common.bundle.registryv1.catalog import CatalogError, Package, load_catalog
 from common.bundle.registryv1.constraints import parse_constraints
+from common.bundle.registryv1.model import BundleInputError
+from common.bundle.registryv1.oci import CATALOG_CONFIGS_LABEL
 from common.bundle.registryv1.resolve import (
     POLICY_SELF_CERTIFIED,
     Installed,
@@ -26,6 +28,7 @@ from common.bundle.registryv1.resolve import (
     parse_legacy_version_release,
     resolve,
 )
+from tests.registryv1.bundles import files_layer, image_layout, tar_of
 
 
 def bundle(name: str, version: str | None, *, package: str = "demo") -> dict[str, Any]:
@@ -284,7 +287,8 @@ def test_bad_catalogs_name_the_file_and_never_quote_it(tmp_path, content, messag
 def test_a_missing_catalog(tmp_path):
     with pytest.raises(CatalogError) as exc:
         load_catalog(tmp_path / "nope")
-    assert str(exc.value) == f"{tmp_path / 'nope'}: no such catalog (give a File-Based Catalog directory or file)"
+    assert str(exc.value) == (f"{tmp_path / 'nope'}: no such catalog (give a File-Based Catalog directory or file, "
+                              "or an OCI image layout of an index image)")
 
 
 def test_upgrade_edges_come_from_the_channels_asked_for_only(tmp_path):
@@ -341,3 +345,27 @@ def test_an_object_without_schema_spoils_only_its_package(tmp_path):
     with pytest.raises(CatalogError, match="document 9: the object has no schema"):
         catalog.package("other")
     assert catalog.package_names() == ["demo", "other"]
+
+
+def test_an_index_image_layout_is_read_from_its_configs_directory(tmp_path):
+    """An operator index image as `skopeo copy docker://... oci:DIR` writes it: only the directory its configs
+    label names is unpacked (the base image's files are not), and messages name the layout and the path in it."""
+    fbc = "".join(json.dumps(o) + "\n" for o in DEMO).encode()
+    base = files_layer({"bin/opm": b"\x7fELF not really", "etc/passwd": b"root:x:0:0::/root:/bin/sh\n"})
+    layers = [base, files_layer({"srv/fbc/demo/catalog.json": fbc, "configs/ignored.json": b"not json at all"})]
+    layout = image_layout(tmp_path / "index", layers, labels={CATALOG_CONFIGS_LABEL: "/srv/fbc"})
+    heard: list[str] = []
+    catalog = load_catalog(layout, report=heard.append)
+    assert heard == [f"unpacking the catalog of image layout {layout}"]
+    assert (catalog.source, catalog.package_names()) == (str(layout), ["demo"])
+    assert resolve(catalog.package("demo"), Query("demo"), None).bundle.name == "demo.v2.1.0-rc.1"
+    assert load_catalog(tar_of(layout, tmp_path / "index.tar")).package_names() == ["demo"]
+    broken = image_layout(tmp_path / "broken", [files_layer({"configs/demo/catalog.yaml": b"- [unclosed\n"})])
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(broken)
+    assert str(exc.value).startswith(f"{broken}:/configs/demo/catalog.yaml: ")
+    empty = image_layout(tmp_path / "empty", [base])
+    with pytest.raises(BundleInputError) as exc:
+        load_catalog(empty)
+    assert str(exc.value) == (f"{empty}: the image has no /configs directory (its File-Based Catalog, named by the "
+                              "operators.operatorframework.io.index.configs.v1 label)")

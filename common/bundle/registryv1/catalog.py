@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from common.bundle import k8syaml
 
+from . import oci
 from .gotext import go_fold
 from .model import BundleInputError
 
@@ -274,38 +276,38 @@ def _files(root: Path) -> list[Path]:
             if path.name != INDEX_IGNORE and not _ignored(path.relative_to(root).as_posix(), patterns)]
 
 
-def _size(path: Path) -> int:
+def _size(path: Path, shown: str) -> int:
     """The size of the regular file ``path`` leads to; refuses what a catalog cannot hold."""
     try:
         status = path.stat()
     except OSError as exc:
-        raise CatalogError(f"{path}: cannot be read ({exc.strerror})") from None
+        raise CatalogError(f"{shown}: cannot be read ({exc.strerror})") from None
     if stat.S_ISDIR(status.st_mode):
-        raise CatalogError(f"{path}: a symbolic link to a directory (operator-controller does not follow it; "
+        raise CatalogError(f"{shown}: a symbolic link to a directory (operator-controller does not follow it; "
                            "give the directory itself)")
     if not stat.S_ISREG(status.st_mode):
-        raise CatalogError(f"{path}: not a regular file")
+        raise CatalogError(f"{shown}: not a regular file")
     return status.st_size
 
 
-def _text(path: Path) -> str:
+def _text(path: Path, shown: str) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise CatalogError(f"{path}: cannot be read ({exc.strerror})") from None
+        raise CatalogError(f"{shown}: cannot be read ({exc.strerror})") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         if data.lstrip()[:1] == b"{":  # Go's JSON decoder takes invalid UTF-8 in strings as U+FFFD
             return data.decode("utf-8", errors="replace")
-        raise CatalogError(f"{path}: not UTF-8 text (a catalog holds JSON or YAML)") from None
+        raise CatalogError(f"{shown}: not UTF-8 text (a catalog holds JSON or YAML)") from None
 
 
-def _documents(path: Path) -> Iterator[tuple[str, Any]]:
-    stream = k8syaml.read_stream(_text(path))
+def _documents(path: Path, shown: str) -> Iterator[tuple[str, Any]]:
+    stream = k8syaml.read_stream(_text(path, shown))
     several = len(stream.documents) > 1
     for document in stream.documents:
-        where = f"{path}: document {document.index + 1}" if several else str(path)
+        where = f"{shown}: document {document.index + 1}" if several else shown
         if document.error is not None:
             raise CatalogError(f"{where}: {document.error}")
         if document.value is None:
@@ -333,35 +335,52 @@ def _meta_keys(obj: dict[str, Any], where: str) -> dict[str, str]:
 
 def load_catalog(path: str | Path, *, package: str | None = None,
                  report: Callable[[str], None] | None = None) -> Catalog:
-    """The catalog in ``path``: a directory (read whole) or one file. With ``package``, only that package's
+    """The catalog in ``path``: a directory (read whole), one file, or an OCI image layout (a directory or a tar
+    of one) of an operator index image, whose configs directory is read. With ``package``, only that package's
     objects are kept (every file is still read: any may hold some). ``report`` hears one line before a large
-    catalog is read. Raises :class:`CatalogError`."""
+    catalog is read or an image unpacked. Raises :class:`CatalogError` (or, for an image layout that cannot be
+    unpacked, its parent :class:`BundleInputError`)."""
     root = Path(path)
-    if root.is_dir():
-        files = _files(root)
-    elif root.exists():
-        files = [root]
-    else:
-        raise CatalogError(f"{root}: no such catalog (give a File-Based Catalog directory or file)")
-    total = sum(_size(file) for file in files)
+    if (root.is_dir() and oci.is_layout_dir(root)) or (root.is_file() and oci.is_layout_tar(root)):
+        with tempfile.TemporaryDirectory(prefix="cosctl-catalog-") as scratch:
+            if report is not None:
+                report(f"unpacking the catalog of image layout {root}")
+            image = Path(scratch) / "image"
+            configs = oci.unpack_catalog(root, image)
+            return _load(configs, f"{root}:/{configs.relative_to(image).as_posix()}", str(root), package, report)
+    if not root.exists():
+        raise CatalogError(f"{root}: no such catalog (give a File-Based Catalog directory or file, or an OCI image "
+                           "layout of an index image)")
+    return _load(root, str(root), str(root), package, report)
+
+
+def _load(root: Path, shown: str, source: str, package: str | None,
+          report: Callable[[str], None] | None) -> Catalog:
+    """Read the catalog directory or file ``root``, naming it ``shown`` in messages."""
+    files = _files(root) if root.is_dir() else [root]
+
+    def name(file: Path) -> str:
+        return shown if file == root else f"{shown}/{file.relative_to(root).as_posix()}"
+
+    total = sum(_size(file, name(file)) for file in files)
     if total > MAX_CATALOG_BYTES:
-        raise CatalogError(f"{root}: {total // 1024**2} MiB of files, more than a catalog may hold "
+        raise CatalogError(f"{shown}: {total // 1024**2} MiB of files, more than a catalog may hold "
                            f"({MAX_CATALOG_BYTES // 1024**3} GiB)")
     if report is not None and total >= REPORT_BYTES:
-        report(f"reading catalog {root} ({len(files)} file(s), {total // 1024**2} MiB)")
-    catalog = Catalog(str(root))
+        report(f"reading catalog {shown} ({len(files)} file(s), {total // 1024**2} MiB)")
+    catalog = Catalog(source)
     for file in files:
-        for where, value in _documents(file):
+        for where, value in _documents(file, name(file)):
             meta = _meta_keys(_object(value, where), where)
-            schema, name = meta.get("schema", ""), meta.get("name", "")
-            owner = name if schema == SCHEMA_PACKAGE else meta.get("package", "")
+            schema, obj_name = meta.get("schema", ""), meta.get("name", "")
+            owner = obj_name if schema == SCHEMA_PACKAGE else meta.get("package", "")
             if package is not None and owner != package:
                 catalog.count(owner)
                 continue
-            label = f"{where} ({schema}{' ' + repr(name) if name else ''})"
+            label = f"{where} ({schema}{' ' + repr(obj_name) if obj_name else ''})"
             if not schema:
                 catalog.spoil(owner, f"{where}: the object has no schema (each catalog object needs one, such as "
                                      f"{SCHEMA_BUNDLE})")
             else:
-                catalog.add(owner, schema, name, label, value)
+                catalog.add(owner, schema, obj_name, label, value)
     return catalog

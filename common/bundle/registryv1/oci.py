@@ -102,6 +102,12 @@ class Limits:
 
 
 DEFAULT_LIMITS: Final = Limits()
+# An operator index image's /configs holds every package of its catalog (the CSVs inlined as properties): a few
+# hundred MiB of JSON, under a base image with opm. Only /configs is written, but every layer is read.
+CATALOG_LIMITS: Final = Limits(max_stream_bytes=16 * 1024 * _MIB, max_extracted_bytes=4 * 1024 * _MIB,
+                               max_file_bytes=2 * 1024 * _MIB, max_entries=2_000_000)
+CATALOG_CONFIGS_LABEL: Final = "operators.operatorframework.io.index.configs.v1"
+DEFAULT_CATALOG_CONFIGS: Final = "/configs"
 
 
 MAX_HEADER_RECORD_BYTES: Final = _MIB
@@ -368,7 +374,9 @@ class _Layout:
 
     # -- finding the image --
 
-    def image(self) -> _Image:
+    def image(self, prefer: str = MEDIATYPE_ANNOTATION, what: str = "bundle") -> _Image:
+        """The one image to unpack: of several, those whose config carries the label ``prefer``, when they share
+        their layers."""
         layout = self._json(OCI_LAYOUT, OCI_LAYOUT)
         version = layout.get("imageLayoutVersion") if isinstance(layout, dict) else None
         if not isinstance(version, str) or not version.startswith("1."):
@@ -385,14 +393,15 @@ class _Layout:
             kept = unique.setdefault(found.digest, _Image(found.digest, found.manifest, found.labels))
             kept.names.extend(n for n in found.names if n and n not in kept.names)
         candidates = list(unique.values())
-        bundles = [i for i in candidates if MEDIATYPE_ANNOTATION in i.labels]
-        if bundles:
-            candidates = bundles
+        labelled = [i for i in candidates if prefer in i.labels]
+        if labelled:
+            candidates = labelled
         if len({_layer_digests(i.manifest) for i in candidates}) == 1:
             return candidates[0]
         names = "; ".join(f"{i.digest}" + (f" ({', '.join(i.names)})" if i.names else "") for i in candidates)
-        raise self.fail(f"{INDEX}: lists {len(candidates)} different images and none is the only bundle image: "
-                        f"{names}; copy only the one to render into the layout")
+        raise self.fail(f"{INDEX}: lists {len(candidates)} different images and none is the only {what} image: "
+                        f"{names}; copy only the one to " + ("render into the layout" if what == "bundle" else
+                                                             "read into the layout (skopeo copy without --all)"))
 
     def _collect(self, index: dict[str, Any], what: str, depth: int, images: list[_Image]) -> None:
         if depth > self.limits.max_index_depth:
@@ -528,8 +537,9 @@ class _Tree:
     """The filesystem being built under ``root``: entry paths are tuples of components below it, and symbolic
     links are kept aside (``links``), never created."""
 
-    def __init__(self, root: Path, layout: _Layout, budget: _Budget) -> None:
+    def __init__(self, root: Path, layout: _Layout, budget: _Budget, keep: tuple[str, ...] = ()) -> None:
         self.root, self.layout, self.budget = root, layout, budget
+        self.keep = keep  # only entries below this directory are written (all of them when empty)
         self.links: dict[tuple[str, ...], str] = {}
         # how many links lie below each directory: removing an entry with none below it touches one key, not every
         # link (a layer of 20,000 links made unpacking quadratic)
@@ -606,6 +616,9 @@ class _Tree:
         os.chmod(self.path(parts), 0o644)
         self.budget.written += size
 
+    def kept(self, parts: tuple[str, ...]) -> bool:
+        return parts[:len(self.keep)] == self.keep
+
     def count(self, what: str) -> None:
         self.budget.entries += 1
         if self.budget.entries > self.budget.limits.max_entries:
@@ -676,7 +689,7 @@ def _apply_layer(tree: _Tree, descriptor: dict[str, Any], what: str) -> None:
     # Pass 2: the layer's own entries.
     for tar, member in _members(layout, descriptor, what, budget):
         parts = _parts(member.name, layout, what)
-        if not parts or parts[-1].startswith(_WHITEOUT):
+        if not parts or parts[-1].startswith(_WHITEOUT) or not tree.kept(parts):
             continue
         with _unpacking(layout, f"{what}: entry {json.dumps(_shown(member.name))}"):
             _apply_member(tree, tar, member, parts, what)
@@ -714,6 +727,8 @@ def _apply_file(tree: _Tree, descriptor: dict[str, Any], title: str, what: str) 
     parts = _parts(title, layout, what)
     if not parts:
         raise layout.fail(f"{what}: file layer with an empty title")
+    if not tree.kept(parts):
+        return
     name = layout.blob_name(descriptor, what)
     with layout.store.open(name) as source, _unpacking(layout, f"{what}: entry {json.dumps(_shown(title))}"):
         tree.write(parts, source, int(descriptor["size"]), what)
@@ -747,14 +762,17 @@ def _resolve(tree: _Tree, link: tuple[str, ...], followed: list[int] | None = No
     return tuple(stack)
 
 
-def _materialise_links(tree: _Tree) -> None:
-    """Symbolic links under ``metadata/`` and ``manifests/`` become copies of the files they lead to."""
+def _materialise_links(tree: _Tree, roots: tuple[tuple[str, ...], ...] = (("metadata",), ("manifests",))) -> None:
+    """Symbolic links below ``roots`` (a bundle's ``metadata/`` and ``manifests/``, a catalog's configs directory)
+    become copies of the files they lead to."""
     for link in sorted(tree.links):
-        if link[0] not in ("metadata", "manifests"):
+        root = next((r for r in roots if link[:len(r)] == r), None)
+        if root is None:
             continue
         name = _shown("/".join(link))
-        if len(link) == 1:
-            raise tree.layout.fail(f"{name} is a symbolic link in the image; a bundle's {name}/ must be a directory")
+        if len(link) == len(root):
+            whose = "a bundle's" if root in (("metadata",), ("manifests",)) else "the catalog's"
+            raise tree.layout.fail(f"{name} is a symbolic link in the image; {whose} {name}/ must be a directory")
         target = _resolve(tree, link)
         path = tree.path(target) if target else None
         if path is None or not is_regular(path):
@@ -768,18 +786,48 @@ def unpack(path: str | Path, target: str | Path, limits: Limits = DEFAULT_LIMITS
     """Unpack the bundle image of the OCI layout ``path`` (a directory or a tar of one) into the new directory
     ``target``; return ``target``. Raises :class:`BundleInputError` naming the layout and the problem (and
     then leaves no ``target`` behind)."""
+    return _unpack(path, target, limits)
+
+
+def unpack_catalog(path: str | Path, target: str | Path, limits: Limits = CATALOG_LIMITS) -> Path:
+    """Unpack the File-Based Catalog of the operator index image in the OCI layout ``path``: only its configs
+    directory (the image's ``operators.operatorframework.io.index.configs.v1`` label, ``/configs`` without one) is
+    written, below the new directory ``target``; return that configs directory."""
+    keep: list[tuple[str, ...]] = []
+    _unpack(path, target, limits, catalog=keep)
+    configs = Path(target).joinpath(*keep[0])
+    if not configs.is_dir():
+        shutil.rmtree(target, ignore_errors=True)
+        raise BundleInputError(f"{path}: the image has no {'/' + '/'.join(keep[0])} directory (its File-Based "
+                               f"Catalog, named by the {CATALOG_CONFIGS_LABEL} label)")
+    return configs
+
+
+def _unpack(path: str | Path, target: str | Path, limits: Limits, catalog: list[tuple[str, ...]] | None = None,
+            ) -> Path:
+    """:func:`unpack`, or with ``catalog`` (a list that receives the configs directory's parts) only that
+    directory of an index image."""
     source, root = Path(path), Path(target)
     store: _Store = _DirStore(source) if source.is_dir() else _TarStore(source, limits)
     created = False
     try:
         layout = _Layout(store, limits)
-        image = layout.image()
+        image = layout.image(CATALOG_CONFIGS_LABEL, "catalog") if catalog is not None else layout.image()
+        keep: tuple[str, ...] = ()
+        if catalog is not None:
+            configs = image.labels.get(CATALOG_CONFIGS_LABEL) or DEFAULT_CATALOG_CONFIGS
+            # the label is a path in the image (absolute); ".." in it is refused as in an entry name
+            keep = _parts(configs.lstrip("/"), layout, f"label {CATALOG_CONFIGS_LABEL}") \
+                if isinstance(configs, str) else ()
+            if not keep:
+                raise layout.fail(f"label {CATALOG_CONFIGS_LABEL}: {json.dumps(configs)} names no directory")
+            catalog.append(keep)
         layers = image.manifest["layers"]
         if len(layers) > limits.max_layers:
             raise layout.fail(f"the image has {len(layers)} layers, more than the limit of {limits.max_layers}")
         root.mkdir(parents=True)
         created = True
-        tree = _Tree(root, layout, _Budget(limits))
+        tree = _Tree(root, layout, _Budget(limits), keep)
         for position, descriptor in enumerate(layers):
             what = f"layer {position}"
             if not isinstance(descriptor, dict):
@@ -794,7 +842,7 @@ def unpack(path: str | Path, target: str | Path, limits: Limits = DEFAULT_LIMITS
             else:
                 raise layout.fail(f"{what}: unsupported layer media type {json.dumps(media_type)} (expected a "
                                   "tar, tar+gzip or tar+zstd image layer)")
-        _materialise_links(tree)
+        _materialise_links(tree, (keep,) if keep else (("metadata",), ("manifests",)))
     except BaseException as exc:
         if created:
             shutil.rmtree(root, ignore_errors=True)
