@@ -605,6 +605,12 @@ def test_a_bundle_the_catalog_does_not_list_or_not_in_the_channel_before_any_clu
                   "--channel", "fast") == (1, "", (
         'cosctl publish: no bundles found for package "demo" matching version "1.0.0" in channels [fast]\n'
         f"cosctl publish: cause: demo-operator.v1.0.0 is in channel(s) stable of catalog {catalog}, not in fast\n"))
+    bundle_dir = tmp_path / "v1"  # a bundle given as the catalog: Kubernetes objects, no catalog objects
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v2", "1.1.0")), "-n", "demo-system", "--catalog",
+                  str(bundle_dir)) == (1, "", (
+        'cosctl publish: no bundles found for package "demo" matching version "1.1.0"\n'
+        f"cosctl publish: cause: catalog {bundle_dir} has no package demo (it holds no package: is it a File-Based "
+        "Catalog, with olm.package, olm.channel and olm.bundle objects?)\n"))
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"schema": "olm.package", "name": "dmeo"}))
     assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--catalog", str(other)) == (

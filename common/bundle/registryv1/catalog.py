@@ -113,7 +113,9 @@ class Catalog:
     _others: set[str] = field(default_factory=set)  # packages read but not kept (load_catalog's package=)
 
     def package_names(self) -> list[str]:
-        return sorted(set(self._objects) | set(self._broken) | self._others)
+        """The packages the catalog names (objects filed under no package, such as plain Kubernetes manifests
+        given by mistake, name none)."""
+        return sorted((set(self._objects) | set(self._broken) | self._others) - {""})
 
     def add(self, package: str, schema: str, name: str, where: str, obj: dict[str, Any]) -> None:
         """One object read; the cache keeps the last one of a package, schema and name, in the order read."""
