@@ -5,8 +5,9 @@ Owns loading manifests the way ``kubectl apply -f`` reads them (:mod:`.manifests
 crash-safe publishing of revisions and retention (:mod:`.publish`), resolving a ``ref`` to the manifest a
 Secret key holds (:mod:`.refs`, shared with the reconciler), reading a whole revision's content back
 (:mod:`.contents`), comparing two revisions object by object (:mod:`.diff`), rolling back forward
-(:mod:`.rollback`) and the CRD upgrade safety check of a revision's CRDs (OLM v1's comparisons,
-:mod:`.crdsafety`; against a cluster, :mod:`.crdcheck`). Spec:
+(:mod:`.rollback`), the CRD upgrade safety check of a revision's CRDs (OLM v1's comparisons,
+:mod:`.crdsafety`; against a cluster, :mod:`.crdcheck`) and whether a catalog allows a bundle over what an
+owner's revisions installed (OLM v1's upgrade edges, :mod:`.catalogcheck`). Spec:
 ``shared/spec/producer.md`` and section 2 (refs) of ``shared/spec/reconciler.md``.
 
 May import: :mod:`common.contract` and :mod:`common.cluster`'s interface. Never :mod:`common.cosctl` or a

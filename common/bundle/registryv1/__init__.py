@@ -20,6 +20,10 @@ renderer produces for the same install namespace, configuration and certificate 
   ``metadata``); :mod:`.gotext` (Go's quoting, JSON, number and time printing, key folding);
 - :mod:`.install`: the whole path a ClusterExtension takes (refusals, configuration, rendering), and what a
   revision made from a bundle records (OLM v1's annotations, the options it was rendered with).
+- catalogs: :mod:`.catalog` reads a File-Based Catalog (a directory, a file, or an index image's OCI layout
+  through :mod:`.oci`) as operator-controller reads one; :mod:`.resolve` is OLM v1's resolver over one package
+  (upgrade edges, channels, version ranges, deprecations, its messages), with versions read as OLM v1 reads them:
+  blang/semver (:mod:`.semver`, ``skipRange``) and Masterminds/semver (:mod:`.constraints`, version ranges).
 
 Spec: ``shared/spec/bundles.md``. Pure functions over plain ``dict`` objects: no cluster access. May import
 :mod:`common.contract`, :mod:`common.bundle.manifests` (to read YAML as Kubernetes reads it) and

@@ -6,6 +6,10 @@ their own ``UnmarshalJSON``: ``version`` (operator-framework/api ``OperatorVersi
 dot-separated part. A bundle whose version blang/semver refuses (``1.0.0_beta``, ``1.0.0-01``) is refused by OLM
 v1 when it loads it, so it is refused here too, with blang/semver's own message.
 
+The same rules serve catalogs: :func:`parse` gives blang's ``Version`` values (compared as blang compares
+them), which OLM v1 orders bundles and matches installed versions with, and :func:`parse_range` is blang's
+``ParseRange``, which OLM v1 reads a channel entry's ``skipRange`` with.
+
 Pure functions over ``str``.
 """
 
