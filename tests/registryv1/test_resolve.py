@@ -245,6 +245,15 @@ def test_what_a_catalog_directory_may_not_hold(tmp_path):
     (root / "loop").unlink()
     (root / "latin1.json").write_bytes(b'{"schema": "olm.package", "name": "demo", "description": "caf\xe9"}')
     assert load_catalog(root).package_names() == ["demo"]  # Go's JSON decoder takes it (as U+FFFD)
+    (root / "bom.yaml").write_bytes(b"\xef\xbb\xbfschema: olm.package\nname: other\n")
+    assert load_catalog(root).package_names() == ["demo", "other"]  # YAML after a byte order mark reads as OLM's does
+    (root / "bom.json").write_bytes(b'\xef\xbb\xbf{"schema": "olm.package", "name": "third"}')
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(root)
+    assert str(exc.value) == (f"{root / 'bom.json'}: a byte order mark before JSON, which operator-controller reads "
+                              "as nothing (the file's objects would be dropped without a word): remove the byte order "
+                              "mark")
+    (root / "bom.json").unlink()
     (root / "latin1.yaml").write_bytes(b"schema: olm.package\nname: caf\xe9\n")
     with pytest.raises(CatalogError) as exc:
         load_catalog(root)

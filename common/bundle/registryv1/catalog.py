@@ -47,6 +47,7 @@ INDEX_IGNORE: Final = ".indexignore"
 # What a catalog read may hold at most: the largest public operator index (all of OperatorHub's packages, their
 # bundles' CSVs inlined as properties) is a few hundred MiB of JSON.
 MAX_CATALOG_BYTES: Final = 2 * 1024**3
+_BOM: Final = b"\xef\xbb\xbf"
 REPORT_BYTES: Final = 16 * 1024**2  # a catalog this large takes seconds to read: say so first
 
 
@@ -297,6 +298,9 @@ def _text(path: Path, shown: str) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise CatalogError(f"{shown}: cannot be read ({exc.strerror})") from None
+    if data.startswith(_BOM) and data[len(_BOM):].lstrip()[:1] == b"{":
+        raise CatalogError(f"{shown}: a byte order mark before JSON, which operator-controller reads as nothing (the "
+                           "file's objects would be dropped without a word): remove the byte order mark")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
