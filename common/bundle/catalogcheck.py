@@ -16,8 +16,7 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from common.contract import api
-from common.contract.conditions import SUCCEEDED, is_true
+from common.contract import api, conditions
 from common.contract.objects import Obj
 
 from .registryv1 import semver
@@ -52,24 +51,21 @@ class InstalledRevision:
 def installed_bundle(revisions: Sequence[Obj]) -> InstalledRevision | None:
     """OLM v1's installed bundle: of the revisions not archived, the newest that has succeeded (``revisions``
     oldest first), when it records a bundle name (a revision of plain manifests installs no bundle)."""
-    installed: InstalledRevision | None = None
+    installed: tuple[Obj, Installed] | None = None
     rolling_out: list[tuple[str, str]] = []
     for cos in revisions:
-        spec, meta = cos.get("spec") or {}, cos.get("metadata") or {}
-        if spec.get("lifecycleState") == api.LIFECYCLE_ARCHIVED:
+        if (cos.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ARCHIVED:
             continue
-        annotations = meta.get("annotations") or {}
-        name = str(meta.get("name"))
-        if is_true((cos.get("status") or {}).get("conditions") or [], SUCCEEDED):
-            installed = InstalledRevision(Installed(str(annotations.get(api.ANNOTATION_BUNDLE_NAME) or ""),
-                                                    str(annotations.get(api.ANNOTATION_BUNDLE_VERSION) or "")),
-                                          name)
-            rolling_out = []
+        annotations = (cos.get("metadata") or {}).get("annotations") or {}
+        bundle = Installed(str(annotations.get(api.ANNOTATION_BUNDLE_NAME) or ""),
+                           str(annotations.get(api.ANNOTATION_BUNDLE_VERSION) or ""))
+        if conditions.succeeded(cos):
+            installed, rolling_out = (cos, bundle), []
         else:
-            rolling_out.append((name, str(annotations.get(api.ANNOTATION_BUNDLE_NAME) or "")))
-    if installed is None or not installed.bundle.name:
+            rolling_out.append((str(cos["metadata"]["name"]), bundle.name))
+    if installed is None or not installed[1].name:
         return None
-    return InstalledRevision(installed.bundle, installed.revision, tuple(rolling_out))
+    return InstalledRevision(installed[1], str(installed[0]["metadata"]["name"]), tuple(rolling_out))
 
 
 def rolling_out_hint(installed: InstalledRevision) -> str | None:
