@@ -226,19 +226,18 @@ class _IgnorePattern:
     pattern: GitIgnoreSpecPattern
 
 
-def _ignore_patterns(root: Path) -> list[_IgnorePattern]:
-    """Every pattern of every ``.indexignore`` below ``root``, in walk order (joelanford/ignore's
-    ``NewMatcher``: lines trimmed, comments and blank lines skipped)."""
+def _ignore_patterns(root: Path, paths: list[Path]) -> list[_IgnorePattern]:
+    """Every pattern of the ``.indexignore`` files among ``paths`` (walk order), as joelanford/ignore's
+    ``NewMatcher`` reads them: lines trimmed, comments and blank lines skipped, each relative to its directory."""
     patterns = []
-    for directory in _walk(root, dirs_only=True):
-        path = directory / INDEX_IGNORE
-        if not path.is_file():
+    for path in paths:
+        if path.name != INDEX_IGNORE:
             continue
         try:
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError as exc:
             raise CatalogError(f"{path}: cannot be read ({exc.strerror})") from None
-        relative = directory.relative_to(root).as_posix()
+        relative = path.parent.relative_to(root).as_posix()
         base = "" if relative == "." else relative + "/"
         for text in (line.strip() for line in lines):
             if text and not text.startswith("#"):
@@ -256,10 +255,9 @@ def _ignored(relative: str, patterns: list[_IgnorePattern]) -> bool:
     return False
 
 
-def _walk(root: Path, *, dirs_only: bool = False) -> Iterator[Path]:
-    """``fs.WalkDir``'s order: names sorted by bytes, depth first, symbolic links not followed into."""
-    if dirs_only:
-        yield root
+def _walk(root: Path) -> Iterator[Path]:
+    """The files below ``root`` in ``fs.WalkDir``'s order: names sorted by bytes, depth first, symbolic links not
+    followed into."""
     try:
         children = sorted(os.scandir(root), key=lambda entry: entry.name.encode(errors="surrogateescape"))
     except OSError as exc:
@@ -267,15 +265,16 @@ def _walk(root: Path, *, dirs_only: bool = False) -> Iterator[Path]:
     for child in children:
         path = Path(child.path)
         if child.is_dir(follow_symlinks=False):
-            yield from _walk(path, dirs_only=dirs_only)
-        elif not dirs_only:
+            yield from _walk(path)
+        else:
             yield path
 
 
 def _files(root: Path) -> list[Path]:
-    """The files to read, less those ignored."""
-    patterns = _ignore_patterns(root)
-    return [path for path in _walk(root)
+    """The files to read, less the ``.indexignore`` files and those they name (one walk serves both)."""
+    paths = list(_walk(root))
+    patterns = _ignore_patterns(root, paths)
+    return [path for path in paths
             if path.name != INDEX_IGNORE and not _ignored(path.relative_to(root).as_posix(), patterns)]
 
 
