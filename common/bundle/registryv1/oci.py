@@ -786,42 +786,40 @@ def unpack(path: str | Path, target: str | Path, limits: Limits = DEFAULT_LIMITS
     """Unpack the bundle image of the OCI layout ``path`` (a directory or a tar of one) into the new directory
     ``target``; return ``target``. Raises :class:`BundleInputError` naming the layout and the problem (and
     then leaves no ``target`` behind)."""
-    return _unpack(path, target, limits)
+    _unpack(path, target, limits, catalog=False)
+    return Path(target)
 
 
 def unpack_catalog(path: str | Path, target: str | Path, limits: Limits = CATALOG_LIMITS) -> Path:
     """Unpack the File-Based Catalog of the operator index image in the OCI layout ``path``: only its configs
     directory (the image's ``operators.operatorframework.io.index.configs.v1`` label, ``/configs`` without one) is
     written, below the new directory ``target``; return that configs directory."""
-    keep: list[tuple[str, ...]] = []
-    _unpack(path, target, limits, catalog=keep)
-    configs = Path(target).joinpath(*keep[0])
+    keep = _unpack(path, target, limits, catalog=True)
+    configs = Path(target).joinpath(*keep)
     if not configs.is_dir():
         shutil.rmtree(target, ignore_errors=True)
-        raise BundleInputError(f"{path}: the image has no {'/' + '/'.join(keep[0])} directory (its File-Based "
+        raise BundleInputError(f"{path}: the image has no {'/' + '/'.join(keep)} directory (its File-Based "
                                f"Catalog, named by the {CATALOG_CONFIGS_LABEL} label)")
     return configs
 
 
-def _unpack(path: str | Path, target: str | Path, limits: Limits, catalog: list[tuple[str, ...]] | None = None,
-            ) -> Path:
-    """:func:`unpack`, or with ``catalog`` (a list that receives the configs directory's parts) only that
-    directory of an index image."""
+def _unpack(path: str | Path, target: str | Path, limits: Limits, *, catalog: bool) -> tuple[str, ...]:
+    """:func:`unpack`, or with ``catalog`` only the configs directory of an index image; returns the directory
+    written (its parts below ``target``; empty: all of the image)."""
     source, root = Path(path), Path(target)
     store: _Store = _DirStore(source) if source.is_dir() else _TarStore(source, limits)
     created = False
     try:
         layout = _Layout(store, limits)
-        image = layout.image(CATALOG_CONFIGS_LABEL, "catalog") if catalog is not None else layout.image()
+        image = layout.image(CATALOG_CONFIGS_LABEL, "catalog") if catalog else layout.image()
         keep: tuple[str, ...] = ()
-        if catalog is not None:
+        if catalog:
             configs = image.labels.get(CATALOG_CONFIGS_LABEL) or DEFAULT_CATALOG_CONFIGS
             # the label is a path in the image (absolute); ".." in it is refused as in an entry name
             keep = _parts(configs.lstrip("/"), layout, f"label {CATALOG_CONFIGS_LABEL}") \
                 if isinstance(configs, str) else ()
             if not keep:
                 raise layout.fail(f"label {CATALOG_CONFIGS_LABEL}: {json.dumps(configs)} names no directory")
-            catalog.append(keep)
         layers = image.manifest["layers"]
         if len(layers) > limits.max_layers:
             raise layout.fail(f"the image has {len(layers)} layers, more than the limit of {limits.max_layers}")
@@ -853,4 +851,4 @@ def _unpack(path: str | Path, target: str | Path, limits: Limits, catalog: list[
         raise
     finally:
         store.close()
-    return root
+    return keep
