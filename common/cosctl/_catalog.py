@@ -19,16 +19,17 @@ from common.bundle.registryv1.resolve import POLICY_CATALOG_PROVIDED, UPGRADE_CO
 from common.contract.objects import Obj
 from common.cosctl._producer import MissingArgument
 
+CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an index image's /configs, or what `opm "
+                "render` wrote), or an OCI image layout of an index image (a directory or tar, as `skopeo copy "
+                "docker://INDEX oci:DIR` writes it)")
+
 
 def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "catalog", "Hold a registry+v1 bundle to a File-Based Catalog, as OLM v1 does when it resolves a "
         "ClusterExtension pinned to the bundle's version: the bundle must be the catalog's, in the channels given, "
         "and an upgrade its channels allow from the installed bundle (replaces, skips, skipRange).")
-    group.add_argument("--catalog", default=None, metavar="DIR|FILE",
-                       help="a File-Based Catalog: a directory or file of JSON or YAML (an index image's /configs, "
-                            "or what `opm render` wrote), or an OCI image layout of an index image (a directory or "
-                            "tar, as `skopeo copy docker://INDEX oci:DIR` writes it)")
+    group.add_argument("--catalog", default=None, metavar="DIR|FILE", help=CATALOG_HELP)
     group.add_argument("--channel", dest="channels", action="append", default=None, metavar="NAME",
                        help="a channel the bundle must be in, as a ClusterExtension's spec.source.catalog.channels "
                             "(repeatable; default: any)")

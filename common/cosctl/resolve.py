@@ -27,6 +27,7 @@ from common.bundle.registryv1.resolve import (
     make_query,
     resolve,
 )
+from common.cosctl._catalog import CATALOG_HELP
 from common.cosctl._producer import EXIT_OK, add_cluster_arguments, add_namespace_argument, run
 
 
@@ -40,9 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "qualified; OLM v1's message (exit 1) when none does. With --owner, the installed bundle is "
                     "the owner's newest Succeeded revision on the cluster.")
     parser.add_argument("package", help="the package name (a ClusterExtension's spec.source.catalog.packageName)")
-    parser.add_argument("--catalog", required=True, metavar="DIR|FILE",
-                        help="a File-Based Catalog: a directory or file of JSON or YAML (an index image's "
-                             "/configs, or `opm render` output), or an OCI image layout of an index image")
+    parser.add_argument("--catalog", required=True, metavar="DIR|FILE", help=CATALOG_HELP)
     parser.add_argument("--channel", dest="channels", action="append", default=None, metavar="NAME",
                         help="only bundles in this channel (repeatable; default: any)")
     parser.add_argument("--version", default="", metavar="RANGE",
