@@ -190,3 +190,7 @@ class Cluster(Protocol):
 
     def is_namespaced(self, api_version: str, kind: str) -> bool:
         """Whether the kind is namespaced, from discovery (``UnknownKind`` when not served)."""
+
+    def resource_name(self, api_version: str, kind: str) -> str:
+        """The kind's resource, as RBAC rules and URLs name it (``deployments``), from discovery (``UnknownKind``
+        when not served)."""

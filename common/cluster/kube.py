@@ -406,6 +406,9 @@ class KubeCluster:
     def is_namespaced(self, api_version: str, kind: str) -> bool:
         return self.resource(api_version, kind).namespaced
 
+    def resource_name(self, api_version: str, kind: str) -> str:
+        return self.resource(api_version, kind).plural
+
     # --------------------------------------------------------------------------------------- the verbs
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj:
         res = self.resource(api_version, kind)

@@ -164,3 +164,6 @@ class CachedCluster:
 
     def is_namespaced(self, api_version: str, kind: str) -> bool:
         return self.kube.is_namespaced(api_version, kind)
+
+    def resource_name(self, api_version: str, kind: str) -> str:
+        return self.kube.resource_name(api_version, kind)

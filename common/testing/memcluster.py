@@ -983,6 +983,10 @@ class MemCluster:
     def is_namespaced(self, api_version: str, kind: str) -> bool:
         return self._info(api_version, kind).namespaced
 
+    @_locked
+    def resource_name(self, api_version: str, kind: str) -> str:
+        return self._info(api_version, kind).plural or _pluralize(kind)
+
     # ---- uncounted helpers for tests: "someone else" acting on the cluster ---------------------------------
 
     @_locked

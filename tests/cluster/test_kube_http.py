@@ -75,6 +75,11 @@ def test_cluster_scoped_and_grouped_paths_come_from_discovery(kube: KubeCluster,
     ]
     assert kube.is_namespaced("apps/v1", "Deployment") is True
     assert kube.is_namespaced("v1", "Namespace") is False
+    # what RBAC rules name a kind by (the permission preflight), from the same discovery: no further request
+    assert (kube.resource_name("apps/v1", "Deployment"), kube.resource_name("v1", "Namespace"),
+            kube.resource_name("rbac.authorization.k8s.io/v1", "ClusterRole")) == (
+        "deployments", "namespaces", "clusterroles")
+    assert len(server.requests) == 7
 
 
 def test_threads_needing_a_group_version_at_once_send_one_discovery(kube: KubeCluster,
