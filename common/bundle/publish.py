@@ -47,9 +47,11 @@ from common.bundle.contents import ContentUnavailable, cluster_reader, documents
 from common.bundle.crdcheck import CRDCheckError, controllers, dropped_crds_in_use, unsafe_crd_upgrades
 from common.bundle.crdsafety import ENFORCEMENT_NONE, ENFORCEMENT_STRICT
 from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, pack, stored_bytes
+from common.bundle.permcheck import PermissionCheckError, Teardown, check_permissions
 from common.bundle.phasing import Phase
 from common.cluster.interface import AlreadyExists, Cluster, Conflict, NotFound
 from common.contract import api
+from common.contract.gotext import go_quote
 from common.contract.objectdata import content_key
 from common.contract.objects import Obj
 from common.contract.serviceaccount import ServiceAccountRef, declared, with_service_account
@@ -402,13 +404,15 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
             annotations: Mapping[str, str] | None = None, service_account: ServiceAccountRef | None = None,
             dry_run: bool = False, revisions: Sequence[Obj] | None = None,
             report: Callable[[Action], None] | None = None,
-            crd_upgrade_safety: str = ENFORCEMENT_STRICT) -> Result:
+            crd_upgrade_safety: str = ENFORCEMENT_STRICT, preflight_permissions: str = ENFORCEMENT_STRICT) -> Result:
     """Make the owner's latest Active revision carry ``phases``: in place when only mutable fields differ,
     otherwise as revision N+1 named ``<owner>-<N+1>``. Recovery runs first, retention before creating.
     ``service_account``: the ServiceAccount the revision is applied with (default: the latest revision's);
     ``revisions`` is the owner's list when the caller already read it (to complete a bundle's options);
     ``report`` hears each write as soon as it is made (:class:`ActionLog`); ``crd_upgrade_safety``: OLM v1's
-    CRD upgrade safety preflight before a revision is created (``Strict``) or not (``None``)."""
+    CRD upgrade safety preflight before a revision is created (``Strict``) or not (``None``);
+    ``preflight_permissions``: whether a new revision naming a ServiceAccount is refused when that ServiceAccount
+    may not make every write the reconciler makes for it (``Strict``, :mod:`.permcheck`) or not (``None``)."""
 
     def render(name: str, revision: int) -> Packed:
         return pack(phases, name=name, revision=revision, system_namespace=system_namespace, owner=owner,
@@ -418,7 +422,7 @@ def publish(cluster: Cluster, phases: Sequence[Phase], *, owner: str, owner_kind
 
     return publish_rendered(cluster, render, owner=owner, system_namespace=system_namespace, dry_run=dry_run,
                             service_account=service_account, revisions=revisions, report=report,
-                            crd_upgrade_safety=crd_upgrade_safety)
+                            crd_upgrade_safety=crd_upgrade_safety, preflight_permissions=preflight_permissions)
 
 
 def publish_rendered(cluster: Cluster, render: Callable[[str, int], Packed], *, owner: str,
@@ -426,16 +430,17 @@ def publish_rendered(cluster: Cluster, render: Callable[[str, int], Packed], *, 
                      revisions: Sequence[Obj] | None = None,
                      service_account: ServiceAccountRef | None = None,
                      report: Callable[[Action], None] | None = None,
-                     crd_upgrade_safety: str = ENFORCEMENT_STRICT) -> Result:
+                     crd_upgrade_safety: str = ENFORCEMENT_STRICT,
+                     preflight_permissions: str = ENFORCEMENT_STRICT) -> Result:
     """The decision and the crash-safe sequence of :func:`publish` for any rendering: ``render(name, revision)``
     gives the revision's COS and Secrets (``cosctl rollback`` renders an earlier revision's content).
     ``revisions`` is the owner's list when the caller already read it (recovery never changes it).
     ``service_account`` names the ServiceAccount the revision is applied with; by default the latest
-    revision's, so an identity once given is kept by every later revision. ``crd_upgrade_safety`` as for
-    :func:`publish`."""
-    if crd_upgrade_safety not in (ENFORCEMENT_STRICT, ENFORCEMENT_NONE):
-        raise ValueError(f"crd_upgrade_safety must be {ENFORCEMENT_STRICT} or {ENFORCEMENT_NONE}, "
-                         f"not {crd_upgrade_safety!r}")
+    revision's, so an identity once given is kept by every later revision. ``crd_upgrade_safety`` and
+    ``preflight_permissions`` as for :func:`publish`."""
+    for option, value in (("crd_upgrade_safety", crd_upgrade_safety), ("preflight_permissions", preflight_permissions)):
+        if value not in (ENFORCEMENT_STRICT, ENFORCEMENT_NONE):
+            raise ValueError(f"{option} must be {ENFORCEMENT_STRICT} or {ENFORCEMENT_NONE}, not {value!r}")
     actions = ActionLog(report)
     recover(cluster, namespace=system_namespace, owner=owner, dry_run=dry_run, actions=actions)
     for attempt in range(_DECISION_ATTEMPTS):
@@ -443,7 +448,8 @@ def publish_rendered(cluster: Cluster, render: Callable[[str, int], Packed], *, 
             revisions = None  # the latest revision changed under us: decide again from a fresh list
         result = _decide_and_write(cluster, render, owner, revisions, service_account, actions, dry_run,
                                    system_namespace, last_attempt=attempt == _DECISION_ATTEMPTS - 1,
-                                   crd_upgrade_safety=crd_upgrade_safety)
+                                   crd_upgrade_safety=crd_upgrade_safety,
+                                   preflight_permissions=preflight_permissions)
         if result is not None:
             return result
     raise AssertionError("unreachable: the last attempt raises its Conflict")
@@ -457,7 +463,7 @@ _DECISION_ATTEMPTS = 5
 def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], owner: str,
                       revisions: Sequence[Obj] | None, service_account: ServiceAccountRef | None,
                       actions: list[Action], dry_run: bool, system_namespace: str, *,
-                      last_attempt: bool, crd_upgrade_safety: str) -> Result | None:
+                      last_attempt: bool, crd_upgrade_safety: str, preflight_permissions: str) -> Result | None:
     """One decision of :func:`publish_rendered` and its writes; ``None`` when the latest revision changed
     between the read and the in-place patch (a Conflict), so the caller decides again."""
     revisions = list(owner_revisions(cluster, owner) if revisions is None else revisions)
@@ -495,13 +501,16 @@ def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], ow
     active = active_revisions(revisions)
     strict = crd_upgrade_safety == ENFORCEMENT_STRICT
     handing_over = bool(active) and active[-1] is latest
-    if strict or handing_over:
+    check_account = account is not None and preflight_permissions == ENFORCEMENT_STRICT
+    if strict or handing_over or check_account:
         new = resolve_phases(packed.cos, documents_reader(packed.secrets), system_namespace=system_namespace)
         held = _Held(cluster, system_namespace)
         if handing_over and latest is not None:
             _refuse_dropping_used_namespaces(latest, held.content(latest), new)
         if strict:
             _refuse_unsafe_crds(cluster, new, active, held)
+        if account is not None and check_account:
+            _refuse_missing_permissions(cluster, new, account, active, held)
     retain(cluster, owner, dry_run=dry_run, revisions=revisions, actions=actions)
     create_revision(cluster, packed, dry_run=dry_run, actions=actions)
     return Result("created", packed.cos["metadata"]["name"], number, actions, dry_run)
@@ -578,6 +587,49 @@ def _refuse_unsafe_crds(cluster: Cluster, new: Sequence[Phase], active: Sequence
             "revision that controls it would delete the CustomResourceDefinition and, with it, every custom "
             "resource of it; no revision was created. Keep the CustomResourceDefinition in the revision, delete its "
             "custom resources first, or publish with --crd-upgrade-safety None to let them go")
+
+
+def _refuse_missing_permissions(cluster: Cluster, new: Sequence[Phase], account: ServiceAccountRef,
+                                active: Sequence[Obj], held: _Held) -> None:
+    """The preflight permission check before revision N+1 (or the first) is created (:mod:`.permcheck`): the
+    ServiceAccount it names must exist and be allowed, by the cluster's RBAC, every write the reconciler makes for
+    it with its token, as OLM v1's preflight requires of a ClusterExtension's ServiceAccount; and the Active
+    revisions it archives once it succeeds must still be allowed to delete what it drops and release what it keeps
+    (their ServiceAccount's RBAC may have been replaced by the new revision's). Reads only."""
+    objects = [o for p in new for o in p.objects]
+    teardowns = []
+    for cos in active:
+        old_account, content = declared(cos), held.content(cos)
+        if old_account is not None and content is not None:
+            teardowns.append(Teardown(str(cos["metadata"]["name"]), old_account.namespace, old_account.name,
+                                      [o for p in content for o in p.objects]))
+    try:
+        verdict = check_permissions(cluster, objects, account.namespace, account.name, teardowns)
+    except PermissionCheckError as exc:
+        raise PublishError(f"the permission preflight for ServiceAccount {account} failed: {exc}; no revision was "
+                           "created (--preflight-permissions None skips the check)") from None
+    if verdict.ok:
+        return
+    parts = ["the permission preflight refused the new revision (no revision was created):"]
+    if not verdict.account_exists:
+        parts.append(f"ServiceAccount {account} does not exist: the reconciler could not write as it "
+                     f"(service account {go_quote(account.name)} not found in namespace {go_quote(account.namespace)})")
+    if verdict.lacking:
+        parts.append(f"ServiceAccount {account} lacks, by the cluster's RBAC, to apply the new revision:\n  "
+                     + "\n  ".join(map(str, verdict.lacking)))
+    for t in teardowns:
+        if verdict.teardown.get(t.revision):
+            parts.append(f"ServiceAccount {t.account_namespace}/{t.account_name} lacks, to tear ClusterObjectSet "
+                         f"{t.revision} down once the new revision succeeds (deleting what the new revision drops, "
+                         "releasing what it keeps):\n  " + "\n  ".join(map(str, verdict.teardown[t.revision])))
+    created = _namespaces(new)
+    later = sorted({m.namespace for m in verdict.lacking if m.namespace in created})
+    if later:
+        parts.append(f"Namespace {', '.join(later)} is created by the revision itself: rights in it can only be "
+                     "granted once it exists (create it first, or grant them with a ClusterRoleBinding)")
+    parts.append("`cosctl rbac` prints the RBAC the revision needs (with --keep-installed, also what tearing the "
+                 "installed revisions down needs); --preflight-permissions None skips the check, for this run only")
+    raise PublishError("\n".join(parts))
 
 
 def _namespaces(phases: Sequence[Phase]) -> set[str]:

@@ -78,14 +78,15 @@ def rollback(cluster: Cluster, *, owner: str, to_revision: int | None = None,
              system_namespace: str = api.DEFAULT_SYSTEM_NAMESPACE, service_account: ServiceAccountRef | None = None,
              dry_run: bool = False, announce: Callable[[Obj], None] | None = None,
              report: Callable[[Action], None] | None = None,
-             crd_upgrade_safety: str = ENFORCEMENT_STRICT) -> tuple[Obj, Result]:
+             crd_upgrade_safety: str = ENFORCEMENT_STRICT,
+             preflight_permissions: str = ENFORCEMENT_STRICT) -> tuple[Obj, Result]:
     """Publish the content of ``to_revision`` (default: the previous revision that succeeded) as the owner's
     next revision. Returns the target and the publish result (``unchanged`` when the latest Active revision
     already has that content). The new revision is applied with ``service_account``, by default the latest
     revision's: the identity the owner is installed with now, not the one it had at revision N. ``announce``
     hears the target once chosen, before any write; ``report`` each write as it is made. The CRD upgrade
     safety check applies as to any publish (``crd_upgrade_safety``): going back to an older CRD can drop fields
-    that custom resources created since have set."""
+    that custom resources created since have set; so does the permission preflight (``preflight_permissions``)."""
     revisions = owner_revisions(cluster, owner)
     target = choose_target(revisions, owner, to_revision)
     try:
@@ -112,7 +113,8 @@ def rollback(cluster: Cluster, *, owner: str, to_revision: int | None = None,
 
     return target, publish_rendered(cluster, render, owner=owner, system_namespace=system_namespace,
                                     dry_run=dry_run, revisions=revisions, service_account=service_account,
-                                    report=report, crd_upgrade_safety=crd_upgrade_safety)
+                                    report=report, crd_upgrade_safety=crd_upgrade_safety,
+                                    preflight_permissions=preflight_permissions)
 
 
 def _copy_entry_fields(source: Obj, spec: Obj) -> None:

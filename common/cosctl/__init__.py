@@ -15,7 +15,8 @@ import os
 import sys
 
 # Module names under common.cosctl, in the order `cosctl --help` lists them.
-COMMANDS = ("validate", "render", "pack", "diff", "publish", "rollback", "status", "history", "gc", "resolve")
+COMMANDS = ("validate", "render", "pack", "diff", "publish", "rollback", "status", "history", "gc", "resolve",
+            "rbac")
 
 
 # kubectl's global flags that name the cluster or namespace: accepted before the subcommand as well (kubectl

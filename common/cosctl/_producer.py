@@ -60,6 +60,16 @@ def add_crd_upgrade_safety_argument(parser: argparse.ArgumentParser) -> None:
                              "only")
 
 
+def add_preflight_permissions_argument(parser: argparse.ArgumentParser) -> None:
+    """``--preflight-permissions``: OLM v1's preflight permission check of the revision's ServiceAccount."""
+    parser.add_argument("--preflight-permissions", choices=ENFORCEMENTS, default=ENFORCEMENT_STRICT,
+                        help="before a revision naming a ServiceAccount is created, check by the cluster's RBAC that "
+                             "the ServiceAccount may make every write the reconciler makes for it (create, patch, "
+                             "delete of each object, and holding what its Roles grant), as OLM v1's preflight does: "
+                             "Strict (default) refuses and lists every missing rule; None skips the check, for this "
+                             "run only")
+
+
 def service_account_argument(text: str) -> ServiceAccountRef | str:
     """``--service-account NAMESPACE/NAME``, or a bare ``NAME`` (a ServiceAccount of a registry+v1 bundle's install
     namespace, as OLM v1's ClusterExtension names it; :func:`service_account_in`). Argparse reports a bad value

@@ -22,6 +22,7 @@ from common.cosctl._producer import (
     add_bundle_arguments,
     add_cluster_arguments,
     add_crd_upgrade_safety_argument,
+    add_preflight_permissions_argument,
     add_service_account_argument,
     load_probes,
     run,
@@ -48,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                              "for a registry+v1 bundle: its package name)")
     add_service_account_argument(parser)
     add_crd_upgrade_safety_argument(parser)
+    add_preflight_permissions_argument(parser)
     add_catalog_arguments(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     add_cluster_arguments(parser)
@@ -92,6 +94,7 @@ def _publish(args: argparse.Namespace, progress: Progress) -> int:
                      service_account=service_account_in(args.service_account,
                                                         inputs.options.namespace if inputs.options else None),
                      dry_run=args.dry_run, revisions=revisions, report=progress,
-                     crd_upgrade_safety=args.crd_upgrade_safety)
+                     crd_upgrade_safety=args.crd_upgrade_safety,
+                     preflight_permissions=args.preflight_permissions)
     print(result.summary())
     return EXIT_OK

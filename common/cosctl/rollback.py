@@ -18,6 +18,7 @@ from common.cosctl._producer import (
     add_cluster_arguments,
     add_crd_upgrade_safety_argument,
     add_namespace_argument,
+    add_preflight_permissions_argument,
     add_service_account_argument,
     run,
     service_account_in,
@@ -48,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="the revision whose content to restore (default: the previous one that succeeded)")
     add_service_account_argument(parser)
     add_crd_upgrade_safety_argument(parser)
+    add_preflight_permissions_argument(parser)
     parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     add_namespace_argument(parser)
     add_cluster_arguments(parser)
@@ -69,7 +71,8 @@ def _rollback(args: argparse.Namespace, progress: Progress) -> int:
     _target, result = rollback(args.connect(args), owner=args.owner, to_revision=args.to_revision,
                                system_namespace=args.system_namespace, service_account=service_account,
                                dry_run=args.dry_run, announce=announce, report=progress,
-                               crd_upgrade_safety=args.crd_upgrade_safety)
+                               crd_upgrade_safety=args.crd_upgrade_safety,
+                               preflight_permissions=args.preflight_permissions)
     print(result.summary())
     if result.outcome == "created" and not args.dry_run:
         print(f"follow it: cosctl status {result.name} --watch")

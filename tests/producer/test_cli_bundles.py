@@ -13,7 +13,7 @@ import yaml
 
 from common.contract import api
 from common.testing.memcluster import MemCluster
-from tests.producer.helpers import cosctl
+from tests.producer.helpers import allow_service_accounts, cosctl
 from tests.registryv1.bundles import annotations_yaml, crd, csv, write_bundle
 
 COS = (api.API_VERSION, api.KIND)
@@ -501,6 +501,7 @@ def test_a_rollback_records_the_package_bundle_and_options_it_restores(tmp_path)
 
 def test_a_bare_service_account_name_is_one_of_the_bundles_install_namespace(tmp_path):
     mc = MemCluster()
+    allow_service_accounts(mc, "demo-system/installer")
     code, _, err = cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--service-account",
                           "installer", cluster=mc)
     assert (code, err) == (0, "")

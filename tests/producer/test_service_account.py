@@ -9,7 +9,7 @@ from common.bundle.publish import publish
 from common.contract import api
 from common.contract.serviceaccount import ServiceAccountRef
 from common.testing.memcluster import MemCluster
-from tests.producer.helpers import cosctl
+from tests.producer.helpers import allow_service_accounts, cosctl
 from tests.producer.test_cli import set_conditions, write_bundle
 from tests.producer.test_publish import bundle
 
@@ -23,6 +23,7 @@ def annotations(mc: MemCluster, name: str) -> dict[str, str]:
 
 def test_publish_names_the_service_account_and_later_revisions_keep_it(tmp_path) -> None:
     mc = MemCluster()
+    allow_service_accounts(mc, "shop/installer")
     code, _, err = cosctl("publish", str(write_bundle(tmp_path / "b1", image="web:1")), "--owner", "shop",
                           "--service-account", "shop/installer", "--bundle-version", "1.0", cluster=mc)
     assert (code, err) == (0, "")
@@ -34,6 +35,7 @@ def test_publish_names_the_service_account_and_later_revisions_keep_it(tmp_path)
 
 def test_a_new_service_account_for_unchanged_content_updates_the_revision_in_place() -> None:
     mc = MemCluster()
+    allow_service_accounts(mc, "shop/installer")
     publish(mc, bundle(big=False), owner="shop", service_account=ServiceAccountRef("shop", "installer"))
     mc.reset_requests()
     result = publish(mc, bundle(big=False), owner="shop", service_account=ServiceAccountRef("shop", "v2-installer"))
@@ -61,6 +63,7 @@ def test_an_identity_is_never_removed_by_a_publish() -> None:
 
 def test_rollback_uses_the_current_identity_or_the_one_it_is_given(tmp_path) -> None:
     mc = MemCluster()
+    allow_service_accounts(mc, "shop/old", "shop/new", "shop/other")
     cosctl("publish", str(write_bundle(tmp_path / "b1", image="web:1")), "--owner", "shop",
            "--service-account", "shop/old", cluster=mc)
     set_conditions(mc, "shop-1", ("True", "Succeeded", "Revision 1 has rolled out."),

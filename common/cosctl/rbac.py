@@ -1,0 +1,148 @@
+"""``cosctl rbac``: the ServiceAccount, Roles and ClusterRole that let the reconciler apply a revision with that
+ServiceAccount's rights, and nothing the revision does not need.
+
+Why: OLM v1 installs a bundle with the rights of the ServiceAccount its ClusterExtension names, and so does the
+reconciler for a revision that names one (``cosctl publish --service-account``). Writing that ServiceAccount's RBAC
+by hand means reading every object of the rendered bundle and every rule of its Roles (the API server lets a
+ServiceAccount grant only what it holds itself); OLM v1's documentation spends a page on deriving it. This prints
+it from the same rendering ``publish`` makes (:func:`common.bundle.permissions.grant`), offline, for review and for
+``kubectl apply -f -``; ``publish`` then checks the result against the cluster before it creates the revision
+(``--preflight-permissions``).
+
+Upgrades: applying the next version's RBAC replaces the installed version's, and the installed revision is torn
+down, after the new one succeeds, with the same ServiceAccount: the objects the new version drops must still be
+deletable then. ``--keep-installed`` reads the owner's Active revisions from the cluster and keeps ``patch`` and
+``delete`` on their objects (and takes the install options and the ServiceAccount from the latest revision, as
+``publish`` does); run it again without the option once the old revision is gone to drop them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from common.bundle.contents import ContentUnavailable, cluster_reader, resolve_phases
+from common.bundle.kinds import offline_lookup
+from common.bundle.permissions import PermissionsError, ResourceType, grant
+from common.bundle.publish import PublishError, active_revisions, owner_revisions
+from common.cluster.interface import Cluster
+from common.contract.objects import Obj
+from common.contract.serviceaccount import ServiceAccountRef, declared
+from common.cosctl._inputs import add_input_arguments, load_inputs, peek_bundle, system_namespace
+from common.cosctl._producer import (
+    EXIT_OK,
+    MissingArgument,
+    UsageError,
+    add_bundle_arguments,
+    add_cluster_arguments,
+    add_service_account_argument,
+    run,
+    service_account_in,
+    to_yaml,
+)
+
+EXAMPLE = """\
+examples:
+  cosctl rbac ./argocd-operator.v0.6.0 -n argocd --service-account installer | kubectl apply -f -
+  cosctl publish ./argocd-operator.v0.6.0 -n argocd --service-account installer
+  cosctl rbac ./manifests --owner shop --service-account shop/installer > installer-rbac.yaml
+  cosctl rbac ./argocd-operator.v0.7.0 --keep-installed | kubectl apply -f -     # before the upgrade"""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "rbac", help="print the RBAC a ServiceAccount needs to have a revision applied with its rights (YAML)",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLE,
+        description="Print the ServiceAccount, a ClusterRole and ClusterRoleBinding, and a Role and RoleBinding in "
+                    "each namespace the revision writes to, that let the reconciler create, apply and delete every "
+                    "object of the revision with that ServiceAccount's token (what publish --service-account "
+                    "asks of it, and what its preflight checks): create on each resource, patch and delete on each "
+                    "object by name, every rule of the revision's own Roles and ClusterRoles (the API server lets a "
+                    "ServiceAccount grant only what it holds), bind on roles the revision binds without carrying "
+                    "them, and update on clusterobjectsets/finalizers (needed where the "
+                    "OwnerReferencesPermissionEnforcement admission plugin is on, as on OpenShift). Nothing "
+                    "touches a cluster unless --keep-installed.")
+    add_bundle_arguments(parser)
+    add_input_arguments(parser)
+    parser.add_argument("--owner", default=None,
+                        help="owner name, for the default --name (default for a registry+v1 bundle: its package)")
+    add_service_account_argument(parser)
+    parser.add_argument("--name", default=None,
+                        help="name of the ClusterRole, Roles and bindings (default <owner>-installer)")
+    parser.add_argument("--keep-installed", action="store_true",
+                        help="read the owner's Active revisions from the cluster and also grant patch and delete on "
+                             "their objects, which the same ServiceAccount releases or deletes once the new revision "
+                             "succeeds (for an upgrade); install options and --service-account default to the "
+                             "latest revision's, as publish takes them")
+    add_cluster_arguments(parser)
+    parser.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    return run("rbac", lambda: _rbac(args))
+
+
+def _rbac(args: argparse.Namespace) -> int:
+    bundle = peek_bundle(args.paths)
+    owner = args.owner or (bundle.package_name if bundle is not None else None)
+    revisions: list[Obj] = []
+    cluster = None
+    if args.keep_installed:
+        if not owner:
+            raise UsageError("--keep-installed needs --owner for plain manifests: whose installed revisions to keep")
+        cluster = args.connect(args)
+        revisions = owner_revisions(cluster, owner)
+    inputs = load_inputs(args, command="rbac", bundle=bundle, recorded=revisions[-1] if revisions else None)
+    name = args.name or (f"{owner}-installer" if owner else None)
+    if not name:
+        raise UsageError("give --name (or --owner) for plain manifests: the name of the roles and bindings")
+    account = service_account_in(args.service_account, inputs.options.namespace if inputs.options else None) or (
+        declared(revisions[-1]) if revisions else None)
+    if account is None:
+        raise MissingArgument("--service-account [NS/]NAME is required: the ServiceAccount to grant the rights to"
+                              + (f" (the latest revision of {owner} names none)" if revisions else ""))
+    if inputs.kept_from:
+        print(f"cosctl rbac: options kept from {inputs.kept_from}", file=sys.stderr)
+    objects = [o for p in inputs.phases for o in p.objects]
+    teardown = [] if cluster is None else _installed(
+        cluster, revisions, account, system_namespace(args, bundle=bundle is not None))
+    guessed: dict[str, ResourceType] = {}
+    try:
+        rbac = grant(objects, offline_lookup([*objects, *teardown], guessed), account.namespace, account.name,
+                     name=name, teardown=teardown)
+    except PermissionsError as exc:  # cannot happen offline (every kind has a guess), kept for a clear message
+        raise UsageError(str(exc)) from None
+    for kind, found in sorted(guessed.items()):
+        scope = "namespaced" if found.namespaced else "cluster-scoped"
+        print(f"cosctl rbac: warning: kind {kind} is neither built in nor served by a CustomResourceDefinition of "
+              f"the revision: assumed to be the {scope} resource {found.resource!r} (check with kubectl "
+              "api-resources)", file=sys.stderr)
+    created = {str(o["metadata"]["name"]) for o in objects if o.get("apiVersion") == "v1" and o.get("kind") ==
+               "Namespace" and isinstance(o.get("metadata"), dict)}
+    needed = sorted(({account.namespace} | {str(o["metadata"]["namespace"]) for o in rbac
+                                             if o["metadata"].get("namespace")}) & created)
+    if needed:
+        print(f"cosctl rbac: warning: the revision creates Namespace {', '.join(needed)}, where this ServiceAccount "
+              "or its Roles must exist before it: create the namespace first and publish without "
+              "--create-namespace", file=sys.stderr)
+    service_account = {"apiVersion": "v1", "kind": "ServiceAccount",
+                       "metadata": {"name": account.name, "namespace": account.namespace}}
+    sys.stdout.write(f"# RBAC for ServiceAccount {account} to have {owner or name}'s revisions applied with its "
+                     "rights (cosctl rbac)\n")
+    sys.stdout.write(to_yaml([service_account, *rbac]))
+    return EXIT_OK
+
+
+def _installed(cluster: Cluster, revisions: list[Obj], account: ServiceAccountRef, secrets_namespace: str) -> list[Obj]:
+    """The objects of the owner's Active revisions that ``account`` tears down (those naming it)."""
+    out: list[Obj] = []
+    for cos in active_revisions(revisions):
+        if declared(cos) != account:
+            continue
+        try:
+            phases = resolve_phases(cos, cluster_reader(cluster), system_namespace=secrets_namespace)
+        except ContentUnavailable as exc:
+            raise PublishError(f"--keep-installed: {exc}") from None
+        print(f"cosctl rbac: keeping patch and delete on the objects of {cos['metadata']['name']}", file=sys.stderr)
+        out += [o for p in phases for o in p.objects]
+    return out
