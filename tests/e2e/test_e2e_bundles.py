@@ -647,3 +647,74 @@ def test_a_catalog_holds_upgrades_to_its_edges(ctx: Ctx) -> None:
         kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={owner}", "--wait=false")
         wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
                  f"the revisions of {owner} to be torn down")
+
+
+def test_cosctl_rbac_grants_what_a_least_privilege_install_and_upgrade_need(ctx: Ctx) -> None:
+    """``publish --service-account`` refuses, listing what the ServiceAccount lacks (OLM v1's preflight), and writes
+    nothing; ``cosctl rbac`` grants exactly that, and the real reconciler installs the bundle with nothing else (the
+    API server's escalation check of the bundle's Roles included). An upgrade whose RBAC replaced the installed
+    version's is refused, naming what the installed revision's teardown would lack, until ``--keep-installed`` keeps
+    it; the old revision is then torn down with the ServiceAccount's token."""
+    case = KOKU
+    if any(not (ctx.corpus / d / "metadata").is_dir() for d in case.dirs):
+        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
+    owner = ns = f"koku-rbac-{RUN}"
+    kubectl(ctx.env, "create", "namespace", ns)   # the ServiceAccount lives there: it must exist first
+    ctx.namespaces.append(ns)
+    ctx.stand_ins.namespaces.add(ns)
+    config = ctx.tmp / "koku-rbac-config.yaml"
+    config.write_text(f"watchNamespace: {ns}\n")
+    first, second = copy_bundle(ctx, case, case.first), copy_bundle(ctx, case, case.second)
+    installer = ("--owner", owner, "--service-account", "installer")
+    old_role, new_role = case.moved[2][1], case.moved[2][2]   # the ClusterRoles the CSV names (0.9.0, 0.9.1)
+    try:
+        done = cosctl(ctx, "publish", str(first), "-n", ns, "--config", str(config), *installer)
+        lines = done.stderr.splitlines()
+        assert (done.returncode, lines[:3]) == (1, [
+            "cosctl publish: the permission preflight refused the new revision (no revision was created):",
+            f"ServiceAccount {ns}/installer does not exist: the reconciler could not write as it (service account "
+            f'"installer" not found in namespace "{ns}")',
+            f"ServiceAccount {ns}/installer lacks, by the cluster's RBAC, to apply the new revision:"]), done.stderr
+        for line in (f'  Namespace:"{ns}" APIGroups:[apps] Resources:[deployments] Verbs:[create]',
+                     f'  Namespace:"" APIGroups:[rbac.authorization.k8s.io] Resources:[clusterroles] '
+                     f"ResourceNames:[{old_role}] Verbs:[delete,patch]",
+                     '  Namespace:"" APIGroups:[config.openshift.io] Resources:[clusterversions] '
+                     "Verbs:[get,list,watch]"):   # what the bundle's ClusterRole grants
+            assert line in lines
+        assert ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}") == []
+
+        rbac = cosctl(ctx, "rbac", str(first), "-n", ns, "--config", str(config), *installer)
+        assert (rbac.returncode, rbac.stderr) == (0, "")
+        kubectl(ctx.env, "apply", "-f", "-", stdin=rbac.stdout)
+        out = ok(cosctl(ctx, "publish", str(first), "-n", ns, "--config", str(config), *installer))
+        assert out[-1] == f"ClusterObjectSet {owner}-1 (revision 1) created"
+        rolled_out(ctx, f"{owner}-1", case.first)
+
+        # the next version's RBAC alone: revision 1 could not delete the ClusterRole 0.9.1 no longer has
+        rbac = cosctl(ctx, "rbac", str(second), "-n", ns, "--config", str(config), *installer)
+        kubectl(ctx.env, "apply", "-f", "-", stdin=rbac.stdout)
+        done = cosctl(ctx, "publish", str(second), "--owner", owner)
+        lines = done.stderr.splitlines()
+        assert (done.returncode, lines[1]) == (1, (
+            f"ServiceAccount {ns}/installer lacks, to tear ClusterObjectSet {owner}-1 down once the new revision "
+            "succeeds (deleting what the new revision drops, releasing what it keeps):")), done.stderr
+        assert (f'  Namespace:"" APIGroups:[rbac.authorization.k8s.io] Resources:[clusterroles] '
+                f"ResourceNames:[{old_role}] Verbs:[delete,patch]") in lines
+        assert len(ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}")) == 1
+
+        rbac = cosctl(ctx, "rbac", str(second), "--keep-installed", "--owner", owner)
+        assert (rbac.returncode, rbac.stderr) == (
+            0, f"cosctl rbac: options kept from {owner}-1\ncosctl rbac: keeping patch and delete on the objects of "
+               f"{owner}-1\n")
+        kubectl(ctx.env, "apply", "-f", "-", stdin=rbac.stdout)
+        out = ok(cosctl(ctx, "publish", str(second), "--owner", owner))
+        assert out[-1] == f"ClusterObjectSet {owner}-2 (revision 2) created"
+        rolled_out(ctx, f"{owner}-2", case.second)
+        archived_and_torn_down(ctx, f"{owner}-1")
+        assert (gone(ctx.kube, "rbac.authorization.k8s.io/v1", "ClusterRole", old_role),
+                gone(ctx.kube, "rbac.authorization.k8s.io/v1", "ClusterRole", new_role)) == (True, False)
+    finally:   # teardown with the ServiceAccount's rights, which are still granted; then the grant itself
+        kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={owner}", "--wait=false")
+        wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
+                 f"the revisions of {owner} to be torn down")
+        kubectl(ctx.env, "delete", "clusterrole,clusterrolebinding", f"{owner}-installer", "--ignore-not-found")
