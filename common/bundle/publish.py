@@ -486,6 +486,11 @@ def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], ow
         patch = _mutable_patch(latest, packed.cos)
         if not patch:
             return Result("unchanged", name, revision_of(latest), actions, dry_run)
+        if (account is not None and account != declared(latest)
+                and preflight_permissions == ENFORCEMENT_STRICT):  # the revision changes hands: same check
+            content = resolve_phases(packed.cos, documents_reader(packed.secrets), system_namespace=system_namespace)
+            _refuse_missing_permissions(cluster, content, account, [], _Held(cluster, system_namespace),
+                                        target=f"ClusterObjectSet {name}")
         if not dry_run:
             # with the resourceVersion decided on: a revision archived, deleted or made again meanwhile (or only
             # its status written) is a Conflict, and the decision is made again from what is there now
@@ -590,12 +595,13 @@ def _refuse_unsafe_crds(cluster: Cluster, new: Sequence[Phase], active: Sequence
 
 
 def _refuse_missing_permissions(cluster: Cluster, new: Sequence[Phase], account: ServiceAccountRef,
-                                active: Sequence[Obj], held: _Held) -> None:
+                                active: Sequence[Obj], held: _Held, *, target: str = "") -> None:
     """The preflight permission check before revision N+1 (or the first) is created (:mod:`.permcheck`): the
     ServiceAccount it names must exist and be allowed, by the cluster's RBAC, every write the reconciler makes for
     it with its token, as OLM v1's preflight requires of a ClusterExtension's ServiceAccount; and the Active
     revisions it archives once it succeeds must still be allowed to delete what it drops and release what it keeps
-    (their ServiceAccount's RBAC may have been replaced by the new revision's). Reads only."""
+    (their ServiceAccount's RBAC may have been replaced by the new revision's). Reads only. ``target``: an existing
+    revision whose content is unchanged but whose ServiceAccount the publish changes in place (no teardown then)."""
     objects = [o for p in new for o in p.objects]
     teardowns = []
     for cos in active:
@@ -610,12 +616,13 @@ def _refuse_missing_permissions(cluster: Cluster, new: Sequence[Phase], account:
                            "created (--preflight-permissions None skips the check)") from None
     if verdict.ok:
         return
-    parts = ["the permission preflight refused the new revision (no revision was created):"]
+    what, outcome = (target, "it was not changed") if target else ("the new revision", "no revision was created")
+    parts = [f"the permission preflight refused {what} ({outcome}):"]
     if not verdict.account_exists:
         parts.append(f"ServiceAccount {account} does not exist: the reconciler could not write as it "
                      f"(service account {go_quote(account.name)} not found in namespace {go_quote(account.namespace)})")
     if verdict.lacking:
-        parts.append(f"ServiceAccount {account} lacks, by the cluster's RBAC, to apply the new revision:\n  "
+        parts.append(f"ServiceAccount {account} lacks, by the cluster's RBAC, to apply {what}:\n  "
                      + "\n  ".join(map(str, verdict.lacking)))
     for t in teardowns:
         if verdict.teardown.get(t.revision):

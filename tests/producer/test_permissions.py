@@ -354,3 +354,28 @@ def test_an_upgrade_must_leave_the_installed_revision_its_teardown_rights(tmp_pa
     apply_rbac(str(second), "--keep-installed")
     code, out, err = cosctl("publish", str(second), "--owner", "shop", cluster=mc)
     assert (code, err, out.splitlines()[-1]) == (0, "", "ClusterObjectSet shop-2 (revision 2) created")
+
+
+def test_naming_another_service_account_for_unchanged_content_is_checked_too(tmp_path: Path) -> None:
+    """The revision changes hands in place (the reconciler writes with the new ServiceAccount from then on): the
+    same preflight, and the revision is left as it was."""
+    mc = MemCluster()
+    allow_service_accounts(mc, "shop/installer")
+    manifests = _manifests(tmp_path / "m", "a")
+    assert cosctl("publish", str(manifests), "--owner", "shop", "--service-account", "shop/installer",
+                  cluster=mc)[0] == 0
+    mc.delete(RBAC, "ClusterRoleBinding", "service-accounts-admin")
+    mc.reset_requests()
+    code, _, err = cosctl("publish", str(manifests), "--owner", "shop", "--service-account", "shop/other",
+                          cluster=mc)
+    assert (code, err) == (1, (
+        "cosctl publish: the permission preflight refused ClusterObjectSet shop-1 (it was not changed):\n"
+        "ServiceAccount shop/other does not exist: the reconciler could not write as it (service account "
+        '"other" not found in namespace "shop")\n'
+        "ServiceAccount shop/other lacks, by the cluster's RBAC, to apply ClusterObjectSet shop-1:\n"
+        '  Namespace:"shop" APIGroups:[] Resources:[configmaps] ResourceNames:[a] Verbs:[delete,patch]\n'
+        '  Namespace:"shop" APIGroups:[] Resources:[configmaps] Verbs:[create]\n'
+        "`cosctl rbac` prints the RBAC the revision needs (with --keep-installed, also what tearing the installed "
+        "revisions down needs); --preflight-permissions None skips the check, for this run only\n"))
+    assert mc.writes == 0
+    assert mc.peek(*COS, "shop-1")["metadata"]["annotations"][api.ANNOTATION_SERVICE_ACCOUNT_NAME] == "installer"

@@ -35,7 +35,7 @@ def test_publish_names_the_service_account_and_later_revisions_keep_it(tmp_path)
 
 def test_a_new_service_account_for_unchanged_content_updates_the_revision_in_place() -> None:
     mc = MemCluster()
-    allow_service_accounts(mc, "shop/installer")
+    allow_service_accounts(mc, "shop/installer", "shop/v2-installer")
     publish(mc, bundle(big=False), owner="shop", service_account=ServiceAccountRef("shop", "installer"))
     mc.reset_requests()
     result = publish(mc, bundle(big=False), owner="shop", service_account=ServiceAccountRef("shop", "v2-installer"))
@@ -51,6 +51,7 @@ def test_a_new_service_account_for_unchanged_content_updates_the_revision_in_pla
 
 def test_an_identity_is_never_removed_by_a_publish() -> None:
     mc = MemCluster()
+    allow_service_accounts(mc, "shop/installer")
     publish(mc, bundle(big=False), owner="shop")
     half = {NAME: "installer"}   # someone annotated half an identity by hand: the reconciler refuses it
     mc.edit(*COS, "shop-1", None, lambda o: o["metadata"].__setitem__("annotations", dict(half)))
