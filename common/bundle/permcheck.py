@@ -22,7 +22,6 @@ from common.bundle.permissions import (
     PermissionsError,
     ResourceLookup,
     ResourceType,
-    as_map,
     crd_resources,
     group_of,
     missing,
@@ -107,12 +106,6 @@ class Verdict:
         return self.account_exists and not self.lacking and not any(self.teardown.values())
 
 
-def _key(obj: Obj) -> tuple[str, str, str, str]:
-    meta = as_map(obj.get("metadata"))
-    return (group_of(str(obj.get("apiVersion") or "")), str(obj.get("kind") or ""), str(meta.get("namespace") or ""),
-            str(meta.get("name") or ""))
-
-
 def check_permissions(cluster: Cluster, objects: Sequence[Obj], account_namespace: str, account_name: str,
                       teardowns: Sequence[Teardown] = ()) -> Verdict:
     """What the ServiceAccount lacks for the revision's ``objects``, and what each of ``teardowns`` lacks to tear
@@ -130,12 +123,10 @@ def check_permissions(cluster: Cluster, objects: Sequence[Obj], account_namespac
     try:
         policy = read_policy(cluster, namespaces_of(everything, lookup))
         verdict.lacking = missing(objects, lookup, policy, service_account_user(account_namespace, account_name))
-        kept = {_key(o) for o in objects}
-        for t in teardowns:
-            released = [o for o in t.objects if _key(o) in kept]
+        for t in teardowns:   # deletes, and releases (a patch of ownerReferences alone, never escalation-checked)
             verdict.teardown[t.revision] = missing(
                 t.objects, lookup, policy, service_account_user(t.account_namespace, t.account_name), create=False,
-                escalation=released)
+                escalation=[])
     except PermissionsError as exc:
         raise PermissionCheckError(str(exc)) from None
     return verdict

@@ -42,6 +42,8 @@ from common.bundle.rbac import (
     Policy,
     PolicyRule,
     User,
+    aggregated_rules,
+    aggregates,
     allowed,
     compact,
     describe_rule,
@@ -168,26 +170,39 @@ def _name_ns(obj: Obj) -> tuple[str, str]:
     return str(meta.get("name") or ""), str(meta.get("namespace") or "")
 
 
-def _aggregates(role: Obj) -> bool:
-    rule = role.get("aggregationRule")
-    return isinstance(rule, dict) and bool(rule.get("clusterRoleSelectors"))
-
-
 def _ref(binding: Obj) -> tuple[str, str]:
     ref = as_map(binding.get("roleRef"))
     return str(ref.get("kind") or ""), str(ref.get("name") or "")
 
 
-def bound_rules(binding: Obj, objects: Sequence[Obj], policy: Policy | None) -> tuple[list[PolicyRule], bool]:
-    """The rules the role a binding refers to grants, and whether that role is the revision's own: the revision's
-    role when it has one (it is applied before its bindings), else the cluster's."""
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """The role a binding refers to, as its creation will find it: the rules it grants, whether it is the
+    revision's own, whether it exists at all (a binding to a missing role is refused, NotFound, unless its author may
+    ``bind`` it), and whether it aggregates (its rules are what the aggregation controller gives it)."""
+
+    rules: list[PolicyRule]
+    own: bool
+    exists: bool
+    aggregating: bool = False
+
+
+def bound_role(binding: Obj, objects: Sequence[Obj], policy: Policy | None) -> Bound:
+    """The role ``binding`` names: the revision's own when it has one (it is applied before its bindings), else the
+    cluster's. An aggregating ClusterRole of the revision is given the rules of the ClusterRoles its selectors match
+    on the cluster and in the revision (none without ``policy``)."""
     kind, name = _ref(binding)
     _, namespace = _name_ns(binding)
     for role in _rbac(objects, kind):
         role_name, role_ns = _name_ns(role)
         if role_name == name and (kind == "ClusterRole" or role_ns == namespace):
-            return rules_of(role), True
-    return (policy.role_rules(kind, name, namespace) if policy is not None else []), False
+            if kind == "ClusterRole" and aggregates(role):
+                others = [*(policy.cluster_roles.values() if policy is not None else ()),
+                          *_rbac(objects, "ClusterRole")]
+                return Bound(aggregated_rules(role, others), True, True, True)
+            return Bound(rules_of(role), True, True)
+    live = policy.role(kind, name, namespace) if policy is not None else None
+    return Bound(rules_of(live), False, live is not None, aggregates(live))
 
 
 def missing(objects: Sequence[Obj], lookup: ResourceLookup, policy: Policy, user: User, *, create: bool = True,
@@ -196,9 +211,12 @@ def missing(objects: Sequence[Obj], lookup: ResourceLookup, policy: Policy, user
     sorted as OLM v1 lists it; empty when nothing is missing. ``policy`` must hold the RoleBindings of every
     namespace the objects are in.
 
-    For a revision that is only torn down (archived once the next one succeeds): ``create=False``, and
-    ``escalation`` the roles and bindings it releases to the next revision rather than deletes (releasing patches
-    them, and the API server checks every update of a role as it checks its creation)."""
+    The API server's escalation checks apply to the revision's roles and bindings it creates and applies
+    (``escalation``, default all of them): a Role's or ClusterRole's every rule must be held, unless ``escalate``;
+    a ClusterRole that aggregates, now on the cluster or in the revision, needs every right; a binding, the rules of
+    the role it names, unless ``bind`` on it, and a binding to a role that exists nowhere needs ``bind``. A revision
+    that is only torn down (archived once the next one succeeds): ``create=False`` and ``escalation=[]``: it deletes,
+    or releases with a patch of ``metadata.ownerReferences`` alone, which the API server does not check."""
     escalated = objects if escalation is None else escalation
     found: dict[str, list[PolicyRule]] = {}
     rules_in: dict[str, list[PolicyRule]] = {}
@@ -213,11 +231,12 @@ def missing(objects: Sequence[Obj], lookup: ResourceLookup, policy: Policy, user
             found.setdefault(attrs.namespace, []).append(attrs.as_rule())
     for kind, resource in (("ClusterRole", "clusterroles"), ("Role", "roles")):
         for role in _rbac(escalated, kind):
-            _, namespace = _name_ns(role)
+            name, namespace = _name_ns(role)
             namespace = namespace if kind == "Role" else ""
             if allowed(Attributes("escalate", RBAC_GROUP, resource, namespace=namespace), rules(namespace)):
                 continue
-            wanted = list(FULL_AUTHORITY) if kind == "ClusterRole" and _aggregates(role) else rules_of(role)
+            aggregating = kind == "ClusterRole" and (aggregates(role) or aggregates(policy.cluster_roles.get(name)))
+            wanted = list(FULL_AUTHORITY) if aggregating else rules_of(role)
             found.setdefault(namespace, []).extend(uncovered(rules(namespace), wanted))
     for kind in ("ClusterRoleBinding", "RoleBinding"):
         for binding in _rbac(escalated, kind):
@@ -225,10 +244,14 @@ def missing(objects: Sequence[Obj], lookup: ResourceLookup, policy: Policy, user
             _, namespace = _name_ns(binding)
             namespace = namespace if kind == "RoleBinding" else ""
             resource = "clusterroles" if ref_kind == "ClusterRole" else "roles"
-            if allowed(Attributes("bind", RBAC_GROUP, resource, name=ref_name, namespace=namespace), rules(namespace)):
+            bind = Attributes("bind", RBAC_GROUP, resource, name=ref_name, namespace=namespace)
+            if allowed(bind, rules(namespace)):
                 continue
-            wanted, _ = bound_rules(binding, objects, policy)
-            found.setdefault(namespace, []).extend(uncovered(rules(namespace), wanted))
+            bound = bound_role(binding, objects, policy)
+            if not bound.exists:
+                found.setdefault(namespace, []).append(bind.as_rule())
+            else:
+                found.setdefault(namespace, []).extend(uncovered(rules(namespace), bound.rules))
     return sorted((MissingRule(ns, rule) for ns, ns_rules in found.items() for rule in compact(ns_rules)),
                   key=str)
 
@@ -249,7 +272,8 @@ def grant(objects: Sequence[Obj], lookup: ResourceLookup, account_namespace: str
 
     The revision's own Roles and ClusterRoles are copied rule for rule (the API server lets a ServiceAccount grant
     only what it holds); a binding to a role the revision does not carry is allowed by ``bind`` on that role by
-    name. A ClusterRole with an ``aggregationRule`` needs ``escalate`` on ClusterRoles.
+    name, and so is a binding to an aggregating ClusterRole of the revision (whose rules the cluster decides). A
+    ClusterRole with an ``aggregationRule`` needs ``escalate`` on ClusterRoles.
 
     ``teardown``: objects of installed revisions the same ServiceAccount tears down once the new one succeeds
     (``patch`` and ``delete`` by name): without them, replacing the RBAC of the installed revision with the new
@@ -275,7 +299,7 @@ def grant(objects: Sequence[Obj], lookup: ResourceLookup, account_namespace: str
         add(namespace, PolicyRule(tuple(sorted(OBJECT_VERBS)), (group,), (resource,), tuple(sorted(names))))
     add("", FINALIZERS_RULE)
     for role in _rbac(objects, "ClusterRole"):
-        if _aggregates(role):
+        if aggregates(role):
             add("", PolicyRule(("escalate",), (RBAC_GROUP,), ("clusterroles",)))
         for rule in rules_of(role):
             add("", rule)
@@ -285,9 +309,9 @@ def grant(objects: Sequence[Obj], lookup: ResourceLookup, account_namespace: str
             add(namespace, rule)
     for kind in ("ClusterRoleBinding", "RoleBinding"):
         for binding in _rbac(objects, kind):
-            _, own = bound_rules(binding, objects, None)
-            if own:
-                continue
+            bound = bound_role(binding, objects, None)
+            if bound.own and not bound.aggregating:
+                continue   # its rules are copied above
             ref_kind, ref_name = _ref(binding)
             _, namespace = _name_ns(binding)
             resource = "clusterroles" if ref_kind == "ClusterRole" else "roles"

@@ -231,12 +231,16 @@ class Policy:
     roles: Mapping[tuple[str, str], Obj] = field(default_factory=dict)  # (namespace, name)
     role_bindings: Mapping[str, Sequence[Obj]] = field(default_factory=dict)  # namespace -> bindings
 
+    def role(self, kind: str, name: str, namespace: str = "") -> Obj | None:
+        """The Role of ``namespace`` or the ClusterRole a roleRef names, or None when there is none."""
+        if kind == "ClusterRole":
+            return self.cluster_roles.get(name)
+        return self.roles.get((namespace, name)) if kind == "Role" else None
+
     def role_rules(self, kind: str, name: str, namespace: str = "") -> list[PolicyRule]:
         """The rules of a roleRef (``GetRoleReferenceRules``): a ClusterRole's, or a Role of ``namespace``; none
         when it does not exist (a binding to a missing role grants nothing)."""
-        role = self.cluster_roles.get(name) if kind == "ClusterRole" else (
-            self.roles.get((namespace, name)) if kind == "Role" else None)
-        return rules_of(role)
+        return rules_of(self.role(kind, name, namespace))
 
     def rules_for(self, user: User, namespace: str = "") -> list[PolicyRule]:
         """Every rule that reaches ``user`` in ``namespace`` (``""``: cluster-wide only), as ``VisitRulesFor`` walks
@@ -284,3 +288,55 @@ def _applies_to(user: User, binding: Obj, namespace: str) -> bool:
             if sa_namespace and user.name == f"system:serviceaccount:{sa_namespace}:{name}":
                 return True
     return False
+
+
+# --------------------------------------------------------------------------------------------------- aggregation
+
+
+def aggregates(role: Obj | None) -> bool:
+    """Whether a ClusterRole has an ``aggregationRule`` with selectors (Kubernetes' ``hasAggregationRule``: an empty
+    list of selectors aggregates nothing)."""
+    rule = (role or {}).get("aggregationRule")
+    return isinstance(rule, dict) and isinstance(rule.get("clusterRoleSelectors"), list) and bool(
+        rule["clusterRoleSelectors"])
+
+
+def selector_matches(selector: object, labels: Mapping[str, object]) -> bool:
+    """A ``metav1.LabelSelector`` (``matchLabels``, ``matchExpressions`` with In, NotIn, Exists, DoesNotExist)
+    against an object's labels; an empty selector matches everything, an unknown operator nothing."""
+    if not isinstance(selector, dict):
+        return False
+    match_labels = selector.get("matchLabels")
+    for key, value in (match_labels.items() if isinstance(match_labels, dict) else ()):
+        if labels.get(key) != value:
+            return False
+    expressions = selector.get("matchExpressions")
+    for req in expressions if isinstance(expressions, list) else ():
+        if not isinstance(req, dict):
+            return False
+        key, op = req.get("key"), req.get("operator")
+        listed = req.get("values")
+        values: list[object] = listed if isinstance(listed, list) else []
+        present = key in labels
+        ok = {"In": present and labels.get(str(key)) in values, "NotIn": not present or labels.get(str(key))
+              not in values, "Exists": present, "DoesNotExist": not present}.get(str(op), False)
+        if not ok:
+            return False
+    return True
+
+
+def aggregated_rules(role: Obj, cluster_roles: Iterable[Obj]) -> list[PolicyRule]:
+    """The rules Kubernetes' aggregation controller gives a ClusterRole with an ``aggregationRule``: those of every
+    other ClusterRole whose labels one of its selectors matches, each rule once."""
+    name = (role.get("metadata") or {}).get("name")
+    selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []
+    out: list[PolicyRule] = []
+    for other in cluster_roles:
+        meta = other.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        labels = meta.get("labels")
+        labels = labels if isinstance(labels, dict) else {}
+        if meta.get("name") == name or not any(selector_matches(sel, labels) for sel in selectors):
+            continue
+        out += [r for r in rules_of(other) if r not in out]
+    return out

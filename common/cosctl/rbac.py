@@ -25,6 +25,7 @@ from common.bundle.contents import ContentUnavailable, cluster_reader, resolve_p
 from common.bundle.kinds import offline_lookup
 from common.bundle.permissions import PermissionsError, ResourceType, grant
 from common.bundle.publish import PublishError, active_revisions, owner_revisions
+from common.bundle.rbac import aggregates
 from common.cluster.interface import Cluster
 from common.contract.objects import Obj
 from common.contract.serviceaccount import ServiceAccountRef, declared
@@ -117,6 +118,11 @@ def _rbac(args: argparse.Namespace) -> int:
         print(f"cosctl rbac: warning: kind {kind} is neither built in nor served by a CustomResourceDefinition of "
               f"the revision: assumed to be the {scope} resource {found.resource!r} (check with kubectl "
               "api-resources)", file=sys.stderr)
+    for role in objects:
+        if role.get("kind") == "ClusterRole" and aggregates(role):
+            print(f"cosctl rbac: warning: ClusterRole {role['metadata'].get('name')} has an aggregationRule: creating "
+                  "it takes escalate on every ClusterRole (or every right), which is as much as cluster-admin",
+                  file=sys.stderr)
     created = {str(o["metadata"]["name"]) for o in objects if o.get("apiVersion") == "v1" and o.get("kind") ==
                "Namespace" and isinstance(o.get("metadata"), dict)}
     needed = sorted(({account.namespace} | {str(o["metadata"]["namespace"]) for o in rbac

@@ -154,6 +154,10 @@ def test_what_a_service_account_without_rights_lacks_for_a_revision() -> None:
         'Namespace:"shop" APIGroups:[] Resources:[configmaps] ResourceNames:[settings] Verbs:[delete,patch]',
         'Namespace:"shop" APIGroups:[] Resources:[configmaps] Verbs:[create]',
         'Namespace:"shop" APIGroups:[] Resources:[secrets] Verbs:[get]',     # what the Role grants
+        # the ClusterRole "view" is not on this cluster: binding a role that exists nowhere takes bind on it (the
+        # API server answers NotFound otherwise)
+        'Namespace:"shop" APIGroups:[rbac.authorization.k8s.io] Resources:[clusterroles] ResourceNames:[view] '
+        "Verbs:[bind]",
         'Namespace:"shop" APIGroups:[rbac.authorization.k8s.io] Resources:[rolebindings] ResourceNames:[view] '
         "Verbs:[delete,patch]",
         'Namespace:"shop" APIGroups:[rbac.authorization.k8s.io] Resources:[rolebindings] Verbs:[create]',
@@ -162,7 +166,7 @@ def test_what_a_service_account_without_rights_lacks_for_a_revision() -> None:
         'Namespace:"shop" APIGroups:[rbac.authorization.k8s.io] Resources:[roles] Verbs:[create]',
         'Namespace:"shop" APIGroups:[x.io] Resources:[widgets] ResourceNames:[w] Verbs:[delete,patch]',
         'Namespace:"shop" APIGroups:[x.io] Resources:[widgets] Verbs:[create]',
-    ]   # the ClusterRole "view" is not on this cluster: binding it grants nothing, so nothing to hold
+    ]
 
 
 def test_escalate_and_bind_stand_in_for_holding_the_permissions() -> None:
@@ -379,3 +383,80 @@ def test_naming_another_service_account_for_unchanged_content_is_checked_too(tmp
         "revisions down needs); --preflight-permissions None skips the check, for this run only\n"))
     assert mc.writes == 0
     assert mc.peek(*COS, "shop-1")["metadata"]["annotations"][api.ANNOTATION_SERVICE_ACCOUNT_NAME] == "installer"
+
+
+# ------------------------------------------------------------------- what a real API server showed (issue notes)
+
+def test_label_selectors_match_as_kubernetes_matches_them() -> None:
+    from common.bundle.rbac import selector_matches
+    labels = {"a": "1", "b": "2"}
+    assert [selector_matches(sel, labels) for sel in (
+        {}, {"matchLabels": {"a": "1"}}, {"matchLabels": {"a": "2"}},
+        {"matchExpressions": [{"key": "a", "operator": "In", "values": ["1", "3"]}]},
+        {"matchExpressions": [{"key": "c", "operator": "NotIn", "values": ["1"]}]},
+        {"matchExpressions": [{"key": "b", "operator": "Exists"}, {"key": "c", "operator": "DoesNotExist"}]},
+        {"matchExpressions": [{"key": "b", "operator": "Gt", "values": ["1"]}]},
+    )] == [True, True, False, True, True, True, False]
+
+
+AGGREGATING = {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": "agg"},
+               "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"to-agg": "true"}}]}}
+PLAIN = {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": "agg"},
+         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}
+HOLDS_PODS = _binding("ClusterRoleBinding", "pods", {"kind": "ServiceAccount", "name": "installer",
+                                                     "namespace": "shop"})
+WRITES_RBAC = {"rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["*"],
+                          "verbs": ["create", "patch", "delete"]}]}
+
+
+def _lacks(objects: list[dict[str, Any]], policy: Policy) -> list[str]:
+    return [str(m) for m in missing(objects, offline_lookup(objects, {}), policy, SA)]
+
+
+def test_a_clusterrole_that_aggregates_now_or_after_needs_every_right() -> None:
+    """The API server asks for every right when the old or the new ClusterRole aggregates: replacing the cluster's
+    aggregating one with a plain one included (a manifest-only view would miss it)."""
+    base = {"pods": {"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
+            "writes": WRITES_RBAC}
+    bindings = [HOLDS_PODS, _binding("ClusterRoleBinding", "writes", HOLDS_PODS["subjects"][0])]
+    assert _lacks([PLAIN], Policy(cluster_roles=base, cluster_role_bindings=bindings)) == []
+    every = ['Namespace:"" APIGroups:[*] Resources:[*] Verbs:[*]', 'Namespace:"" Verbs:[*] NonResourceURLs:[*]']
+    assert _lacks([PLAIN], Policy(cluster_roles={**base, "agg": AGGREGATING}, cluster_role_bindings=bindings)) == every
+    assert _lacks([AGGREGATING], Policy(cluster_roles=base, cluster_role_bindings=bindings)) == every
+
+
+def test_a_binding_to_an_aggregating_clusterrole_needs_what_the_cluster_will_aggregate_into_it() -> None:
+    binding = {"apiVersion": RBAC, "kind": "ClusterRoleBinding", "metadata": {"name": "agg"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "agg"},
+               "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": "shop"}]}
+    secrets = {"metadata": {"name": "secrets", "labels": {"to-agg": "true"}},
+               "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}]}
+    escalate = {"rules": [*WRITES_RBAC["rules"], {"apiGroups": ["rbac.authorization.k8s.io"],
+                                                  "resources": ["clusterroles"], "verbs": ["escalate"]}]}
+    policy = Policy(cluster_roles={"secrets": secrets, "writes": escalate},
+                    cluster_role_bindings=[_binding("ClusterRoleBinding", "writes", HOLDS_PODS["subjects"][0])])
+    assert _lacks([AGGREGATING, binding], policy) == ['Namespace:"" APIGroups:[] Resources:[secrets] Verbs:[list]']
+    # cosctl rbac cannot know what the cluster will aggregate: it grants bind on that ClusterRole
+    rbac = grant([AGGREGATING, binding], offline_lookup([AGGREGATING, binding], {}), "shop", "installer", name="i")
+    assert {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": ["agg"],
+            "verbs": ["bind"]} in rbac[0]["rules"]
+    assert {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["escalate"]} in \
+        rbac[0]["rules"]
+
+
+def test_tearing_down_releases_roles_without_holding_what_they_grant(tmp_path: Path) -> None:
+    """Releasing (a patch of ownerReferences alone) and deleting are never escalation-checked: an installed
+    revision's Roles need only patch and delete by name to be torn down."""
+    from common.bundle.permcheck import Teardown, check_permissions
+    mc = MemCluster()
+    mc.put({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "installer", "namespace": "shop"}})
+    role = {"apiVersion": RBAC, "kind": "Role", "metadata": {"name": "reader", "namespace": "shop"},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}
+    grant_rules(mc, {"kind": "ServiceAccount", "name": "installer", "namespace": "shop"}, [
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "resourceNames": ["reader"],
+         "verbs": ["patch", "delete"]}], namespace="shop")
+    verdict = check_permissions(mc, [], "shop", "installer", [Teardown("shop-1", "shop", "installer", [role])])
+    assert (verdict.ok, verdict.teardown) == (True, {"shop-1": []})
+    assert [str(m) for m in check_permissions(mc, [role], "shop", "installer").lacking] == [
+        'Namespace:"shop" APIGroups:[] Resources:[secrets] Verbs:[get]',
+        'Namespace:"shop" APIGroups:[rbac.authorization.k8s.io] Resources:[roles] Verbs:[create]']
