@@ -15,8 +15,13 @@ own caches and need nothing):
 - ``patch`` (server-side apply, its dry runs, adoption from the previous revision, release at teardown) and
   ``delete`` (teardown) on each object, by name;
 - for each Role and ClusterRole of the revision, every permission it grants (the API server's escalation check),
-  unless the ServiceAccount may ``escalate`` roles there; a ClusterRole with an ``aggregationRule`` needs all of
-  them (``*`` on ``*``); for each binding, every permission of the role it binds, unless it may ``bind`` that role.
+  unless the ServiceAccount may ``escalate`` roles there; a ClusterRole with an ``aggregationRule``, in the revision
+  or on the cluster, needs all of them (``*`` on ``*``); for each binding, every permission of the role it binds
+  (for an aggregating ClusterRole, what the cluster aggregates into it), unless it may ``bind`` that role, and
+  ``bind`` when that role exists nowhere (the API server answers NotFound otherwise).
+
+These were checked against a Kubernetes 1.36 API server: SubjectAccessReviews, and creates, applies and deletes
+with a ServiceAccount's real token.
 
 On clusters with the ``OwnerReferencesPermissionEnforcement`` admission plugin (OpenShift enables it) setting an
 ownerReference with ``blockOwnerDeletion`` also needs ``update`` on ``clusterobjectsets/finalizers``; the API does

@@ -594,49 +594,63 @@ def _refuse_unsafe_crds(cluster: Cluster, new: Sequence[Phase], active: Sequence
             "custom resources first, or publish with --crd-upgrade-safety None to let them go")
 
 
-def _refuse_missing_permissions(cluster: Cluster, new: Sequence[Phase], account: ServiceAccountRef,
-                                active: Sequence[Obj], held: _Held, *, target: str = "") -> None:
-    """The preflight permission check before revision N+1 (or the first) is created (:mod:`.permcheck`): the
-    ServiceAccount it names must exist and be allowed, by the cluster's RBAC, every write the reconciler makes for
-    it with its token, as OLM v1's preflight requires of a ClusterExtension's ServiceAccount; and the Active
-    revisions it archives once it succeeds must still be allowed to delete what it drops and release what it keeps
-    (their ServiceAccount's RBAC may have been replaced by the new revision's). Reads only. ``target``: an existing
-    revision whose content is unchanged but whose ServiceAccount the publish changes in place (no teardown then)."""
+def permission_findings(cluster: Cluster, new: Sequence[Phase], account: ServiceAccountRef,
+                        active: Sequence[Obj], content: Callable[[Obj], list[Phase] | None], *,
+                        what: str = "the new revision") -> list[str]:
+    """What the preflight permission check (:mod:`.permcheck`) finds against revision ``new`` applied with
+    ``account``: that the ServiceAccount does not exist, the rules it lacks, by the cluster's RBAC, for every write
+    the reconciler makes for the revision with its token (OLM v1's preflight asks the same of a ClusterExtension's
+    ServiceAccount), and the rules each of the ``active`` revisions (archived once ``new`` succeeds; ``content``
+    reads one, None when it cannot) lacks to delete what ``new`` drops and release what it keeps, since its
+    ServiceAccount's RBAC may have been replaced by the new revision's. Empty when nothing is missing; raises
+    :class:`PermissionCheckError` when the cluster's RBAC cannot be read. Reads only."""
     objects = [o for p in new for o in p.objects]
     teardowns = []
     for cos in active:
-        old_account, content = declared(cos), held.content(cos)
-        if old_account is not None and content is not None:
+        old_account, held = declared(cos), content(cos)
+        if old_account is not None and held is not None:
             teardowns.append(Teardown(str(cos["metadata"]["name"]), old_account.namespace, old_account.name,
-                                      [o for p in content for o in p.objects]))
-    try:
-        verdict = check_permissions(cluster, objects, account.namespace, account.name, teardowns)
-    except PermissionCheckError as exc:
-        raise PublishError(f"the permission preflight for ServiceAccount {account} failed: {exc}; no revision was "
-                           "created (--preflight-permissions None skips the check)") from None
-    if verdict.ok:
-        return
-    what, outcome = (target, "it was not changed") if target else ("the new revision", "no revision was created")
-    parts = [f"the permission preflight refused {what} ({outcome}):"]
+                                      [o for p in held for o in p.objects]))
+    verdict = check_permissions(cluster, objects, account.namespace, account.name, teardowns)
+    found = []
     if not verdict.account_exists:
-        parts.append(f"ServiceAccount {account} does not exist: the reconciler could not write as it "
+        found.append(f"ServiceAccount {account} does not exist: the reconciler could not write as it "
                      f"(service account {go_quote(account.name)} not found in namespace {go_quote(account.namespace)})")
     if verdict.lacking:
-        parts.append(f"ServiceAccount {account} lacks, by the cluster's RBAC, to apply {what}:\n  "
+        found.append(f"ServiceAccount {account} lacks, by the cluster's RBAC, to apply {what}:\n  "
                      + "\n  ".join(map(str, verdict.lacking)))
     for t in teardowns:
         if verdict.teardown.get(t.revision):
-            parts.append(f"ServiceAccount {t.account_namespace}/{t.account_name} lacks, to tear ClusterObjectSet "
+            found.append(f"ServiceAccount {t.account_namespace}/{t.account_name} lacks, to tear ClusterObjectSet "
                          f"{t.revision} down once the new revision succeeds (deleting what the new revision drops, "
                          "releasing what it keeps):\n  " + "\n  ".join(map(str, verdict.teardown[t.revision])))
     created = _namespaces(new)
     later = sorted({m.namespace for m in verdict.lacking if m.namespace in created})
     if later:
-        parts.append(f"Namespace {', '.join(later)} is created by the revision itself: rights in it can only be "
+        found.append(f"Namespace {', '.join(later)} is created by the revision itself: rights in it can only be "
                      "granted once it exists (create it first, or grant them with a ClusterRoleBinding)")
-    parts.append("`cosctl rbac` prints the RBAC the revision needs (with --keep-installed, also what tearing the "
-                 "installed revisions down needs); --preflight-permissions None skips the check, for this run only")
-    raise PublishError("\n".join(parts))
+    return found
+
+
+PERMISSIONS_ADVICE = (
+    "`cosctl rbac` prints the RBAC the revision needs (with --keep-installed, also what tearing the installed "
+    "revisions down needs); --preflight-permissions None skips the check, for this run only")
+
+
+def _refuse_missing_permissions(cluster: Cluster, new: Sequence[Phase], account: ServiceAccountRef,
+                                active: Sequence[Obj], held: _Held, *, target: str = "") -> None:
+    """Refuse revision N+1 (or the first) on the preflight's findings (:func:`permission_findings`). ``target``: an
+    existing revision whose content is unchanged but whose ServiceAccount the publish changes in place (nothing to
+    tear down then)."""
+    what, outcome = (target, "it was not changed") if target else ("the new revision", "no revision was created")
+    try:
+        found = permission_findings(cluster, new, account, active, held.content, what=what)
+    except PermissionCheckError as exc:
+        raise PublishError(f"the permission preflight for ServiceAccount {account} failed: {exc}; {outcome} "
+                           "(--preflight-permissions None skips the check)") from None
+    if found:
+        raise PublishError("\n".join([f"the permission preflight refused {what} ({outcome}):", *found,
+                                      PERMISSIONS_ADVICE]))
 
 
 def _namespaces(phases: Sequence[Phase]) -> set[str]:

@@ -26,11 +26,13 @@ from common.bundle.crdcheck import CRDCheckError, controllers, dropped_crds_in_u
 from common.bundle.crdsafety import CRDDecodeError, assume_stored_versions, is_crd, preflight
 from common.bundle.diff import diff
 from common.bundle.manifests import STDIN, load
+from common.bundle.permcheck import PermissionCheckError
 from common.bundle.phasing import Phase, sort_into_phases
-from common.bundle.publish import active_revisions, owner_revisions, revision_of
+from common.bundle.publish import active_revisions, owner_revisions, permission_findings, revision_of
 from common.cluster.interface import Cluster, NotFound
 from common.contract import api
 from common.contract.objects import Obj
+from common.contract.serviceaccount import declared
 from common.cosctl._catalog import add_catalog_arguments, open_catalog, warn_deprecated
 from common.cosctl._inputs import add_input_arguments, bundle_input, load_inputs, peek_bundle, system_namespace
 from common.cosctl._producer import ConnectError, UsageError, add_cluster_arguments, run
@@ -261,6 +263,22 @@ def _diff(args: argparse.Namespace) -> int:
                 return lines
             return [*lines, *(f"CustomResourceDefinition {crd} is dropped: archiving {crd.controller} would "
                               "delete it and every custom resource of it" for crd in dropped)]
+
+        account = declared(revisions[-1]) if revisions else None
+
+        def content(cos: Obj) -> list[Phase] | None:
+            try:
+                return a if cos is latest else sides.remote(cos)
+            except ContentUnavailable:
+                return None
+
+        def permissions() -> list[str]:  # what publish's permission preflight would say, for the kept account
+            if account is None:
+                return []
+            try:
+                return permission_findings(cluster, b, account, active, content)
+            except PermissionCheckError as exc:
+                return [f"cannot be checked: {exc}"]
     elif args.owner and len(args.sources) == 1:
         raise UsageError(f"{args.sources[0]}: no such file or directory")
     elif len(args.sources) == 2:
@@ -272,19 +290,26 @@ def _diff(args: argparse.Namespace) -> int:
                 return preflight((o for p in b for o in p.objects), held.get)
             except CRDDecodeError as exc:
                 return [f"cannot be checked: {exc}"]
+
+        def permissions() -> list[str]:  # no cluster to read RBAC from
+            return []
     else:
         raise UsageError("give two revisions to compare (A B), or manifests with --owner OWNER")
     result = diff(a, b, a_name=a_name, b_name=b_name)
     safety = check() if result.different else []  # the same content is no upgrade (publish creates nothing)
+    lacking = permissions() if result.different else []
     if args.output == "json":
         checked = {} if verdict is None else {"catalog": verdict.to_json()}
-        print(json.dumps({**result.to_json(with_diff=not args.stat), "crdUpgradeSafety": safety, **checked},
-                         indent=2))
+        print(json.dumps({**result.to_json(with_diff=not args.stat), "crdUpgradeSafety": safety,
+                          "permissions": lacking, **checked}, indent=2))
     else:
         sys.stdout.write(result.render_stat() if args.stat else result.render())
         if safety:
             print(f"CRD upgrade safety: publish refuses {b_name} over {a_name} (unless --crd-upgrade-safety None):")
             print("\n".join(safety))
+        if lacking:
+            print(f"Permissions: publish refuses {b_name} (unless --preflight-permissions None):")
+            print("\n".join(lacking))
         if verdict is not None and verdict.refusal is not None:
             unless = " (unless --upgrade-constraint-policy SelfCertified)" if verdict.edge_only else ""
             print(f"Catalog: publish refuses {verdict.bundle}{unless}:")
