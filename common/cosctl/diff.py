@@ -99,7 +99,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "diff", help="show what publish would change, or compare two revisions, object by object",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLE,
         description="cosctl diff DIR|FILE... --owner OWNER: the owner's latest Active revision against the "
-                    "manifests (what publish would change, its CRD upgrade safety check included). cosctl diff A "
+                    "manifests (what publish would change, its CRD upgrade safety check and permission preflight "
+                    "included). cosctl diff A "
                     "B: two revisions, each a directory or "
                     "file (plain manifests, cosctl pack output, or a registry+v1 bundle, rendered with the same -n, "
                     "--config and --cert-provider on both sides: an upgrade's changes, offline), a ClusterObjectSet "
