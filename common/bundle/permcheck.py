@@ -110,8 +110,11 @@ def check_permissions(cluster: Cluster, objects: Sequence[Obj], account_namespac
                       teardowns: Sequence[Teardown] = ()) -> Verdict:
     """What the ServiceAccount lacks for the revision's ``objects``, and what each of ``teardowns`` lacks to tear
     its revision down after it, by the cluster's RBAC now (one snapshot for all)."""
-    everything = [*objects, *(o for t in teardowns for o in t.objects)]
-    lookup = cluster_lookup(cluster, everything)
+    lookup = cluster_lookup(cluster, objects)
+    # an installed revision's objects of a kind nobody serves any more are gone with their CRD: nothing to tear down
+    held = {t.revision: [o for o in t.objects if lookup(str(o.get("apiVersion") or ""), str(o.get("kind") or ""))]
+            for t in teardowns}
+    everything = [*objects, *(o for kept in held.values() for o in kept)]
     verdict = Verdict()
     try:
         cluster.get("v1", "ServiceAccount", account_name, account_namespace)
@@ -124,9 +127,8 @@ def check_permissions(cluster: Cluster, objects: Sequence[Obj], account_namespac
         policy = read_policy(cluster, namespaces_of(everything, lookup))
         verdict.lacking = missing(objects, lookup, policy, service_account_user(account_namespace, account_name))
         for t in teardowns:   # deletes, and releases (a patch of ownerReferences alone, never escalation-checked)
-            verdict.teardown[t.revision] = missing(
-                t.objects, lookup, policy, service_account_user(t.account_namespace, t.account_name), create=False,
-                escalation=[])
+            user = service_account_user(t.account_namespace, t.account_name)
+            verdict.teardown[t.revision] = missing(held[t.revision], lookup, policy, user, create=False, escalation=[])
     except PermissionsError as exc:
         raise PermissionCheckError(str(exc)) from None
     return verdict

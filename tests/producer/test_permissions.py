@@ -460,3 +460,16 @@ def test_tearing_down_releases_roles_without_holding_what_they_grant(tmp_path: P
     assert [str(m) for m in check_permissions(mc, [role], "shop", "installer").lacking] == [
         'Namespace:"shop" APIGroups:[] Resources:[secrets] Verbs:[get]',
         'Namespace:"shop" APIGroups:[rbac.authorization.k8s.io] Resources:[roles] Verbs:[create]']
+
+
+def test_an_installed_object_of_a_kind_nobody_serves_any_more_needs_no_teardown_right() -> None:
+    """Its CRD is gone, and with it every object of the kind: tearing the revision down has nothing to delete there,
+    so the check neither asks for a right on it nor fails to tell which resource it is."""
+    from common.bundle.permcheck import PermissionCheckError, Teardown, check_permissions
+    mc = MemCluster()
+    allow_service_accounts(mc, "shop/installer")
+    gone = {"apiVersion": "gone.example.com/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "shop"}}
+    verdict = check_permissions(mc, [], "shop", "installer", [Teardown("shop-1", "shop", "installer", [gone])])
+    assert (verdict.ok, verdict.teardown) == (True, {"shop-1": []})
+    with pytest.raises(PermissionCheckError, match="cannot tell which resource these objects are .*Gadget.gone"):
+        check_permissions(mc, [gone], "shop", "installer")
