@@ -22,6 +22,7 @@ from common.bundle.permissions import (
     PermissionsError,
     ResourceLookup,
     ResourceType,
+    as_map,
     crd_resources,
     group_of,
     missing,
@@ -106,6 +107,13 @@ class Verdict:
         return self.account_exists and not self.lacking and not any(self.teardown.values())
 
 
+def _identity(obj: Obj) -> tuple[str, str, str, str]:
+    """What makes the new revision adopt an installed object: group, kind, namespace and name."""
+    meta = as_map(obj.get("metadata"))
+    return (group_of(str(obj.get("apiVersion") or "")), str(obj.get("kind") or ""), str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""))
+
+
 def check_permissions(cluster: Cluster, objects: Sequence[Obj], account_namespace: str, account_name: str,
                       teardowns: Sequence[Teardown] = ()) -> Verdict:
     """What the ServiceAccount lacks for the revision's ``objects``, and what each of ``teardowns`` lacks to tear
@@ -126,9 +134,15 @@ def check_permissions(cluster: Cluster, objects: Sequence[Obj], account_namespac
     try:
         policy = read_policy(cluster, namespaces_of(everything, lookup))
         verdict.lacking = missing(objects, lookup, policy, service_account_user(account_namespace, account_name))
-        for t in teardowns:   # deletes, and releases (a patch of ownerReferences alone, never escalation-checked)
-            user = service_account_user(t.account_namespace, t.account_name)
-            verdict.teardown[t.revision] = missing(held[t.revision], lookup, policy, user, create=False, escalation=[])
+        kept = {_identity(o) for o in objects}
+        for t in teardowns:   # deletes what the new one drops, releases what it keeps (a patch of ownerReferences
+            user = service_account_user(t.account_namespace, t.account_name)   # alone, never escalation-checked)
+            released = [o for o in held[t.revision] if _identity(o) in kept]
+            deleted = [o for o in held[t.revision] if _identity(o) not in kept]
+            verdict.teardown[t.revision] = sorted(
+                [*missing(released, lookup, policy, user, create=False, object_verbs=("patch",), escalation=[]),
+                 *missing(deleted, lookup, policy, user, create=False, object_verbs=("delete",), escalation=[])],
+                key=str)
     except PermissionsError as exc:
         raise PermissionCheckError(str(exc)) from None
     return verdict

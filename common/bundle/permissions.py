@@ -27,9 +27,11 @@ On clusters with the ``OwnerReferencesPermissionEnforcement`` admission plugin (
 ownerReference with ``blockOwnerDeletion`` also needs ``update`` on ``clusterobjectsets/finalizers``; the API does
 not say whether the plugin is on, so the check does not ask for it and :func:`grant` includes it.
 
-OLM v1 asks for more (``get``, ``update``, and ``list``/``watch`` cluster-wide on every resource, because its
-applier reads and updates with the ClusterExtension's ServiceAccount); a ServiceAccount that passes OLM v1's check
-passes this one. The list of missing rules reads as OLM v1's (:func:`.rbac.describe_rule`).
+OLM v1 asks for more on every object (``get``, ``update``, and ``list``/``watch`` cluster-wide on every resource,
+because its applier reads and updates with the ClusterExtension's ServiceAccount); this check asks, beyond OLM v1's,
+for ``bind`` on a role a binding names that exists nowhere (the API server refuses that binding otherwise), for every
+right when the cluster's ClusterRole of that name aggregates, and for what tearing the replaced revision down needs.
+The list of missing rules reads as OLM v1's (:func:`.rbac.describe_rule`).
 
 Pure functions over plain ``dict`` objects and a :class:`.rbac.Policy`; reading the cluster is the caller's
 (:mod:`.permcheck`).
@@ -134,6 +136,7 @@ def targets(objects: Iterable[Obj], lookup: ResourceLookup) -> list[Target]:
     know."""
     out: list[Target] = []
     unknown: list[str] = []
+    unplaced: list[str] = []
     for obj in objects:
         api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
         meta = as_map(obj.get("metadata"))
@@ -142,18 +145,27 @@ def targets(objects: Iterable[Obj], lookup: ResourceLookup) -> list[Target]:
         if kind_type is None:
             unknown.append(f"{kind}.{api_version} {namespace + '/' if namespace else ''}{name}")
             continue
+        if kind_type.namespaced and not namespace:
+            unplaced.append(f"{kind}.{api_version} {name}")
+            continue
         out.append(Target(kind_type, name, namespace if kind_type.namespaced else ""))
+    problems = []
     if unknown:
-        raise PermissionsError(
-            "cannot tell which resource these objects are (the cluster does not serve their kind and the revision "
-            f"has no CustomResourceDefinition for it): {', '.join(unknown)}")
+        problems.append("cannot tell which resource these objects are (the cluster does not serve their kind and "
+                        f"the revision has no CustomResourceDefinition for it): {', '.join(unknown)}")
+    if unplaced:
+        problems.append(f"these objects are of a namespaced kind but name no metadata.namespace (the API server "
+                        f"refuses to create them): {', '.join(unplaced)}")
+    if problems:
+        raise PermissionsError("; ".join(problems))
     return out
 
 
-def needed_attributes(objects: Sequence[Target], *, create: bool = True) -> list[Attributes]:
+def needed_attributes(objects: Sequence[Target], *, create: bool = True,
+                      object_verbs: Sequence[str] = OBJECT_VERBS) -> list[Attributes]:
     """Every request the reconciler makes with the ServiceAccount's token for these objects: ``create`` once per
-    resource and namespace (unless ``create`` is false: a revision being torn down creates nothing), ``patch`` and
-    ``delete`` per object."""
+    resource and namespace (unless ``create`` is false: a revision being torn down creates nothing), and
+    ``object_verbs`` (``patch`` and ``delete``) per object."""
     out: list[Attributes] = []
     collections: set[tuple[str, str, str]] = set()
     for t in objects:
@@ -162,7 +174,7 @@ def needed_attributes(objects: Sequence[Target], *, create: bool = True) -> list
             collections.add(key)
             out += [Attributes(verb, t.type.group, t.type.resource, namespace=t.namespace) for verb in COLLECTION_VERBS]
         out += [Attributes(verb, t.type.group, t.type.resource, name=t.name, namespace=t.namespace)
-                for verb in OBJECT_VERBS]
+                for verb in object_verbs]
     return out
 
 
@@ -211,7 +223,7 @@ def bound_role(binding: Obj, objects: Sequence[Obj], policy: Policy | None) -> B
 
 
 def missing(objects: Sequence[Obj], lookup: ResourceLookup, policy: Policy, user: User, *, create: bool = True,
-            escalation: Sequence[Obj] | None = None) -> list[MissingRule]:
+            object_verbs: Sequence[str] = OBJECT_VERBS, escalation: Sequence[Obj] | None = None) -> list[MissingRule]:
     """What ``user`` lacks to have the revision's ``objects`` applied and torn down with its rights, compacted and
     sorted as OLM v1 lists it; empty when nothing is missing. ``policy`` must hold the RoleBindings of every
     namespace the objects are in.
@@ -220,8 +232,9 @@ def missing(objects: Sequence[Obj], lookup: ResourceLookup, policy: Policy, user
     (``escalation``, default all of them): a Role's or ClusterRole's every rule must be held, unless ``escalate``;
     a ClusterRole that aggregates, now on the cluster or in the revision, needs every right; a binding, the rules of
     the role it names, unless ``bind`` on it, and a binding to a role that exists nowhere needs ``bind``. A revision
-    that is only torn down (archived once the next one succeeds): ``create=False`` and ``escalation=[]``: it deletes,
-    or releases with a patch of ``metadata.ownerReferences`` alone, which the API server does not check."""
+    that is only torn down (archived once the next one succeeds): ``create=False``, ``escalation=[]`` and
+    ``object_verbs`` ``delete`` for what the next one drops, ``patch`` for what it keeps and the old one releases (a
+    patch of ``metadata.ownerReferences`` alone, which the API server does not escalation-check)."""
     escalated = objects if escalation is None else escalation
     found: dict[str, list[PolicyRule]] = {}
     rules_in: dict[str, list[PolicyRule]] = {}
@@ -231,7 +244,7 @@ def missing(objects: Sequence[Obj], lookup: ResourceLookup, policy: Policy, user
             rules_in[namespace] = policy.rules_for(user, namespace)
         return rules_in[namespace]
 
-    for attrs in needed_attributes(targets(objects, lookup), create=create):
+    for attrs in needed_attributes(targets(objects, lookup), create=create, object_verbs=object_verbs):
         if not allowed(attrs, rules(attrs.namespace)):
             found.setdefault(attrs.namespace, []).append(attrs.as_rule())
     for kind, resource in (("ClusterRole", "clusterroles"), ("Role", "roles")):

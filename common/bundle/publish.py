@@ -628,8 +628,14 @@ def permission_findings(cluster: Cluster, new: Sequence[Phase], account: Service
     later = sorted({m.namespace for m in verdict.lacking if m.namespace in created})
     if later:
         found.append(f"Namespace {', '.join(later)} is created by the revision itself: rights in it can only be "
-                     "granted once it exists (create it first, or grant them with a ClusterRoleBinding)")
+                     f"granted once it exists: {CREATE_FIRST}")
     return found
+
+
+# How to give rights in a namespace the revision itself creates (for publish's refusal and cosctl rbac's warning).
+CREATE_FIRST = ("create the namespace first (a bundle: publish without --create-namespace; manifests: leave the "
+                "Namespace out, or publish with --collision-protection IfNoController so the revision adopts it), or "
+                "grant the rights with a ClusterRoleBinding")
 
 
 PERMISSIONS_ADVICE = (

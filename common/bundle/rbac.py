@@ -182,8 +182,8 @@ def uncovered(owner: Sequence[PolicyRule], wanted: Iterable[PolicyRule]) -> list
 
 def compact(rules: Iterable[PolicyRule]) -> list[PolicyRule]:
     """``CompactRules`` and OLM v1's verb de-duplication: rules of one group, one resource and at most one name
-    merged into one with all their verbs (sorted, or only ``*``); other rules as they are; sorted as OLM v1 sorts
-    its list."""
+    merged into one with all their verbs (sorted, or only ``*``); other rules as they are; sorted by their
+    description, the order OLM v1's message lists them in."""
     merged: dict[tuple[str, str, str], set[str]] = {}
     others: list[PolicyRule] = []
     for rule in rules:
@@ -315,11 +315,13 @@ def selector_matches(selector: object, labels: Mapping[str, object]) -> bool:
         if not isinstance(req, dict):
             return False
         key, op = req.get("key"), req.get("operator")
+        if not isinstance(key, str):   # the API server refuses such a selector: it matches nothing here
+            return False
         listed = req.get("values")
         values: list[object] = listed if isinstance(listed, list) else []
         present = key in labels
-        ok = {"In": present and labels.get(str(key)) in values, "NotIn": not present or labels.get(str(key))
-              not in values, "Exists": present, "DoesNotExist": not present}.get(str(op), False)
+        ok = {"In": present and labels.get(key) in values, "NotIn": not present or labels.get(key) not in values,
+              "Exists": present, "DoesNotExist": not present}.get(str(op), False)
         if not ok:
             return False
     return True

@@ -23,10 +23,12 @@ import sys
 
 from common.bundle.contents import ContentUnavailable, cluster_reader, resolve_phases
 from common.bundle.kinds import offline_lookup
-from common.bundle.permissions import PermissionsError, ResourceType, grant
-from common.bundle.publish import PublishError, active_revisions, owner_revisions
+from common.bundle.permcheck import cluster_lookup
+from common.bundle.permissions import PermissionsError, ResourceLookup, ResourceType, grant
+from common.bundle.publish import CREATE_FIRST, PublishError, active_revisions, owner_revisions
 from common.bundle.rbac import aggregates
 from common.cluster.interface import Cluster
+from common.contract.names import is_dns1123_subdomain
 from common.contract.objects import Obj
 from common.contract.serviceaccount import ServiceAccountRef, declared
 from common.cosctl._inputs import add_input_arguments, load_inputs, peek_bundle, system_namespace
@@ -94,24 +96,31 @@ def _rbac(args: argparse.Namespace) -> int:
         cluster = args.connect(args)
         revisions = owner_revisions(cluster, owner)
     inputs = load_inputs(args, command="rbac", bundle=bundle, recorded=revisions[-1] if revisions else None)
-    name = args.name or (f"{owner}-installer" if owner else None)
-    if not name:
-        raise UsageError("give --name (or --owner) for plain manifests: the name of the roles and bindings")
     account = service_account_in(args.service_account, inputs.options.namespace if inputs.options else None) or (
         declared(revisions[-1]) if revisions else None)
     if account is None:
         raise MissingArgument("--service-account [NS/]NAME is required: the ServiceAccount to grant the rights to"
                               + (f" (the latest revision of {owner} names none)" if revisions else ""))
+    # named after the account too: the RBAC of another ServiceAccount of the owner (one that tears an installed
+    # revision down) is never re-bound by applying this
+    name = args.name or (f"{owner}-{account.name}" if owner else None)
+    if not name:
+        raise UsageError("give --name (or --owner) for plain manifests: the name of the roles and bindings")
+    if problems := is_dns1123_subdomain(name):
+        raise UsageError(f"invalid name {name!r} for the roles and bindings (--name, or <owner>-<ServiceAccount>): "
+                         f"{'; '.join(problems)}")
     if inputs.kept_from:
         print(f"cosctl rbac: options kept from {inputs.kept_from}", file=sys.stderr)
     objects = [o for p in inputs.phases for o in p.objects]
     teardown = [] if cluster is None else _installed(
         cluster, revisions, account, system_namespace(args, bundle=bundle is not None))
     guessed: dict[str, ResourceType] = {}
+    lookup = offline_lookup([*objects, *teardown], guessed)
+    if cluster is not None:   # connected anyway: the cluster's discovery first, the offline answers for the rest
+        lookup = _first(cluster_lookup(cluster, [*objects, *teardown]), lookup)
     try:
-        rbac = grant(objects, offline_lookup([*objects, *teardown], guessed), account.namespace, account.name,
-                     name=name, teardown=teardown)
-    except PermissionsError as exc:  # cannot happen offline (every kind has a guess), kept for a clear message
+        rbac = grant(objects, lookup, account.namespace, account.name, name=name, teardown=teardown)
+    except PermissionsError as exc:  # a namespaced object without a namespace: the revision could never be applied
         raise UsageError(str(exc)) from None
     for kind, found in sorted(guessed.items()):
         scope = "namespaced" if found.namespaced else "cluster-scoped"
@@ -129,8 +138,7 @@ def _rbac(args: argparse.Namespace) -> int:
                                              if o["metadata"].get("namespace")}) & created)
     if needed:
         print(f"cosctl rbac: warning: the revision creates Namespace {', '.join(needed)}, where this ServiceAccount "
-              "or its Roles must exist before it: create the namespace first and publish without "
-              "--create-namespace", file=sys.stderr)
+              f"or its Roles must exist before it: {CREATE_FIRST}", file=sys.stderr)
     service_account = {"apiVersion": "v1", "kind": "ServiceAccount",
                        "metadata": {"name": account.name, "namespace": account.namespace}}
     sys.stdout.write(f"# RBAC for ServiceAccount {account} to have {owner or name}'s revisions applied with its "
@@ -139,11 +147,25 @@ def _rbac(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _first(*lookups: ResourceLookup) -> ResourceLookup:
+    def lookup(api_version: str, kind: str) -> ResourceType | None:
+        for each in lookups:
+            if (found := each(api_version, kind)) is not None:
+                return found
+        return None
+    return lookup
+
+
 def _installed(cluster: Cluster, revisions: list[Obj], account: ServiceAccountRef, secrets_namespace: str) -> list[Obj]:
-    """The objects of the owner's Active revisions that ``account`` tears down (those naming it)."""
+    """The objects of the owner's Active revisions that ``account`` tears down (those naming it); a revision torn down
+    by another ServiceAccount keeps that account's own RBAC, which this does not touch (it is said)."""
     out: list[Obj] = []
     for cos in active_revisions(revisions):
-        if declared(cos) != account:
+        other = declared(cos)
+        if other != account:
+            whose = f"ServiceAccount {other}" if other is not None else "the reconciler's own rights"
+            print(f"cosctl rbac: {cos['metadata']['name']} is torn down with {whose}, not {account}: keep what that "
+                  "grants until it is gone", file=sys.stderr)
             continue
         try:
             phases = resolve_phases(cos, cluster_reader(cluster), system_namespace=secrets_namespace)

@@ -43,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "earlier revision that succeeded), crash-safely like publish; the reconciler hands over "
                     "and archives the latest revision. Fails, naming what is missing, when revision N was "
                     "deleted by retention or its Secrets are gone, and, as publish does, when the older "
-                    "CustomResourceDefinitions would break custom resources stored since (--crd-upgrade-safety).")
+                    "CustomResourceDefinitions would break custom resources stored since (--crd-upgrade-safety), "
+                    "or when the ServiceAccount the new revision names may not write it (--preflight-permissions).")
     parser.add_argument("--owner", required=True, help="owner name: revisions are named <owner>-<N>")
     parser.add_argument("--to-revision", type=int, default=None, metavar="N",
                         help="the revision whose content to restore (default: the previous one that succeeded)")

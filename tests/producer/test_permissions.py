@@ -347,7 +347,7 @@ def test_an_upgrade_must_leave_the_installed_revision_its_teardown_rights(tmp_pa
         "cosctl publish: the permission preflight refused the new revision (no revision was created):\n"
         "ServiceAccount shop/installer lacks, to tear ClusterObjectSet shop-1 down once the new revision succeeds "
         "(deleting what the new revision drops, releasing what it keeps):\n"
-        '  Namespace:"shop" APIGroups:[] Resources:[configmaps] ResourceNames:[old] Verbs:[delete,patch]\n'
+        '  Namespace:"shop" APIGroups:[] Resources:[configmaps] ResourceNames:[old] Verbs:[delete]\n'
         "`cosctl rbac` prints the RBAC the revision needs (with --keep-installed, also what tearing the installed "
         "revisions down needs); --preflight-permissions None skips the check, for this run only\n"))
     code, out, err = cosctl("rbac", str(second), "--owner", "shop", "--keep-installed", cluster=mc)
@@ -473,3 +473,99 @@ def test_an_installed_object_of_a_kind_nobody_serves_any_more_needs_no_teardown_
     assert (verdict.ok, verdict.teardown) == (True, {"shop-1": []})
     with pytest.raises(PermissionCheckError, match="cannot tell which resource these objects are .*Gadget.gone"):
         check_permissions(mc, [gone], "shop", "installer")
+
+
+# ------------------------------------------------------------------------------------ what a review turned up
+
+def test_a_selector_the_api_server_would_refuse_matches_nothing_instead_of_failing(tmp_path: Path) -> None:
+    from common.bundle.rbac import selector_matches
+    assert selector_matches({"matchExpressions": [{"key": ["a"], "operator": "Exists"}]}, {"a": "1"}) is False
+    (tmp_path / "agg.yaml").write_text(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: agg}\n"
+        "aggregationRule: {clusterRoleSelectors: [{matchExpressions: [{key: [a], operator: Exists}]}]}\n---\n"
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: agg}\n"
+        "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: agg}\n"
+        "subjects: [{kind: ServiceAccount, name: app, namespace: shop}]\n")
+    code, _, err = cosctl("rbac", str(tmp_path / "agg.yaml"), "--owner", "x", "--service-account", "shop/inst")
+    assert (code, err) == (0, "cosctl rbac: warning: ClusterRole agg has an aggregationRule: creating it takes "
+                              "escalate on every ClusterRole (or every right), which is as much as cluster-admin\n")
+    mc = MemCluster()
+    allow_service_accounts(mc, "shop/inst")
+    code, _, err = cosctl("publish", str(tmp_path / "agg.yaml"), "--owner", "x", "--service-account", "shop/inst",
+                          cluster=mc)
+    assert (code, err) == (0, "")
+
+
+def test_a_namespaced_object_without_a_namespace_is_named_not_granted_everywhere(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: nons}\n")
+    message = ("these objects are of a namespaced kind but name no metadata.namespace (the API server refuses to "
+               "create them): ConfigMap.v1 nons")
+    assert cosctl("rbac", str(tmp_path / "m.yaml"), "--owner", "x", "--service-account", "shop/inst")[::2] == (
+        1, f"cosctl rbac: {message}\n")
+    mc = MemCluster()
+    allow_service_accounts(mc, "shop/inst")
+    code, _, err = cosctl("publish", str(tmp_path / "m.yaml"), "--owner", "x", "--service-account", "shop/inst",
+                          cluster=mc)
+    assert (code, err) == (1, f"cosctl publish: the permission preflight for ServiceAccount shop/inst failed: "
+                              f"{message}; no revision was created (--preflight-permissions None skips the check)\n")
+
+
+def test_rbac_refuses_a_name_the_api_server_would_refuse(tmp_path: Path) -> None:
+    code, _, err = cosctl("rbac", str(_manifests(tmp_path / "m", "a")), "--name", "Bad_Name",
+                          "--service-account", "shop/inst")
+    assert code == 1 and err.startswith("cosctl rbac: invalid name 'Bad_Name' for the roles and bindings (--name, "
+                                        "or <owner>-<ServiceAccount>): a lowercase RFC 1123 subdomain must")
+
+
+def test_a_namespace_the_revision_creates_itself_is_said_with_what_to_do(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: newns}\n---\n"
+                                     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: newns}\n")
+    advice = ("create the namespace first (a bundle: publish without --create-namespace; manifests: leave the "
+              "Namespace out, or publish with --collision-protection IfNoController so the revision adopts it), or "
+              "grant the rights with a ClusterRoleBinding")
+    code, _, err = cosctl("rbac", str(tmp_path / "m.yaml"), "--owner", "x", "--service-account", "shop/inst")
+    assert (code, err) == (0, "cosctl rbac: warning: the revision creates Namespace newns, where this ServiceAccount "
+                              f"or its Roles must exist before it: {advice}\n")
+    mc = MemCluster()
+    mc.put({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "inst", "namespace": "shop"}})
+    code, _, err = cosctl("publish", str(tmp_path / "m.yaml"), "--owner", "x", "--service-account", "shop/inst",
+                          cluster=mc)
+    assert code == 1
+    assert err.splitlines()[-2] == f"Namespace newns is created by the revision itself: rights in it can only be " \
+                                   f"granted once it exists: {advice}"
+
+
+def test_keep_installed_names_a_revision_another_service_account_tears_down(tmp_path: Path) -> None:
+    """Another ServiceAccount's RBAC is its own (named after it) and is left alone; the command says so."""
+    mc = MemCluster()
+    allow_service_accounts(mc, "shop/one", "shop/two")
+    assert cosctl("publish", str(_manifests(tmp_path / "v1", "a", "old")), "--owner", "shop", "--service-account",
+                  "shop/one", cluster=mc)[0] == 0
+    code, out, err = cosctl("rbac", str(_manifests(tmp_path / "v2", "a", "new")), "--owner", "shop",
+                            "--service-account", "shop/two", "--keep-installed", cluster=mc)
+    assert (code, err) == (0, "cosctl rbac: shop-1 is torn down with ServiceAccount shop/one, not shop/two: keep "
+                              "what that grants until it is gone\n")
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    assert {d["metadata"]["name"] for d in docs[1:]} == {"shop-two"}
+
+
+def test_rollback_runs_the_preflight_too(tmp_path: Path) -> None:
+    mc = MemCluster()
+    allow_service_accounts(mc, "shop/installer")
+    first, second = _manifests(tmp_path / "v1", "a"), _manifests(tmp_path / "v2", "b")
+    for manifests in (first, second):
+        assert cosctl("publish", str(manifests), "--owner", "shop", "--service-account", "shop/installer",
+                      cluster=mc)[0] == 0
+        set_conditions(mc, f"shop-{1 if manifests == first else 2}",
+                       ("True", "Succeeded", "rolled out."),
+                       {"type": "Succeeded", "status": "True", "reason": "Succeeded",
+                        "message": "Revision succeeded rolling out.", "lastTransitionTime": "2026-01-02T03:04:05Z"})
+    mc.delete(RBAC, "ClusterRoleBinding", "service-accounts-admin")
+    code, _, err = cosctl("rollback", "--owner", "shop", cluster=mc)
+    assert code == 1 and err.splitlines()[:3] == [
+        "cosctl rollback: the permission preflight refused the new revision (no revision was created):",
+        "ServiceAccount shop/installer lacks, by the cluster's RBAC, to apply the new revision:",
+        '  Namespace:"shop" APIGroups:[] Resources:[configmaps] ResourceNames:[a] Verbs:[delete,patch]']
+    assert [c["metadata"]["name"] for c in mc.objects(*COS)] == ["shop-1", "shop-2"]
+    code, out, err = cosctl("rollback", "--owner", "shop", "--preflight-permissions", "None", cluster=mc)
+    assert (code, err, out.splitlines()[-2]) == (0, "", "ClusterObjectSet shop-3 (revision 3) created")
