@@ -32,11 +32,13 @@ EXIT_USAGE = 2  # argparse's own code for usage errors
 
 
 
-def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
-    """Inputs and the COS fields a producer chooses."""
-    parser.add_argument("paths", nargs="+", metavar="DIR|FILE",
+def add_bundle_arguments(parser: argparse.ArgumentParser, *, optional_paths: str = "") -> None:
+    """Inputs and the COS fields a producer chooses; ``optional_paths``: what giving no path means, for a command
+    that can do without (its help says it)."""
+    parser.add_argument("paths", nargs="*" if optional_paths else "+", metavar="DIR|FILE",
                         help="manifest files (YAML multi-document or JSON), directories (recursive), - for stdin; "
-                             "or one registry+v1 bundle (a directory, or an OCI image layout directory or tar)")
+                             "or one registry+v1 bundle (a directory, or an OCI image layout directory or tar)"
+                             + (f"; none: {optional_paths}" if optional_paths else ""))
     parser.add_argument("--owner-kind", default=None,
                         help="value of the owner-kind label when --owner is given (default ClusterExtension)")
     parser.add_argument("--collision-protection", default=api.COLLISION_PREVENT,

@@ -23,10 +23,11 @@ import sys
 
 from common.bundle.contents import ContentUnavailable, cluster_reader, resolve_phases
 from common.bundle.kinds import offline_lookup
-from common.bundle.permcheck import cluster_lookup
+from common.bundle.permcheck import PermissionCheckError, cluster_lookup
 from common.bundle.permissions import PermissionsError, ResourceLookup, ResourceType, grant
 from common.bundle.publish import CREATE_FIRST, PublishError, active_revisions, owner_revisions
 from common.bundle.rbac import aggregates
+from common.bundle.registryv1.install import recorded_options
 from common.cluster.interface import Cluster
 from common.contract.names import is_dns1123_subdomain
 from common.contract.objects import Obj
@@ -65,7 +66,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "them, and update on clusterobjectsets/finalizers (needed where the "
                     "OwnerReferencesPermissionEnforcement admission plugin is on, as on OpenShift). Nothing "
                     "touches a cluster unless --keep-installed.")
-    add_bundle_arguments(parser)
+    add_bundle_arguments(parser, optional_paths="with --owner, the RBAC of the owner's installed revisions, read from "
+                                                "the cluster (to move an installation to a ServiceAccount)")
     add_input_arguments(parser)
     parser.add_argument("--owner", default=None,
                         help="owner name, for the default --name (default for a registry+v1 bundle: its package)")
@@ -86,6 +88,8 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _rbac(args: argparse.Namespace) -> int:
+    if not args.paths:
+        return _rbac_installed(args)
     bundle = peek_bundle(args.paths)
     owner = args.owner or (bundle.package_name if bundle is not None else None)
     revisions: list[Obj] = []
@@ -101,27 +105,68 @@ def _rbac(args: argparse.Namespace) -> int:
     if account is None:
         raise MissingArgument("--service-account [NS/]NAME is required: the ServiceAccount to grant the rights to"
                               + (f" (the latest revision of {owner} names none)" if revisions else ""))
-    # named after the account too: the RBAC of another ServiceAccount of the owner (one that tears an installed
-    # revision down) is never re-bound by applying this
+    name = _name(args, owner, account)
+    if inputs.kept_from:
+        print(f"cosctl rbac: options kept from {inputs.kept_from}", file=sys.stderr)
+    objects = [o for p in inputs.phases for o in p.objects]
+    teardown = [] if cluster is None else _installed(
+        cluster, active_revisions(revisions), account, system_namespace(args, bundle=bundle is not None))
+    return _print(objects, teardown, account, name, owner, cluster)
+
+
+def _rbac_installed(args: argparse.Namespace) -> int:
+    """No manifests: the RBAC that lets ``--service-account`` take the owner's installed revision over (the newest
+    Active one, with every right it needs to keep it applied) and tear down the older Active ones it would archive,
+    for an installation made with the reconciler's own rights that is to move to a ServiceAccount."""
+    owner = args.owner
+    if not owner:
+        raise UsageError("give the manifests or the bundle to grant for, or --owner OWNER for the RBAC of the "
+                         "owner's installed revisions")
+    cluster = args.connect(args)
+    active = active_revisions(owner_revisions(cluster, owner))
+    if not active:
+        raise UsageError(f"owner {owner} has no Active revision on the cluster")
+    latest = active[-1]
+    kept = recorded_options(latest)   # made from a bundle: -n is its install namespace, as for publish BUNDLE
+    install_namespace = (args.namespace or kept.namespace) if kept is not None else None
+    account = service_account_in(args.service_account, install_namespace) or declared(latest)
+    if account is None:
+        raise MissingArgument(f"--service-account [NS/]NAME is required: {latest['metadata']['name']} names none")
+    name = _name(args, owner, account)
+    secrets_namespace = system_namespace(args, bundle=kept is not None)
+    try:
+        phases = resolve_phases(latest, cluster_reader(cluster), system_namespace=secrets_namespace)
+    except ContentUnavailable as exc:
+        raise PublishError(str(exc)) from None
+    print(f"cosctl rbac: for the objects of {latest['metadata']['name']}", file=sys.stderr)
+    teardown = _installed(cluster, active[:-1], account, secrets_namespace)
+    return _print([o for p in phases for o in p.objects], teardown, account, name, owner, cluster)
+
+
+def _name(args: argparse.Namespace, owner: str | None, account: ServiceAccountRef) -> str:
+    """``--name``, else ``<owner>-<ServiceAccount>``: named after the account too, so the RBAC of another
+    ServiceAccount of the owner (one that tears an installed revision down) is never re-bound by applying this."""
     name = args.name or (f"{owner}-{account.name}" if owner else None)
     if not name:
         raise UsageError("give --name (or --owner) for plain manifests: the name of the roles and bindings")
     if problems := is_dns1123_subdomain(name):
         raise UsageError(f"invalid name {name!r} for the roles and bindings (--name, or <owner>-<ServiceAccount>): "
                          f"{'; '.join(problems)}")
-    if inputs.kept_from:
-        print(f"cosctl rbac: options kept from {inputs.kept_from}", file=sys.stderr)
-    objects = [o for p in inputs.phases for o in p.objects]
-    teardown = [] if cluster is None else _installed(
-        cluster, revisions, account, system_namespace(args, bundle=bundle is not None))
+    return name
+
+
+def _print(objects: list[Obj], teardown: list[Obj], account: ServiceAccountRef, name: str, owner: str | None,
+           cluster: Cluster | None) -> int:
+    """Work the RBAC out and print it, with what a reader must know (guessed kinds, aggregation, namespaces the
+    revision creates) on stderr."""
     guessed: dict[str, ResourceType] = {}
     lookup = offline_lookup([*objects, *teardown], guessed)
     if cluster is not None:   # connected anyway: the cluster's discovery first, the offline answers for the rest
         lookup = _first(cluster_lookup(cluster, [*objects, *teardown]), lookup)
     try:
         rbac = grant(objects, lookup, account.namespace, account.name, name=name, teardown=teardown)
-    except PermissionsError as exc:  # a namespaced object without a namespace: the revision could never be applied
-        raise UsageError(str(exc)) from None
+    except (PermissionsError, PermissionCheckError) as exc:  # a namespaced object without a namespace (the revision
+        raise UsageError(str(exc)) from None                 # could never be applied), or discovery failed
     for kind, found in sorted(guessed.items()):
         scope = "namespaced" if found.namespaced else "cluster-scoped"
         print(f"cosctl rbac: warning: kind {kind} is neither built in nor served by a CustomResourceDefinition of "
@@ -157,10 +202,10 @@ def _first(*lookups: ResourceLookup) -> ResourceLookup:
 
 
 def _installed(cluster: Cluster, revisions: list[Obj], account: ServiceAccountRef, secrets_namespace: str) -> list[Obj]:
-    """The objects of the owner's Active revisions that ``account`` tears down (those naming it); a revision torn down
-    by another ServiceAccount keeps that account's own RBAC, which this does not touch (it is said)."""
+    """The objects of the Active ``revisions`` that ``account`` tears down (those naming it); a revision torn down by
+    another ServiceAccount keeps that account's own RBAC, which this does not touch (it is said)."""
     out: list[Obj] = []
-    for cos in active_revisions(revisions):
+    for cos in revisions:
         other = declared(cos)
         if other != account:
             whose = f"ServiceAccount {other}" if other is not None else "the reconciler's own rights"

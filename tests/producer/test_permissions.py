@@ -569,3 +569,35 @@ def test_rollback_runs_the_preflight_too(tmp_path: Path) -> None:
     assert [c["metadata"]["name"] for c in mc.objects(*COS)] == ["shop-1", "shop-2"]
     code, out, err = cosctl("rollback", "--owner", "shop", "--preflight-permissions", "None", cluster=mc)
     assert (code, err, out.splitlines()[-2]) == (0, "", "ClusterObjectSet shop-3 (revision 3) created")
+
+
+def test_an_installation_made_with_the_reconcilers_rights_moves_to_a_service_account(tmp_path: Path) -> None:
+    """`cosctl rbac --owner X` (no manifests) grants what the installed revision needs, read from the cluster; the
+    same content published naming the ServiceAccount then changes hands in place, the preflight passing."""
+    mc = MemCluster()
+    manifests = _manifests(tmp_path / "m", "a", "b")
+    assert cosctl("publish", str(manifests), "--owner", "shop", cluster=mc)[0] == 0   # the reconciler's rights
+    mc.put({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "inst", "namespace": "shop"}})
+    assert cosctl("publish", str(manifests), "--owner", "shop", "--service-account", "shop/inst", cluster=mc)[::2] \
+        == (1, "cosctl publish: the permission preflight refused ClusterObjectSet shop-1 (it was not changed):\n"
+               "ServiceAccount shop/inst lacks, by the cluster's RBAC, to apply ClusterObjectSet shop-1:\n"
+               '  Namespace:"shop" APIGroups:[] Resources:[configmaps] ResourceNames:[a] Verbs:[delete,patch]\n'
+               '  Namespace:"shop" APIGroups:[] Resources:[configmaps] ResourceNames:[b] Verbs:[delete,patch]\n'
+               '  Namespace:"shop" APIGroups:[] Resources:[configmaps] Verbs:[create]\n'
+               "`cosctl rbac` prints the RBAC the revision needs (with --keep-installed, also what tearing the "
+               "installed revisions down needs); --preflight-permissions None skips the check, for this run only\n")
+    code, out, err = cosctl("rbac", "--owner", "shop", "--service-account", "shop/inst", cluster=mc)
+    assert (code, err) == (0, "cosctl rbac: for the objects of shop-1\n")
+    for doc in yaml.safe_load_all(out):
+        if doc and doc["kind"] != "ServiceAccount":
+            mc.put(doc)
+    code, out, err = cosctl("publish", str(manifests), "--owner", "shop", "--service-account", "shop/inst",
+                            cluster=mc)
+    assert (code, err, out.splitlines()[-1]) == (
+        0, "", "unchanged content: ClusterObjectSet shop-1 (revision 1) updated in place (mutable fields only)")
+    assert mc.peek(*COS, "shop-1")["metadata"]["annotations"][api.ANNOTATION_SERVICE_ACCOUNT_NAME] == "inst"
+    assert cosctl("rbac", "--service-account", "shop/inst")[::2] == (
+        1, "cosctl rbac: give the manifests or the bundle to grant for, or --owner OWNER for the RBAC of the owner's "
+           "installed revisions\n")
+    assert cosctl("rbac", "--owner", "nobody", "--service-account", "shop/inst", cluster=mc)[::2] == (
+        1, "cosctl rbac: owner nobody has no Active revision on the cluster\n")
