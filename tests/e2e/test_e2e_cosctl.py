@@ -246,3 +246,60 @@ def test_publish_refuses_crds_that_would_break_stored_custom_resources(ctl: dict
             with contextlib.suppress(ApiError):
                 kube.delete(COS_API, KIND, name)
         wait_for(lambda: not kube.list(COS_API, KIND, label_selector=selector), 120, "the revisions to be deleted")
+
+
+def test_an_installation_moves_to_a_service_account_with_cosctl_rbac(ctl: dict) -> None:
+    """An owner installed with the reconciler's own rights moves to a ServiceAccount: publishing the same content
+    naming it is refused until ``cosctl rbac --owner`` (no manifests: the installed revision, read from the cluster)
+    is applied; the revision is then annotated in place, the reconciler repairs a deleted object with the
+    ServiceAccount's token (the generated RBAC is enough for the API server, its escalation check of the revision's
+    Role included), and tears the revision down with it."""
+    kube, owner, ns = ctl["kube"], f"move-{RUN}", f"cos-e2e-move-{RUN}"
+    selector = f"olm.operatorframework.io/owner-name={owner}"
+    root = ctl["dir"] / "move"
+    root.mkdir()
+    (root / "app.yaml").write_text(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: settings, namespace: {ns}}}\ndata: {{a: '1'}}\n---\n"
+        f"apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: reader, namespace: {ns}}}\n"
+        "rules: [{apiGroups: [''], resources: [configmaps], verbs: [get, list, watch]}]\n---\n"
+        f"apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: reader, namespace: {ns}}}\n"
+        "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: reader}\n"
+        f"subjects: [{{kind: ServiceAccount, name: default, namespace: {ns}}}]\n")
+    kubectl = ["kubectl", "--kubeconfig", ctl["kubeconfig"]]
+    subprocess.run([*kubectl, "create", "namespace", ns], check=True, capture_output=True)
+    try:
+        done = kubectl_cos(ctl, "publish", str(root), "--owner", owner)
+        assert done.returncode == 0, done.stderr
+        assert watch(ctl, f"{owner}-1").returncode == 0
+        subprocess.run([*kubectl, "-n", ns, "create", "serviceaccount", "installer"], check=True, capture_output=True)
+
+        done = kubectl_cos(ctl, "publish", str(root), "--owner", owner, "--service-account", f"{ns}/installer")
+        assert (done.returncode, done.stderr.splitlines()[:2]) == (1, [
+            f"cosctl publish: the permission preflight refused ClusterObjectSet {owner}-1 (it was not changed):",
+            f"ServiceAccount {ns}/installer lacks, by the cluster's RBAC, to apply ClusterObjectSet {owner}-1:"])
+        # create for the ConfigMap; get, list, watch: what the Role grants, which the installer must hold to apply it
+        assert f'  Namespace:"{ns}" APIGroups:[] Resources:[configmaps] Verbs:[create,get,list,watch]' in \
+            done.stderr.splitlines()
+
+        rbac = kubectl_cos(ctl, "rbac", "--owner", owner, "--service-account", f"{ns}/installer")
+        assert (rbac.returncode, rbac.stderr) == (0, f"cosctl rbac: for the objects of {owner}-1\n")
+        applied = subprocess.run([*kubectl, "apply", "-f", "-"], input=rbac.stdout, capture_output=True, text=True)
+        assert applied.returncode == 0, applied.stderr
+        done = kubectl_cos(ctl, "publish", str(root), "--owner", owner, "--service-account", f"{ns}/installer")
+        assert (done.returncode, done.stderr, done.stdout.splitlines()[-1]) == (
+            0, "", f"unchanged content: ClusterObjectSet {owner}-1 (revision 1) updated in place (mutable fields "
+                   "only)")
+
+        kube.delete("v1", "ConfigMap", "settings", ns)   # drift: repaired with the ServiceAccount's token
+        wait_for(lambda: any(c["metadata"]["name"] == "settings" and not c["metadata"].get("deletionTimestamp")
+                             for c in kube.list("v1", "ConfigMap", ns)), 120, "the ConfigMap to be created again")
+        cm = kube.get("v1", "ConfigMap", "settings", ns)
+        assert [r["name"] for r in cm["metadata"]["ownerReferences"]] == [f"{owner}-1"]
+    finally:
+        for name in [c["metadata"]["name"] for c in kube.list(COS_API, KIND, label_selector=selector)]:
+            with contextlib.suppress(ApiError):
+                kube.delete(COS_API, KIND, name)
+        wait_for(lambda: not kube.list(COS_API, KIND, label_selector=selector), 120, f"{owner}'s revisions to go")
+        subprocess.run([*kubectl, "delete", "clusterrole,clusterrolebinding", f"{owner}-installer",
+                        "--ignore-not-found"], capture_output=True)
+        subprocess.run([*kubectl, "delete", "namespace", ns, "--wait=false"], capture_output=True)
