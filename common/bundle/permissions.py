@@ -222,6 +222,31 @@ def bound_role(binding: Obj, objects: Sequence[Obj], policy: Policy | None) -> B
     return Bound(rules_of(live), False, live is not None, aggregates(live))
 
 
+def _valid(rule: PolicyRule, *, namespaced: bool) -> bool:
+    """Whether the API server accepts ``rule`` in a Role (``namespaced``) or ClusterRole: verbs, and either
+    resources with API groups or (ClusterRoles only) non-resource URLs alone."""
+    if not rule.verbs:
+        return False
+    if rule.non_resource_urls:
+        return not namespaced and not rule.resources and not rule.api_groups
+    return bool(rule.resources) and bool(rule.api_groups)
+
+
+def _without_redundant(rules: list[PolicyRule], held: Sequence[PolicyRule] = ()) -> list[PolicyRule]:
+    """``rules`` without those the others (and ``held``: a Role's rules are granted with the ClusterRole's) cover
+    entirely, first to last: a bundle's copied ``*`` rule makes the create and patch rules beneath it say nothing
+    more, and shorter RBAC is easier to review."""
+    kept = list(rules)
+    i = 0
+    while i < len(kept):
+        others = [*kept[:i], *kept[i + 1:], *held]
+        if not uncovered(others, [kept[i]]):
+            del kept[i]
+        else:
+            i += 1
+    return kept
+
+
 def missing(objects: Sequence[Obj], lookup: ResourceLookup, policy: Policy, user: User, *, create: bool = True,
             object_verbs: Sequence[str] = OBJECT_VERBS, escalation: Sequence[Obj] | None = None) -> list[MissingRule]:
     """What ``user`` lacks to have the revision's ``objects`` applied and torn down with its rights, compacted and
@@ -307,6 +332,8 @@ def grant(objects: Sequence[Obj], lookup: ResourceLookup, account_namespace: str
         named.setdefault((t.namespace, t.type.group, t.type.resource), set()).add(t.name)
 
     def add(namespace: str, rule: PolicyRule) -> None:
+        if not _valid(rule, namespaced=bool(namespace)):
+            return   # copied from a role the API server refuses anyway; it would make this one refused too
         rules = namespaced.setdefault(namespace, []) if namespace else cluster_rules
         if rule not in rules:
             rules.append(rule)
@@ -336,6 +363,8 @@ def grant(objects: Sequence[Obj], lookup: ResourceLookup, account_namespace: str
             add(namespace if kind == "RoleBinding" else "",
                 PolicyRule(("bind",), (RBAC_GROUP,), (resource,), (ref_name,)))
 
+    cluster_rules = _without_redundant(cluster_rules)
+    namespaced = {ns: _without_redundant(rules, cluster_rules) for ns, rules in namespaced.items()}
     subject = {"kind": "ServiceAccount", "name": account_name, "namespace": account_namespace}
     rbac_version = f"{RBAC_GROUP}/v1"
     out: list[Obj] = [

@@ -601,3 +601,23 @@ def test_an_installation_made_with_the_reconcilers_rights_moves_to_a_service_acc
            "installed revisions\n")
     assert cosctl("rbac", "--owner", "nobody", "--service-account", "shop/inst", cluster=mc)[::2] == (
         1, "cosctl rbac: owner nobody has no Active revision on the cluster\n")
+
+
+def test_grant_leaves_out_rules_others_cover_and_rules_the_api_server_refuses() -> None:
+    """A bundle's own broad rule, copied, makes the create and patch rules beneath it say nothing more; a rule the
+    API server refuses (resources without apiGroups, as a CSV misspelling ``apigroups`` renders) would make the whole
+    Role refused, and the bundle's own Role is refused anyway."""
+    objects = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "shop"}},
+        {"apiVersion": RBAC, "kind": "Role", "metadata": {"name": "op", "namespace": "shop"},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["*"]},
+                   {"resources": ["routes"], "verbs": ["*"]}]},
+    ]
+    lookup = offline_lookup(objects, {})
+    rbac = grant(objects, lookup, "shop", "installer", name="i")
+    assert rbac[2]["rules"] == [
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["create"]},
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "resourceNames": ["op"],
+         "verbs": ["delete", "patch"]},
+        {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["*"]}]
+    assert missing(objects, lookup, _policy_of(rbac), SA) == []
