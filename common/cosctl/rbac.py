@@ -13,7 +13,10 @@ Upgrades: applying the next version's RBAC replaces the installed version's, and
 down, after the new one succeeds, with the same ServiceAccount: the objects the new version drops must still be
 deletable then. ``--keep-installed`` reads the owner's Active revisions from the cluster and keeps ``patch`` and
 ``delete`` on their objects (and takes the install options and the ServiceAccount from the latest revision, as
-``publish`` does); run it again without the option once the old revision is gone to drop them.
+``publish`` does); run it again once the old revision is gone to drop them.
+
+Without manifests, ``--owner`` names an installation whose installed revision's content, read from the cluster, is
+granted for: how an installation made with the reconciler's own rights moves to a ServiceAccount.
 """
 
 from __future__ import annotations
@@ -65,7 +68,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "ServiceAccount grant only what it holds), bind on roles the revision binds without carrying "
                     "them, and update on clusterobjectsets/finalizers (needed where the "
                     "OwnerReferencesPermissionEnforcement admission plugin is on, as on OpenShift). Nothing "
-                    "touches a cluster unless --keep-installed.")
+                    "touches a cluster unless --keep-installed, or no manifests are given (with --owner: the "
+                    "installed revision's RBAC, read from the cluster).")
     add_bundle_arguments(parser, optional_paths="with --owner, the RBAC of the owner's installed revisions, read from "
                                                 "the cluster (to move an installation to a ServiceAccount)")
     add_input_arguments(parser)
@@ -73,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="owner name, for the default --name (default for a registry+v1 bundle: its package)")
     add_service_account_argument(parser)
     parser.add_argument("--name", default=None,
-                        help="name of the ClusterRole, Roles and bindings (default <owner>-installer)")
+                        help="name of the ClusterRole, Roles and bindings (default <owner>-<ServiceAccount name>)")
     parser.add_argument("--keep-installed", action="store_true",
                         help="read the owner's Active revisions from the cluster and also grant patch and delete on "
                              "their objects, which the same ServiceAccount releases or deletes once the new revision "
