@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from common.bundle.permissions import ResourceLookup, ResourceType, crd_resources, group_of
-from common.contract.objects import Obj
+from common.bundle.permissions import ResourceLookup, ResourceType, crd_resources
+from common.contract.objects import GVK, Obj
 
 # (group, kind) -> (resource, namespaced)
 BUILTIN: Final[dict[tuple[str, str], tuple[str, bool]]] = {
@@ -96,7 +96,7 @@ def guess_resource(kind: str) -> str:
 
 
 def builtin(api_version: str, kind: str) -> ResourceType | None:
-    group = group_of(api_version)
+    group = GVK.parse(api_version, kind).group
     known = BUILTIN.get((group, kind))
     return ResourceType(group, *known) if known is not None else None
 
@@ -111,7 +111,7 @@ def offline_lookup(objects: Iterable[Obj], guessed: dict[str, ResourceType]) -> 
                      for o in objects if isinstance(o.get("metadata"), dict) and o["metadata"].get("namespace")}
 
     def lookup(api_version: str, kind: str) -> ResourceType | None:
-        group = group_of(api_version)
+        group = GVK.parse(api_version, kind).group
         found = crds.get((group, kind)) or builtin(api_version, kind)
         if found is None and kind:
             found = ResourceType(group, guess_resource(kind), (api_version, kind) in has_namespace)

@@ -22,15 +22,13 @@ from common.bundle.permissions import (
     PermissionsError,
     ResourceLookup,
     ResourceType,
-    as_map,
     crd_resources,
-    group_of,
     missing,
     namespaces_of,
 )
 from common.bundle.rbac import RBAC_GROUP, Policy, service_account_user
 from common.cluster.interface import ApiError, Cluster, NotFound, UnknownKind
-from common.contract.objects import Obj
+from common.contract.objects import GVK, Obj, ObjectRef
 
 _RBAC_VERSION = f"{RBAC_GROUP}/v1"
 
@@ -47,7 +45,7 @@ def cluster_lookup(cluster: Cluster, objects: Sequence[Obj]) -> ResourceLookup:
     def lookup(api_version: str, kind: str) -> ResourceType | None:
         key = (api_version, kind)
         if key not in cache:
-            group = group_of(api_version)
+            group = GVK.parse(api_version, kind).group
             try:
                 cache[key] = ResourceType(group, cluster.resource_name(api_version, kind),
                                           cluster.is_namespaced(api_version, kind))
@@ -107,13 +105,6 @@ class Verdict:
         return self.account_exists and not self.lacking and not any(self.teardown.values())
 
 
-def _identity(obj: Obj) -> tuple[str, str, str, str]:
-    """What makes the new revision adopt an installed object: group, kind, namespace and name."""
-    meta = as_map(obj.get("metadata"))
-    return (group_of(str(obj.get("apiVersion") or "")), str(obj.get("kind") or ""), str(meta.get("namespace") or ""),
-            str(meta.get("name") or ""))
-
-
 def check_permissions(cluster: Cluster, objects: Sequence[Obj], account_namespace: str, account_name: str,
                       teardowns: Sequence[Teardown] = ()) -> Verdict:
     """What the ServiceAccount lacks for the revision's ``objects``, and what each of ``teardowns`` lacks to tear
@@ -134,11 +125,11 @@ def check_permissions(cluster: Cluster, objects: Sequence[Obj], account_namespac
     try:
         policy = read_policy(cluster, namespaces_of(everything, lookup))
         verdict.lacking = missing(objects, lookup, policy, service_account_user(account_namespace, account_name))
-        kept = {_identity(o) for o in objects}
+        kept = {ObjectRef.of(o) for o in objects}   # what the new revision adopts
         for t in teardowns:   # deletes what the new one drops, releases what it keeps (a patch of ownerReferences
             user = service_account_user(t.account_namespace, t.account_name)   # alone, never escalation-checked)
-            released = [o for o in held[t.revision] if _identity(o) in kept]
-            deleted = [o for o in held[t.revision] if _identity(o) not in kept]
+            released = [o for o in held[t.revision] if ObjectRef.of(o) in kept]
+            deleted = [o for o in held[t.revision] if ObjectRef.of(o) not in kept]
             verdict.teardown[t.revision] = sorted(
                 [*missing(released, lookup, policy, user, create=False, object_verbs=("patch",), escalation=[]),
                  *missing(deleted, lookup, policy, user, create=False, object_verbs=("delete",), escalation=[])],

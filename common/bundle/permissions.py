@@ -58,7 +58,7 @@ from common.bundle.rbac import (
     uncovered,
 )
 from common.contract import api
-from common.contract.objects import Obj
+from common.contract.objects import GVK, Obj
 
 OBJECT_VERBS = ("patch", "delete")
 COLLECTION_VERBS = ("create",)
@@ -110,8 +110,7 @@ def crd_resources(objects: Iterable[Obj]) -> dict[tuple[str, str], ResourceType]
     serves itself, which the cluster may not serve yet."""
     out: dict[tuple[str, str], ResourceType] = {}
     for obj in objects:
-        if obj.get("kind") != "CustomResourceDefinition" or not str(obj.get("apiVersion", "")).startswith(
-                "apiextensions.k8s.io/"):
+        if obj.get("kind") != "CustomResourceDefinition" or GVK.of(obj).group != "apiextensions.k8s.io":
             continue
         spec = as_map(obj.get("spec"))
         names = as_map(spec.get("names"))
@@ -125,10 +124,6 @@ def as_map(value: object) -> Obj:
     """``value`` when it is a mapping, else an empty one: manifests are read defensively, a bad field is the API
     server's to refuse."""
     return value if isinstance(value, dict) else {}
-
-
-def group_of(api_version: str) -> str:
-    return api_version.rpartition("/")[0]
 
 
 def targets(objects: Iterable[Obj], lookup: ResourceLookup) -> list[Target]:
@@ -179,7 +174,7 @@ def needed_attributes(objects: Sequence[Target], *, create: bool = True,
 
 
 def _rbac(objects: Iterable[Obj], kind: str) -> list[Obj]:
-    return [o for o in objects if o.get("kind") == kind and group_of(str(o.get("apiVersion") or "")) == RBAC_GROUP]
+    return [o for o in objects if o.get("kind") == kind and GVK.of(o).group == RBAC_GROUP]
 
 
 def _name_ns(obj: Obj) -> tuple[str, str]:
