@@ -24,12 +24,6 @@ NS = api.DEFAULT_SYSTEM_NAMESPACE
 
 
 @pytest.fixture
-def server():
-    with FakeApiServer() as s:
-        yield s
-
-
-@pytest.fixture
 def bundle(tmp_path):
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "x.yaml").write_text(
@@ -100,14 +94,6 @@ def set_status(server: FakeApiServer, name: str, status: str, reason: str, messa
     cos["status"] = {"conditions": [{"type": "Progressing", "status": status, "reason": reason, "message": message,
                                      "lastTransitionTime": "2026-01-02T03:04:05Z"}, *extra]}
     server.put_object(cos)
-
-
-@pytest.fixture
-def kubeconfig(server, tmp_path, monkeypatch):
-    path = server.write_kubeconfig(str(tmp_path / "kubeconfig"))
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config to fall back on
-    return path
 
 
 def test_diff_over_http_reads_the_latest_active_revision_and_its_secrets(server, kubeconfig, tmp_path, capsys):

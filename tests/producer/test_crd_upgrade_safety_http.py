@@ -7,28 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from common.contract import api
 from common.cosctl import main
 from tests.support.fake_apiserver import FakeApiServer, Kind
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com"
 COS = (api.API_VERSION, api.KIND)
-
-
-@pytest.fixture
-def server():
-    with FakeApiServer() as s:
-        yield s
-
-
-@pytest.fixture
-def kubeconfig(server, tmp_path, monkeypatch):
-    path = server.write_kubeconfig(str(tmp_path / "kubeconfig"))
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return path
 
 
 def widget_crd(props: dict) -> dict:

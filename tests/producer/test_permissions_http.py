@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from common.contract import api
 from common.cosctl import main
 from tests.support.fake_apiserver import FakeApiServer
@@ -17,20 +15,6 @@ from tests.support.fake_apiserver import FakeApiServer
 COS = (api.API_VERSION, api.KIND)
 RBAC = "rbac.authorization.k8s.io/v1"
 SUBJECT = {"kind": "ServiceAccount", "name": "installer", "namespace": "shop"}
-
-
-@pytest.fixture
-def server():
-    with FakeApiServer() as s:
-        yield s
-
-
-@pytest.fixture
-def kubeconfig(server, tmp_path, monkeypatch):
-    path = server.write_kubeconfig(str(tmp_path / "kubeconfig"))
-    monkeypatch.delenv("KUBECONFIG", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    return path
 
 
 def manifests(tmp_path: Path, name: str, *configmaps: str) -> str:
