@@ -250,28 +250,35 @@ def _diff(args: argparse.Namespace) -> int:
             f"(owner {owner} has no Active revision)", [])
         cluster, active = sides.cluster, active_revisions(revisions)
 
+        read: dict[str, list[Phase] | None] = {}
+
+        def content(cos: Obj) -> list[Phase] | None:
+            """An Active revision's content, each read once for both checks; None when it cannot be read (the
+            reconciler reports that revision anyway)."""
+            name = str(cos["metadata"]["name"])
+            if name not in read:
+                try:
+                    read[name] = a if cos is latest else sides.remote(cos)
+                except ContentUnavailable:
+                    read[name] = None
+            return read[name]
+
         def check() -> list[str]:  # what publish's check would say
             try:
                 lines = unsafe_crd_upgrades(cluster, b)
             except CRDCheckError as exc:
                 return [f"cannot be checked: {exc}"]
+            contents = [content(cos) for cos in active]
+            if any(c is None for c in contents):   # an older Active revision's content cannot be read
+                return lines
             try:
-                contents = [a if cos is latest else sides.remote(cos) for cos in active]
-                dropped = dropped_crds_in_use(cluster, contents, controllers(active), b)
+                dropped = dropped_crds_in_use(cluster, [c for c in contents if c is not None], controllers(active), b)
             except CRDCheckError as exc:
                 return [*lines, f"cannot be checked: {exc}"]
-            except ContentUnavailable:  # an older Active revision's content: the reconciler reports it anyway
-                return lines
             return [*lines, *(f"CustomResourceDefinition {crd} is dropped: archiving {crd.controller} would "
                               "delete it and every custom resource of it" for crd in dropped)]
 
         account = declared(revisions[-1]) if revisions else None
-
-        def content(cos: Obj) -> list[Phase] | None:
-            try:
-                return a if cos is latest else sides.remote(cos)
-            except ContentUnavailable:
-                return None
 
         def permissions() -> list[str]:  # what publish's permission preflight would say, for the kept account
             if account is None:
