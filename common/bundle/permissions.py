@@ -52,6 +52,7 @@ from common.bundle.rbac import (
     aggregated_rules,
     aggregates,
     allowed,
+    as_map,
     compact,
     describe_rule,
     rules_of,
@@ -118,12 +119,6 @@ def crd_resources(objects: Iterable[Obj]) -> dict[tuple[str, str], ResourceType]
         if isinstance(group, str) and isinstance(kind, str) and isinstance(plural, str) and plural:
             out[(group, kind)] = ResourceType(group, plural, spec.get("scope") != "Cluster")
     return out
-
-
-def as_map(value: object) -> Obj:
-    """``value`` when it is a mapping, else an empty one: manifests are read defensively, a bad field is the API
-    server's to refuse."""
-    return value if isinstance(value, dict) else {}
 
 
 def targets(objects: Iterable[Obj], lookup: ResourceLookup) -> list[Target]:

@@ -27,6 +27,12 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 ALL = "*"
 
 
+def as_map(value: object) -> Obj:
+    """``value`` when it is a mapping, else an empty one: manifests are read defensively, a bad field is the API
+    server's to refuse."""
+    return value if isinstance(value, dict) else {}
+
+
 @dataclass(frozen=True, slots=True)
 class PolicyRule:
     """One rule of a Role or ClusterRole (``rbac/v1`` PolicyRule); empty tuples where the field is absent."""
@@ -41,7 +47,7 @@ class PolicyRule:
     def from_obj(cls, rule: object) -> PolicyRule:
         """A rule as a manifest or the API server spells it; what is not a list of strings counts as absent (the API
         server refuses such a Role before it could grant anything)."""
-        data = rule if isinstance(rule, dict) else {}
+        data = as_map(rule)
 
         def strings(key: str) -> tuple[str, ...]:
             value = data.get(key)
@@ -334,10 +340,8 @@ def aggregated_rules(role: Obj, cluster_roles: Iterable[Obj]) -> list[PolicyRule
     selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []
     out: list[PolicyRule] = []
     for other in cluster_roles:
-        meta = other.get("metadata")
-        meta = meta if isinstance(meta, dict) else {}
-        labels = meta.get("labels")
-        labels = labels if isinstance(labels, dict) else {}
+        meta = as_map(other.get("metadata"))
+        labels = as_map(meta.get("labels"))
         if meta.get("name") == name or not any(selector_matches(sel, labels) for sel in selectors):
             continue
         out += [r for r in rules_of(other) if r not in out]
