@@ -453,16 +453,14 @@ class _Run:
         if ORPHAN_FINALIZER not in finalizers:
             try:
                 progress = self.tear_down()
+            # Said on the COS, as for an Archived one: nobody but the reconciler's log could tell why it hangs in
+            # Terminating otherwise (a 403 for the ServiceAccount it is torn down with, a Secret that cannot be read).
             except ServiceAccountMissing as exc:
-                return self.fail(str(exc), exc)   # said on the COS: nobody else can tell why it hangs
+                return self.fail(str(exc), exc)
             except refs.RefError as exc:
-                self.result.error = ReconcileError(str(exc), exc)
-                return self.result
+                return self.fail(str(exc), exc)
             except ObjectError as exc:
-                cause = exc.cause
-                message = str(cause) if isinstance(cause, ServiceAccountTokenError) else str(exc)
-                self.result.error = ReconcileError(message, cause)
-                return self.result
+                return self.object_failed(exc)
             if not progress.done:
                 self.waiting(progress)
                 return self.write_status()

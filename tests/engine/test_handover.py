@@ -172,6 +172,28 @@ def test_teardown_delete_uses_preconditions_and_conflict_is_retried() -> None:
     assert mc.peek("v1", "ConfigMap", "a", "ns") is None
 
 
+def test_a_deleted_cos_whose_teardown_is_refused_says_why_on_its_conditions() -> None:
+    """A COS in Terminating that the reconciler cannot tear down (here a 403) says so on Progressing, as an Archived
+    one does: otherwise only the reconciler's log could tell an admin why the uninstall hangs."""
+    from common.cluster.interface import Forbidden
+
+    mc = cluster()
+    mc.put(cos("ext-1", 1, phase("p", cm("a"))))
+    run(mc, "ext-1")
+    mc.remove("olm.operatorframework.io/v1", KIND, "ext-1")
+    mc.fail("delete", Forbidden('configmaps "a" is forbidden: User "someone" cannot delete resource "configmaps" '
+                                'in API group "" in the namespace "ns"'))
+    result = run(mc, "ext-1")
+    message = ('deleting Object ConfigMap.v1 ns/a: configmaps "a" is forbidden: User "someone" cannot delete resource '
+               '"configmaps" in API group "" in the namespace "ns"')
+    assert str(result.error) == message
+    assert brief(mc, "ext-1", "Progressing") == ("True", "Retrying", message)
+    assert get_cos(mc, "ext-1")["metadata"]["finalizers"] == [FINALIZER_TEARDOWN]
+    run(mc, "ext-1")   # allowed again: torn down, the finalizer goes, and the COS with it
+    assert mc.peek("v1", "ConfigMap", "a", "ns") is None
+    assert mc.peek("olm.operatorframework.io/v1", KIND, "ext-1") is None
+
+
 def test_deleted_cos_tears_down_in_reverse_order_and_releases_adopted_objects() -> None:
     mc = cluster()
     mc.put(cos("ext-1", 1, phase("base", cm("crd-like")), phase("top", deployment("web"), cm("shared"))))
