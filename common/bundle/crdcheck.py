@@ -72,7 +72,7 @@ def dropped_crds_in_use(cluster: Cluster, held: Iterable[Sequence[Phase]], revis
     in_use = []
     for name in names:
         crd = live_crd(cluster, name)
-        controller = revision_names.get(_controller_uid(crd) or "") if crd is not None else None
+        controller = revision_names.get(controller_uid(crd) or "") if crd is not None else None
         if crd is None or controller is None:
             continue
         if _custom_resources_exist(cluster, name, crd):
@@ -89,7 +89,7 @@ def _name(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
 
-def _controller_uid(obj: Obj) -> str | None:
+def controller_uid(obj: Obj) -> str | None:
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("controller"):
             return str(ref.get("uid"))
@@ -99,16 +99,36 @@ def _controller_uid(obj: Obj) -> str | None:
 def _custom_resources_exist(cluster: Cluster, name: str, crd: Obj) -> bool:
     """Whether any custom resource of ``crd`` exists (no when its kind is not served): one object read, however
     many there are."""
+    return bool(custom_resources(cluster, name, crd, limit=1))
+
+
+def custom_resources(cluster: Cluster, name: str, crd: Obj, *, limit: int | None = None) -> list[Obj]:
+    """The custom resources of ``crd`` (named ``name``) in every namespace, at its storage version; at most
+    ``limit`` when given; none when it serves none. Raises :class:`CRDCheckError` when they cannot be listed."""
+    return list_custom_resources(cluster, name, served_kind(crd), limit=limit)
+
+
+def list_custom_resources(cluster: Cluster, name: str, served: tuple[str, str] | None, *,
+                          limit: int | None = None) -> list[Obj]:
+    """:func:`custom_resources` for the apiVersion and kind CRD ``name`` serves (:func:`served_kind`)."""
+    if served is None:
+        return []
+    try:
+        return cluster.list(*served, limit=limit)
+    except NotFound:  # UnknownKind: not served (yet, or any more)
+        return []
+    except ApiError as exc:
+        raise CRDCheckError(f"could not list the custom resources of CustomResourceDefinition {name}: "
+                            f"{exc.reason}: {exc.message}") from None
+
+
+def served_kind(crd: Obj) -> tuple[str, str] | None:
+    """The apiVersion (group and storage version, else the first served) and kind a CRD serves its custom
+    resources as; None when it serves none."""
     spec = crd.get("spec") or {}
     versions = [v for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("served")]
     kind = (spec.get("names") or {}).get("kind")
     if not versions or not kind:
-        return False
+        return None
     storage = next((v for v in versions if v.get("storage")), versions[0])
-    try:
-        return bool(cluster.list(f"{spec.get('group')}/{storage.get('name')}", kind, limit=1))
-    except NotFound:  # UnknownKind: not served (yet, or any more)
-        return False
-    except ApiError as exc:
-        raise CRDCheckError(f"could not list the custom resources of CustomResourceDefinition {name}: "
-                            f"{exc.reason}: {exc.message}") from None
+    return f"{spec.get('group')}/{storage.get('name')}", str(kind)

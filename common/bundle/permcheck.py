@@ -126,14 +126,49 @@ def check_permissions(cluster: Cluster, objects: Sequence[Obj], account_namespac
         policy = read_policy(cluster, namespaces_of(everything, lookup))
         verdict.lacking = missing(objects, lookup, policy, service_account_user(account_namespace, account_name))
         kept = {ObjectRef.of(o) for o in objects}   # what the new revision adopts
-        for t in teardowns:   # deletes what the new one drops, releases what it keeps (a patch of ownerReferences
-            user = service_account_user(t.account_namespace, t.account_name)   # alone, never escalation-checked)
-            released = [o for o in held[t.revision] if ObjectRef.of(o) in kept]
-            deleted = [o for o in held[t.revision] if ObjectRef.of(o) not in kept]
-            verdict.teardown[t.revision] = sorted(
-                [*missing(released, lookup, policy, user, create=False, object_verbs=("patch",), escalation=[]),
-                 *missing(deleted, lookup, policy, user, create=False, object_verbs=("delete",), escalation=[])],
-                key=str)
+        for t in teardowns:
+            verdict.teardown[t.revision] = _teardown_lacking(t, held[t.revision], kept, lookup, policy)
     except PermissionsError as exc:
         raise PermissionCheckError(str(exc)) from None
     return verdict
+
+
+def check_teardowns(cluster: Cluster, teardowns: Sequence[Teardown]) -> tuple[list[str], dict[str, list[MissingRule]]]:
+    """What tearing all of ``teardowns`` (an owner's revisions, oldest first) down at once needs, as an uninstall
+    deletes them: the ServiceAccounts among theirs that do not exist (``NS/NAME``; the reconciler cannot tear a
+    revision down without its ServiceAccount), and the rules each revision's ServiceAccount lacks (by revision
+    name) to delete what it holds and no newer one of them holds, and to release the rest (the newer revision
+    controls it, and deletes it), by the cluster's RBAC now (one snapshot for all)."""
+    lookup = cluster_lookup(cluster, [])
+    held = {t.revision: [o for o in t.objects if lookup(str(o.get("apiVersion") or ""), str(o.get("kind") or ""))]
+            for t in teardowns}
+    absent = []
+    for account in sorted({(t.account_namespace, t.account_name) for t in teardowns}):
+        try:
+            cluster.get("v1", "ServiceAccount", account[1], account[0])
+        except NotFound:
+            absent.append(f"{account[0]}/{account[1]}")
+        except ApiError as exc:
+            raise PermissionCheckError(f"could not read ServiceAccount {account[0]}/{account[1]}: "
+                                       f"{exc.reason}: {exc.message}") from None
+    lacking: dict[str, list[MissingRule]] = {}
+    try:
+        policy = read_policy(cluster, namespaces_of([o for kept in held.values() for o in kept], lookup))
+        for i, t in enumerate(teardowns):
+            newer = {ObjectRef.of(o) for later in teardowns[i + 1:] for o in held[later.revision]}
+            lacking[t.revision] = _teardown_lacking(t, held[t.revision], newer, lookup, policy)
+    except PermissionsError as exc:
+        raise PermissionCheckError(str(exc)) from None
+    return absent, lacking
+
+
+def _teardown_lacking(t: Teardown, held: Sequence[Obj], kept: set[ObjectRef], lookup: ResourceLookup,
+                      policy: Policy) -> list[MissingRule]:
+    """What ``t``'s ServiceAccount lacks to delete what it ``held`` that is not ``kept`` by a newer revision and to
+    release the rest (a patch of ownerReferences alone, never escalation-checked)."""
+    user = service_account_user(t.account_namespace, t.account_name)
+    released = [o for o in held if ObjectRef.of(o) in kept]
+    deleted = [o for o in held if ObjectRef.of(o) not in kept]
+    return sorted([*missing(released, lookup, policy, user, create=False, object_verbs=("patch",), escalation=[]),
+                   *missing(deleted, lookup, policy, user, create=False, object_verbs=("delete",), escalation=[])],
+                  key=str)

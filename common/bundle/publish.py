@@ -489,7 +489,7 @@ def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], ow
         if (account is not None and account != declared(latest)
                 and preflight_permissions == ENFORCEMENT_STRICT):  # the revision changes hands: same check
             content = resolve_phases(packed.cos, documents_reader(packed.secrets), system_namespace=system_namespace)
-            _refuse_missing_permissions(cluster, content, account, [], _Held(cluster, system_namespace),
+            _refuse_missing_permissions(cluster, content, account, [], HeldContent(cluster, system_namespace),
                                         target=f"ClusterObjectSet {name}")
         if not dry_run:
             # with the resourceVersion decided on: a revision archived, deleted or made again meanwhile (or only
@@ -509,7 +509,7 @@ def _decide_and_write(cluster: Cluster, render: Callable[[str, int], Packed], ow
     check_account = account is not None and preflight_permissions == ENFORCEMENT_STRICT
     if strict or handing_over or check_account:
         new = resolve_phases(packed.cos, documents_reader(packed.secrets), system_namespace=system_namespace)
-        held = _Held(cluster, system_namespace)
+        held = HeldContent(cluster, system_namespace)
         if handing_over and latest is not None:
             _refuse_dropping_used_namespaces(latest, held.content(latest), new)
         if strict:
@@ -528,7 +528,7 @@ def active_revisions(revisions: Sequence[Obj]) -> list[Obj]:
             and not (c.get("metadata") or {}).get("deletionTimestamp")]
 
 
-class _Held:
+class HeldContent:
     """The content of the owner's revisions, each read at most once (its Secrets); None when it cannot be read, and
     then nothing can be said of it (the reconciler reports that revision anyway)."""
 
@@ -567,7 +567,7 @@ def _refuse_dropping_used_namespaces(latest: Obj, held: list[Phase] | None, new:
             "bundle: --create-namespace), or put the objects in another namespace")
 
 
-def _refuse_unsafe_crds(cluster: Cluster, new: Sequence[Phase], active: Sequence[Obj], held: _Held) -> None:
+def _refuse_unsafe_crds(cluster: Cluster, new: Sequence[Phase], active: Sequence[Obj], held: HeldContent) -> None:
     """The CRD upgrade safety check before revision N+1 (or the first) is created (:mod:`.crdcheck`): OLM v1's
     preflight of each CRD it carries against the cluster's, as OLM v1 refuses the install or upgrade, then ours: a
     CRD an Active revision controls that N+1 drops while custom resources of it exist. Content that is unchanged
@@ -644,7 +644,7 @@ PERMISSIONS_ADVICE = (
 
 
 def _refuse_missing_permissions(cluster: Cluster, new: Sequence[Phase], account: ServiceAccountRef,
-                                active: Sequence[Obj], held: _Held, *, target: str = "") -> None:
+                                active: Sequence[Obj], held: HeldContent, *, target: str = "") -> None:
     """Refuse revision N+1 (or the first) on the preflight's findings (:func:`permission_findings`). ``target``: an
     existing revision whose content is unchanged but whose ServiceAccount the publish changes in place (nothing to
     tear down then)."""

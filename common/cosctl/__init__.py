@@ -16,7 +16,7 @@ import sys
 
 # Module names under common.cosctl, in the order `cosctl --help` lists them.
 COMMANDS = ("validate", "render", "pack", "diff", "publish", "rollback", "status", "history", "gc", "resolve",
-            "rbac")
+            "rbac", "uninstall")
 
 
 # kubectl's global flags that name the cluster or namespace: accepted before the subcommand as well (kubectl

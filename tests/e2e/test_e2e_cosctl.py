@@ -303,3 +303,91 @@ def test_an_installation_moves_to_a_service_account_with_cosctl_rbac(ctl: dict) 
         subprocess.run([*kubectl, "delete", "clusterrole,clusterrolebinding", f"{owner}-installer",
                         "--ignore-not-found"], capture_output=True)
         subprocess.run([*kubectl, "delete", "namespace", ns, "--wait=false"], capture_output=True)
+
+
+def test_uninstall_never_deletes_custom_resources_unasked(ctl: dict) -> None:
+    """``cosctl uninstall`` on a real API server, with a custom resource whose finalizer its operator would remove:
+    refused while it exists; ``--keep-crds`` removes all but the CRD (and the namespace holding the custom
+    resource), which a later publish takes over; ``--delete-custom-resources`` deletes the custom resource first and
+    waits for the finalizer (timing out, naming it, with nothing else deleted), then tears everything down."""
+    kube, owner, ns = ctl["kube"], f"gone-{RUN}", f"cos-e2e-gone-{RUN}"
+    group = f"gone-{RUN}.example.com"
+    crd_name, crd_api = f"widgets.{group}", "apiextensions.k8s.io/v1"
+    selector = f"olm.operatorframework.io/owner-name={owner}"
+    root = ctl["dir"] / "gone"
+    root.mkdir()
+    crd = {"apiVersion": crd_api, "kind": "CustomResourceDefinition", "metadata": {"name": crd_name},
+           "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    (root / "crd.json").write_text(json.dumps(crd))
+    (root / "app.yaml").write_text(
+        f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n---\n"
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: operator-settings, namespace: {ns}}}\ndata: {{a: '1'}}\n")
+    kubectl = ["kubectl", "--kubeconfig", ctl["kubeconfig"]]
+
+    def revisions() -> dict[str, str]:
+        return {c["metadata"]["name"]: c["spec"]["lifecycleState"]
+                for c in kube.list(COS_API, KIND, label_selector=selector)}
+
+    try:
+        done = kubectl_cos(ctl, "publish", str(root), "--owner", owner)
+        assert done.returncode == 0, done.stderr
+        assert watch(ctl, f"{owner}-1").returncode == 0
+        widget = (f"apiVersion: {group}/v1\nkind: Widget\nmetadata: {{name: w, namespace: {ns}, finalizers: "
+                  "[example.com/cleanup]}\nspec: {size: small}\n")
+        applied = subprocess.run([*kubectl, "apply", "-f", "-"], input=widget, capture_output=True, text=True)
+        assert applied.returncode == 0, applied.stderr
+
+        done = kubectl_cos(ctl, "uninstall", "--owner", owner)
+        assert done.returncode == 1 and done.stderr.splitlines()[:2] == [
+            f"cosctl uninstall: owner {owner}: custom resources of the CustomResourceDefinitions its revisions "
+            "control exist:", f"  {crd_name}: Widget {ns}/w"], done.stderr
+        assert done.stdout.splitlines() == [
+            f"owner {owner}: Active revision {owner}-1 (3 object(s))",
+            f"CustomResourceDefinition {crd_name} (controlled by {owner}-1): custom resources exist: Widget {ns}/w",
+            f"Namespace {ns} (controlled by {owner}-1): deleting it deletes everything in it"]
+        assert revisions() == {f"{owner}-1": "Active"}
+
+        done = kubectl_cos(ctl, "uninstall", "--owner", owner, "--keep-crds", "--timeout", "120")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.splitlines()[-3:-1] == [
+            f"owner {owner}: everything but CustomResourceDefinition {crd_name} was removed; revision {owner}-2 keeps "
+            "them and their custom resources", f"Namespace {ns} was kept too: custom resources are in it"]
+        assert revisions() == {f"{owner}-1": "Archived", f"{owner}-2": "Active"}
+        assert [c["metadata"]["name"] for c in kube.list("v1", "ConfigMap", ns)
+                if c["metadata"]["name"] == "operator-settings"] == []
+        assert kube.get(f"{group}/v1", "Widget", "w", ns)["spec"] == {"size": "small"}
+
+        done = kubectl_cos(ctl, "publish", str(root), "--owner", owner)   # installed again: takes the CRD over
+        assert done.returncode == 0, done.stderr
+        assert watch(ctl, f"{owner}-3").returncode == 0
+        owners = kube.get(crd_api, "CustomResourceDefinition", crd_name)["metadata"]["ownerReferences"]
+        assert [r["name"] for r in owners if r.get("controller")] == [f"{owner}-3"]
+
+        done = kubectl_cos(ctl, "uninstall", "--owner", owner, "--delete-custom-resources", "--timeout", "10")
+        assert done.returncode == 6, done.stdout + done.stderr
+        assert done.stderr == (
+            f"cosctl uninstall: custom resources: still waiting after 10 s (1 custom resource(s) being deleted; Widget "
+            f"{ns}/w: waiting for finalizers: example.com/cleanup); nothing else was deleted; the custom resources "
+            "that are left wait for what holds them (their operator still runs): run the command again once they are "
+            "gone\n")
+        assert f"{owner}-3" in revisions() and kube.get(crd_api, "CustomResourceDefinition", crd_name)
+
+        subprocess.run([*kubectl, "-n", ns, "patch", f"widgets.{group}", "w", "--type=merge", "-p",
+                        '{"metadata":{"finalizers":null}}'], check=True, capture_output=True)   # the operator's work
+        done = kubectl_cos(ctl, "uninstall", "--owner", owner, "--delete-custom-resources", "--timeout", "120")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.splitlines()[-1] == (
+            f"owner {owner} uninstalled: 3 revision(s) deleted, their objects removed in reverse phase order")
+        assert revisions() == {}
+        assert not [c for c in kube.list(crd_api, "CustomResourceDefinition") if c["metadata"]["name"] == crd_name]
+        assert not [n for n in kube.list("v1", "Namespace") if n["metadata"]["name"] == ns]
+    finally:
+        subprocess.run([*kubectl, "-n", ns, "patch", f"widgets.{group}", "w", "--type=merge", "-p",
+                        '{"metadata":{"finalizers":null}}'], capture_output=True)
+        for name in [c["metadata"]["name"] for c in kube.list(COS_API, KIND, label_selector=selector)]:
+            with contextlib.suppress(ApiError):
+                kube.delete(COS_API, KIND, name)
+        wait_for(lambda: not kube.list(COS_API, KIND, label_selector=selector), 120, f"{owner}'s revisions to go")

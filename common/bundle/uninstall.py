@@ -1,0 +1,285 @@
+"""Uninstalling an owner: deleting its revisions, so that the reconciler tears each one down in reverse phase order,
+after checking what a bare ``kubectl delete`` cannot know.
+
+Why a module of its own: an uninstall is one ``kubectl delete`` of the owner's revisions, and that deletes the
+CustomResourceDefinitions they control, and with them every custom resource of them in the cluster. The CRDs go
+last (after the webhooks and the Deployment), so a custom resource with a finalizer its operator would have removed
+waits for an operator that is already gone: it holds its CRD's deletion, and with it the uninstall, for ever. So
+before anything is deleted, :func:`plan_uninstall` reads:
+
+- the CRDs the owner's revisions control, and whether custom resources of them exist anywhere in the cluster; the
+  caller refuses when some do, unless the admin said what happens to them: deleted first, while the operator still
+  runs (:func:`delete_custom_resources`), or kept with their CRDs (:func:`kept_phases`: the content of one last
+  revision holding only the CRDs, to which the reconciler hands over as for any upgrade, tearing the rest down);
+- the Namespaces the revisions control (deleted with everything in them);
+
+and :func:`teardown_findings` checks, by the cluster's RBAC, that each revision's ServiceAccount still exists and
+may make the teardown's deletes (:mod:`.permcheck`).
+
+Plain functions over the :class:`~common.cluster.interface.Cluster` protocol; every write is reported as a
+:class:`~common.bundle.publish.Action` once the cluster accepted it; waiting and printing belong to
+``cosctl uninstall``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from common.bundle.crdcheck import (
+    CRDCheckError,
+    controller_uid,
+    controllers,
+    custom_resources,
+    list_custom_resources,
+    served_kind,
+)
+from common.bundle.crdsafety import CRD_API_VERSION, is_crd
+from common.bundle.permcheck import PermissionCheckError, Teardown, check_teardowns
+from common.bundle.phasing import Phase, sort_into_phases
+from common.bundle.publish import Action, PublishError, active_revisions, owner_revisions
+from common.cluster.interface import ApiError, Cluster, Conflict, NotFound
+from common.contract import api
+from common.contract.gotext import go_quote
+from common.contract.objects import Obj
+from common.contract.serviceaccount import declared
+
+SAMPLE = 3  # custom resources named per CRD in a message (then "and more")
+_COS = (api.API_VERSION, api.KIND)
+
+
+class UninstallError(PublishError):
+    """Uninstalling cannot proceed safely, or the cluster could not be read to decide; nothing further was
+    written (reported as publish's refusals are)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeldCRD:
+    """A CustomResourceDefinition one of the owner's revisions controls: deleting the revisions deletes it."""
+
+    name: str
+    controller: str                  # the revision controlling it
+    served: tuple[str, str] | None   # apiVersion and kind of its custom resources (None: it serves none)
+    found: tuple[Obj, ...]           # custom resources of it, at most SAMPLE + 1 (more than SAMPLE: "and more")
+    conversion: str                  # "NS/NAME" of the Service its conversion webhook calls, "" when none
+
+    @property
+    def in_use(self) -> bool:
+        return bool(self.found)
+
+    def describe_found(self) -> str:
+        """``KokuMetricsConfig koku-metrics/koku-config, ... and more``: which custom resources exist."""
+        names = ", ".join(resource_label(o) for o in self.found[:SAMPLE])
+        return names + (" and more" if len(self.found) > SAMPLE else "")
+
+
+@dataclass(slots=True)
+class Plan:
+    """What deleting an owner's revisions would do, read from the cluster once."""
+
+    owner: str
+    revisions: list[Obj]   # every revision of the owner, oldest first
+    active: list[Obj]      # Active and not being deleted: each tears down what it controls when deleted
+    deleting: list[Obj]    # being deleted already (an uninstall under way)
+    crds: list[HeldCRD] = field(default_factory=list)
+    namespaces: dict[str, str] = field(default_factory=dict)   # Namespaces the revisions control: the controller
+
+    @property
+    def in_use(self) -> list[HeldCRD]:
+        return [c for c in self.crds if c.in_use]
+
+
+def resource_label(obj: Obj) -> str:
+    """``Kind namespace/name`` (``Kind name`` when cluster-scoped) of a custom resource, for messages."""
+    meta = obj.get("metadata") or {}
+    where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{obj.get('kind')} {where}{meta.get('name')}"
+
+
+def plan_uninstall(cluster: Cluster, owner: str) -> Plan:
+    """The owner's revisions, the CRDs and Namespaces they control, and which of those CRDs have custom resources.
+    Who controls an object is read from the live object (its controller ownerReference), not from the revisions'
+    content, so this holds even when a revision's Secrets are gone: it is what the teardown deletes. Raises
+    :class:`UninstallError` when the owner has no revisions or the cluster cannot be read."""
+    revisions = owner_revisions(cluster, owner)
+    if not revisions:
+        raise UninstallError(f"owner {owner} has no revisions: nothing to uninstall")
+    plan = Plan(owner, revisions, active_revisions(revisions),
+                [c for c in revisions if (c.get("metadata") or {}).get("deletionTimestamp")])
+    names = controllers(revisions)
+    try:
+        for crd in _listed(cluster, CRD_API_VERSION, "CustomResourceDefinition"):
+            controller = names.get(controller_uid(crd) or "")
+            if controller is not None:
+                name = str(crd["metadata"]["name"])
+                found = custom_resources(cluster, name, crd, limit=SAMPLE + 1)
+                plan.crds.append(HeldCRD(name, controller, served_kind(crd), tuple(found), _conversion_service(crd)))
+    except CRDCheckError as exc:
+        raise UninstallError(str(exc)) from None
+    plan.namespaces = {str(ns["metadata"]["name"]): names[uid] for ns in _listed(cluster, "v1", "Namespace")
+                       if (uid := controller_uid(ns) or "") in names}
+    plan.crds.sort(key=lambda c: c.name)
+    return plan
+
+
+def _listed(cluster: Cluster, api_version: str, kind: str) -> list[Obj]:
+    try:
+        return cluster.list(api_version, kind)
+    except ApiError as exc:
+        raise UninstallError(f"could not list {kind}s: {exc.reason}: {exc.message}") from None
+
+
+def _conversion_service(crd: Obj) -> str:
+    conversion = (crd.get("spec") or {}).get("conversion") or {}
+    if conversion.get("strategy") != "Webhook":
+        return ""
+    service = ((conversion.get("webhook") or {}).get("clientConfig") or {}).get("service") or {}
+    return f"{service.get('namespace')}/{service.get('name')}" if service.get("name") else ""
+
+
+def teardown_findings(cluster: Cluster, plan: Plan, content: Callable[[Obj], list[Phase] | None]) -> list[str]:
+    """What the preflight permission check finds against tearing the plan's Active revisions down: a ServiceAccount
+    a revision names that does not exist, and the rules each one lacks, by the cluster's RBAC, for the deletes (and
+    releases) its teardown makes with its token. A revision naming no ServiceAccount is torn down with the
+    reconciler's own rights, and one whose content cannot be read (``content`` answers None) cannot be judged:
+    neither is checked. Empty when nothing is missing; raises :class:`UninstallError` when the RBAC cannot be
+    read."""
+    teardowns = []
+    for cos in plan.active:
+        account, held = declared(cos), content(cos)
+        if account is not None and held is not None:
+            teardowns.append(Teardown(str(cos["metadata"]["name"]), account.namespace, account.name,
+                                      [o for p in held for o in p.objects]))
+    if not teardowns:
+        return []
+    try:
+        absent, lacking = check_teardowns(cluster, teardowns)
+    except PermissionCheckError as exc:
+        raise UninstallError(f"the permission preflight failed: {exc}; nothing was deleted "
+                             "(--preflight-permissions None skips the check)") from None
+    found = []
+    for who in absent:
+        namespace, name = who.split("/", 1)
+        users = ", ".join(str(t.revision) for t in teardowns if f"{t.account_namespace}/{t.account_name}" == who)
+        found.append(f"ServiceAccount {who} does not exist: the reconciler tears ClusterObjectSet {users} down "
+                     f"with its token (service account {go_quote(name)} not found in namespace {go_quote(namespace)})")
+    for t in teardowns:
+        if lacking.get(t.revision):
+            found.append(f"ServiceAccount {t.account_namespace}/{t.account_name} lacks, by the cluster's RBAC, to tear "
+                         f"ClusterObjectSet {t.revision} down:\n  " + "\n  ".join(map(str, lacking[t.revision])))
+    return found
+
+
+def kept_phases(cluster: Cluster, plan: Plan, content: Callable[[Obj], list[Phase] | None]) -> list[Phase]:
+    """The content of the revision that keeps the plan's CRDs (``--keep-crds``): each CRD the owner's revisions
+    control, as the newest Active revision holding it declares it, and each Namespace they control in which custom
+    resources of those CRDs exist (deleting the Namespace would delete them). Raises :class:`UninstallError` when
+    a revision's content cannot be read, or a CRD is in none of them."""
+    wanted = {c.name for c in plan.crds}
+    if not wanted:
+        raise UninstallError(f"owner {plan.owner}: its revisions control no CustomResourceDefinition, so there is none "
+                             "to keep; uninstall without --keep-crds")
+    held_namespaces = set(plan.namespaces)
+    objects: dict[tuple[str, str], Obj] = {}
+    for cos in plan.active:   # oldest first: a newer revision's manifest replaces an older one's
+        phases = content(cos)
+        if phases is None:
+            raise UninstallError(f"the content of ClusterObjectSet {cos['metadata']['name']} cannot be read (its "
+                                 "object-data Secrets): the CustomResourceDefinitions to keep cannot be known")
+        for obj in (o for p in phases for o in p.objects):
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            if is_crd(obj) and name in wanted:
+                objects[("crd", name)] = obj
+            elif (obj.get("apiVersion"), obj.get("kind")) == ("v1", "Namespace") and name in held_namespaces:
+                objects[("ns", name)] = obj
+    lost = sorted(wanted - {name for what, name in objects if what == "crd"})
+    if lost:
+        raise UninstallError(f"CustomResourceDefinition {', '.join(lost)} is controlled by a revision of owner "
+                             f"{plan.owner} but in the content of none of its Active revisions: it cannot be kept")
+    used = _namespaces_in_use(cluster, plan, {name for what, name in objects if what == "ns"})
+    return sort_into_phases([o for (what, name), o in sorted(objects.items()) if what == "crd" or name in used])
+
+
+def _namespaces_in_use(cluster: Cluster, plan: Plan, namespaces: set[str]) -> set[str]:
+    """Which of ``namespaces`` hold custom resources of the plan's CRDs (one read per CRD and namespace)."""
+    used: set[str] = set()
+    for crd in plan.crds:
+        if crd.served is None:
+            continue
+        for namespace in sorted(namespaces - used):
+            try:
+                if cluster.list(*crd.served, namespace=namespace, limit=1):
+                    used.add(namespace)
+            except NotFound:
+                break   # not served (any more)
+            except ApiError as exc:
+                raise UninstallError(f"could not list the custom resources of CustomResourceDefinition {crd.name} "
+                                     f"in namespace {namespace}: {exc.reason}: {exc.message}") from None
+    return used
+
+
+def delete_custom_resources(cluster: Cluster, crds: Sequence[HeldCRD], *, dry_run: bool = False,
+                            report: Callable[[Action], None] | None = None) -> list[Obj]:
+    """Delete every custom resource of ``crds`` (each with its uid as precondition, so one made again under the same
+    name since the read is left alone), while the operator still runs to finish them; the objects as read, for the
+    caller to wait until they are gone (:func:`remaining`). Raises :class:`UninstallError` when they cannot be
+    listed; the cluster's refusal of a delete is raised as it is."""
+    deleted = []
+    for crd in crds:
+        try:
+            items = list_custom_resources(cluster, crd.name, crd.served)
+        except CRDCheckError as exc:
+            raise UninstallError(str(exc)) from None
+        for obj in sorted(items, key=resource_label):
+            meta = obj["metadata"]
+            if not dry_run:
+                try:
+                    cluster.delete(str(obj.get("apiVersion")), str(obj.get("kind")), str(meta["name"]),
+                                   meta.get("namespace"), uid=meta.get("uid"))
+                except (NotFound, Conflict):   # gone, or made again since: the next plan sees the new one
+                    continue
+            deleted.append(obj)
+            if report is not None:
+                report(Action("delete", str(obj.get("kind")), str(meta["name"]), meta.get("namespace"),
+                              f"custom resource of CustomResourceDefinition {crd.name}"))
+    return deleted
+
+
+def remaining(cluster: Cluster, deleted: Sequence[Obj]) -> list[tuple[str, str]]:
+    """Which of the ``deleted`` objects the server still shows (the same uid), with what holds each (finalizers),
+    as ``(label, holds)``. An object gone, or made again under its name since, is not counted."""
+    left = []
+    for obj in deleted:
+        meta = obj["metadata"]
+        try:
+            live = cluster.get(str(obj.get("apiVersion")), str(obj.get("kind")), str(meta["name"]),
+                               meta.get("namespace"))
+        except NotFound:
+            continue
+        if (live.get("metadata") or {}).get("uid") != meta.get("uid"):
+            continue
+        finalizers = [str(f) for f in (live.get("metadata") or {}).get("finalizers") or []]
+        left.append((resource_label(obj), f"waiting for finalizers: {', '.join(finalizers)}" if finalizers else ""))
+    return left
+
+
+def delete_revisions(cluster: Cluster, revisions: Sequence[Obj], *, orphan: bool = False, dry_run: bool = False,
+                     report: Callable[[Action], None] | None = None) -> None:
+    """Delete ``revisions``, newest first (the reconciler tears each down in reverse phase order before it lets it
+    go; ``orphan``: their objects stay, unmanaged). A revision gone meanwhile is skipped."""
+    detail = ("its objects stay (propagationPolicy Orphan)" if orphan
+              else "the reconciler tears its objects down in reverse phase order")
+    for cos in reversed(revisions):
+        name = str(cos["metadata"]["name"])
+        if not dry_run:
+            try:
+                cluster.delete(*_COS, name, uid=cos["metadata"].get("uid"),
+                               propagation_policy="Orphan" if orphan else None)
+            except (NotFound, Conflict):
+                continue
+        if report is not None:
+            report(Action("delete", api.KIND, name, None, detail))
+
+
+__all__ = ["SAMPLE", "HeldCRD", "Plan", "UninstallError", "delete_custom_resources", "delete_revisions",
+           "kept_phases", "plan_uninstall", "remaining", "resource_label", "teardown_findings"]
