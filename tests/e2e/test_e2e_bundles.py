@@ -539,13 +539,40 @@ def test_install_upgrade_keep_configuration_and_roll_back(ctx: Ctx, case_id: str
     ctx.rolled_back[pkg] = (dict(get_cos(ctx.env, f"{pkg}-3")["metadata"].get("annotations") or {}),
                             dict(annotations))
 
-    # 7. uninstall as docs/bundles.md says: delete the owner's revisions; the reconciler tears the active one down
-    #    before its finalizer goes, and nothing it held is left (the namespace and the CRDs included)
-    kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={pkg}", "--wait=false")
-    wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={pkg}"), 300,
-             f"the revisions of {pkg} to be torn down")
+    # 7. uninstall as docs/bundles.md says: refused while a custom resource exists (the CSV's first example of its
+    #    own CRDs, in the install namespace), then with it deleted first; the reconciler tears the active revision
+    #    down before its finalizer goes, and nothing it held is left (the namespace and the CRDs included)
+    #    (not with webhooks: they intercept the custom resources, and no operator answers them here)
+    choice: tuple[str, ...] = ()
+    if not case.cert_provider:
+        example = _example(first, v1, ns)
+        ctx.kube.create(example)
+        label = f"{example['kind']} {ns}/{example['metadata']['name']}"
+        done = cosctl(ctx, "uninstall", "--owner", pkg)
+        assert done.returncode == 1 and f"custom resources exist: {label}" in done.stdout, done.stdout + done.stderr
+        assert [c["metadata"]["name"] for c in ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={pkg}")] \
+            == [f"{pkg}-1", f"{pkg}-2", f"{pkg}-3"]
+        choice = ("--delete-custom-resources",)
+    out = ok(cosctl(ctx, "uninstall", "--owner", pkg, *choice, "--timeout", "300"))
+    if choice:
+        assert f"delete {label}: custom resource of CustomResourceDefinition " in "\n".join(out)
+    assert out[-1] == f"owner {pkg} uninstalled: 3 revision(s) deleted, their objects removed in reverse phase order"
+    assert not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={pkg}")
     assert [ref for ref in v1 if not gone(ctx.kube, *ref)] == []
     assert ("v1", "Namespace", ns, None) in v1
+
+
+def _example(bundle: Path, objects: dict[Ref, dict[str, Any]], namespace: str) -> dict[str, Any]:
+    """The first of the CSV's ``alm-examples`` (what the bundle offers an admin to create) whose kind is a
+    namespaced CRD of the revision, in ``namespace``."""
+    csv = next(yaml.safe_load(p.read_text()) for p in sorted((bundle / "manifests").iterdir())
+               if "ClusterServiceVersion" in p.read_text())
+    kinds = {(o["spec"]["group"], o["spec"]["names"]["kind"]) for (_, kind, _, _), o in objects.items()
+             if kind == "CustomResourceDefinition" and o["spec"]["scope"] == "Namespaced"}
+    for example in json.loads(csv["metadata"]["annotations"]["alm-examples"]):
+        if (example["apiVersion"].split("/")[0], example["kind"]) in kinds:
+            return {**example, "metadata": {**example["metadata"], "namespace": namespace}}
+    raise AssertionError(f"{bundle}: no example of a namespaced CRD of the bundle in its CSV's alm-examples")
 
 
 def _images(deployment: dict[str, Any]) -> list[str]:
@@ -713,6 +740,24 @@ def test_cosctl_rbac_grants_what_a_least_privilege_install_and_upgrade_need(ctx:
         archived_and_torn_down(ctx, f"{owner}-1")
         assert (gone(ctx.kube, "rbac.authorization.k8s.io/v1", "ClusterRole", old_role),
                 gone(ctx.kube, "rbac.authorization.k8s.io/v1", "ClusterRole", new_role)) == (True, False)
+
+        # uninstall: the teardown's deletes are checked against the ServiceAccount's RBAC first; with the grant's
+        # cluster-wide half gone, nothing is deleted; granted again, the reconciler tears it down with the token
+        kubectl(ctx.env, "delete", "clusterrolebinding", f"{owner}-installer")
+        done = cosctl(ctx, "uninstall", "--owner", owner)
+        lines = done.stderr.splitlines()
+        assert (done.returncode, lines[:2]) == (1, [
+            "cosctl uninstall: the permission preflight refused the uninstall (nothing was deleted):",
+            f"ServiceAccount {ns}/installer lacks, by the cluster's RBAC, to tear ClusterObjectSet {owner}-2 down:"]), \
+            done.stderr
+        assert (f'  Namespace:"" APIGroups:[rbac.authorization.k8s.io] Resources:[clusterroles] '
+                f"ResourceNames:[{new_role}] Verbs:[delete]") in lines
+        assert len(ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}")) == 2
+        kubectl(ctx.env, "apply", "-f", "-", stdin=rbac.stdout)
+        out = ok(cosctl(ctx, "uninstall", "--owner", owner, "--timeout", "300"))
+        assert out[-1] == (f"owner {owner} uninstalled: 2 revision(s) deleted, their objects removed in reverse "
+                           "phase order")
+        assert gone(ctx.kube, "rbac.authorization.k8s.io/v1", "ClusterRole", new_role)
     finally:   # teardown with the ServiceAccount's rights, which are still granted; then the grant itself
         kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={owner}", "--wait=false")
         wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
