@@ -96,19 +96,24 @@ def resource_label(obj: Obj) -> str:
     return f"{obj.get('kind')} {where}{meta.get('name')}"
 
 
-def plan_uninstall(cluster: Cluster, owner: str) -> Plan:
+def plan_uninstall(cluster: Cluster, owner: str, content: Callable[[Obj], list[Phase] | None]) -> Plan:
     """The owner's revisions, the CRDs and Namespaces they control, and which of those CRDs have custom resources.
-    Who controls an object is read from the live object (its controller ownerReference), not from the revisions'
-    content, so this holds even when a revision's Secrets are gone: it is what the teardown deletes. Raises
-    :class:`UninstallError` when the owner has no revisions or the cluster cannot be read."""
+
+    Candidates are the CRDs and Namespaces in the content of each revision that may still control something (one
+    not torn down yet: Active, or still holding the teardown finalizer), each read by name; when a revision's
+    content cannot be read (``content`` answers None: its Secrets are gone), every CRD and Namespace of the cluster
+    is listed instead. Who controls an object is then read from the live object (its controller ownerReference):
+    that is what the teardown deletes. Raises :class:`UninstallError` when the owner has no revisions or the
+    cluster cannot be read."""
     revisions = owner_revisions(cluster, owner)
     if not revisions:
         raise UninstallError(f"owner {owner} has no revisions: nothing to uninstall")
     plan = Plan(owner, revisions, active_revisions(revisions),
                 [c for c in revisions if (c.get("metadata") or {}).get("deletionTimestamp")])
     names = controllers(revisions)
+    crds, namespaces = _candidates(cluster, revisions, content)
     try:
-        for crd in _listed(cluster, CRD_API_VERSION, "CustomResourceDefinition"):
+        for crd in crds:
             controller = names.get(controller_uid(crd) or "")
             if controller is not None:
                 name = str(crd["metadata"]["name"])
@@ -116,10 +121,43 @@ def plan_uninstall(cluster: Cluster, owner: str) -> Plan:
                 plan.crds.append(HeldCRD(name, controller, served_kind(crd), tuple(found), _conversion_service(crd)))
     except CRDCheckError as exc:
         raise UninstallError(str(exc)) from None
-    plan.namespaces = {str(ns["metadata"]["name"]): names[uid] for ns in _listed(cluster, "v1", "Namespace")
+    plan.namespaces = {str(ns["metadata"]["name"]): names[uid] for ns in namespaces
                        if (uid := controller_uid(ns) or "") in names}
     plan.crds.sort(key=lambda c: c.name)
     return plan
+
+
+def _candidates(cluster: Cluster, revisions: Sequence[Obj],
+                content: Callable[[Obj], list[Phase] | None]) -> tuple[list[Obj], list[Obj]]:
+    """The live CRDs and Namespaces the owner's revisions may control (see :func:`plan_uninstall`)."""
+    crd_names: set[str] = set()
+    namespace_names: set[str] = set()
+    for cos in revisions:
+        meta = cos.get("metadata") or {}
+        if (cos.get("spec") or {}).get("lifecycleState") != api.LIFECYCLE_ACTIVE \
+                and api.FINALIZER_TEARDOWN not in (meta.get("finalizers") or []):
+            continue   # archived and torn down: it controls nothing any more
+        phases = content(cos)
+        if phases is None:
+            return (_listed(cluster, CRD_API_VERSION, "CustomResourceDefinition"),
+                    _listed(cluster, "v1", "Namespace"))
+        for obj in (o for p in phases for o in p.objects):
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            if is_crd(obj):
+                crd_names.add(name)
+            elif (obj.get("apiVersion"), obj.get("kind")) == ("v1", "Namespace"):
+                namespace_names.add(name)
+    return ([o for n in sorted(crd_names) if (o := _read(cluster, CRD_API_VERSION, "CustomResourceDefinition", n))],
+            [o for n in sorted(namespace_names) if (o := _read(cluster, "v1", "Namespace", n))])
+
+
+def _read(cluster: Cluster, api_version: str, kind: str, name: str) -> Obj | None:
+    try:
+        return cluster.get(api_version, kind, name)
+    except NotFound:
+        return None
+    except ApiError as exc:
+        raise UninstallError(f"could not read {kind} {name}: {exc.reason}: {exc.message}") from None
 
 
 def _listed(cluster: Cluster, api_version: str, kind: str) -> list[Obj]:

@@ -120,8 +120,8 @@ def _main(args: argparse.Namespace) -> int:
 def _uninstall(args: argparse.Namespace, progress: Progress) -> int:
     cluster = args.connect(args)
     owner = args.owner
-    plan = plan_uninstall(cluster, owner)
     held = HeldContent(cluster, args.system_namespace)
+    plan = plan_uninstall(cluster, owner, held.content)
     _describe(plan, held.content)
     waiter = _Waiter(args)
     if args.keep_crds:
@@ -136,7 +136,7 @@ def _uninstall(args: argparse.Namespace, progress: Progress) -> int:
     if plan.active and args.preflight_permissions == ENFORCEMENT_STRICT:
         _refuse_missing_permissions(cluster, plan, held)
     if args.delete_custom_resources:
-        plan = _delete_custom_resources(args, cluster, plan, progress, waiter)
+        plan = _delete_custom_resources(args, cluster, plan, held, progress, waiter)
     undeleted = [c for c in plan.revisions if not (c.get("metadata") or {}).get("deletionTimestamp")]
     delete_revisions(cluster, undeleted, dry_run=args.dry_run, report=progress)
     if args.dry_run:
@@ -184,8 +184,8 @@ def _refuse_missing_permissions(cluster: Cluster, plan: Plan, held: HeldContent)
             "needs, its teardown included; --preflight-permissions None skips the check, for this run only"]))
 
 
-def _delete_custom_resources(args: argparse.Namespace, cluster: Cluster, plan: Plan, progress: Progress,
-                             waiter: _Waiter) -> Plan:
+def _delete_custom_resources(args: argparse.Namespace, cluster: Cluster, plan: Plan, held: HeldContent,
+                             progress: Progress, waiter: _Waiter) -> Plan:
     """Delete the custom resources and wait until they are gone, again while new ones appear (an operator that
     makes its own), at most :data:`CUSTOM_RESOURCE_ROUNDS` times; the plan read after the last round."""
     for _ in range(CUSTOM_RESOURCE_ROUNDS):
@@ -197,7 +197,7 @@ def _delete_custom_resources(args: argparse.Namespace, cluster: Cluster, plan: P
         waiter.until("custom resources", functools.partial(_custom_resources_gone, cluster, deleted),
                      "nothing else was deleted; the custom resources that are left wait for what holds them (their "
                      "operator still runs): run the command again once they are gone")
-        plan = plan_uninstall(cluster, plan.owner)
+        plan = plan_uninstall(cluster, plan.owner, held.content)
     if plan.in_use:
         raise UninstallError(
             f"custom resources were made again after {CUSTOM_RESOURCE_ROUNDS} rounds of deletes (the operator "

@@ -318,3 +318,26 @@ def test_the_teardown_permission_preflight(tmp_path: Path) -> None:
     code, _, err = uninstall(mc, "--preflight-permissions", "None", "--no-wait")
     assert (code, err) == (0, "")
     assert mc.peek(*COS, "shop-1") is None   # never rolled out: no finalizer, nothing to tear down
+
+
+def test_the_plan_reads_what_the_revisions_hold_by_name_and_lists_everything_only_without_their_content(
+        tmp_path: Path) -> None:
+    """On a cluster with many CRDs, reading them all is slow: the CRDs and Namespaces the revision's content names
+    are read one by one. When its Secrets are gone, every CRD and Namespace is listed, and the live controller
+    reference still says which ones the teardown deletes."""
+    mc = installed(tmp_path)
+    widget(mc, "w1", "shop")
+    mc.reset_requests()
+    assert uninstall(mc)[0] == 1
+    reads = sorted({(r.verb, r.kind, r.name) for r in mc.log if r.kind in ("CustomResourceDefinition", "Namespace")})
+    assert reads == [("get", "CustomResourceDefinition", "widgets.example.com"), ("get", "Namespace", "shop")]
+
+    for secret in mc.objects("v1", "Secret"):
+        mc.remove("v1", "Secret", secret["metadata"]["name"], secret["metadata"]["namespace"])
+    mc.reset_requests()
+    code, out, err = uninstall(mc)
+    assert (code, out) == (1, PLAN.replace("(4 object(s))", "(content unreadable)").format(
+        crs="custom resources exist: Widget shop/w1"))
+    assert "  widgets.example.com: Widget shop/w1\n" in err
+    assert {(r.verb, r.kind) for r in mc.log if r.kind in ("CustomResourceDefinition", "Namespace")} == {
+        ("list", "CustomResourceDefinition"), ("list", "Namespace")}
