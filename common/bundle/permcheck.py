@@ -13,7 +13,7 @@ Only RBAC is consulted, as OLM v1 consults it: a cluster that authorizes through
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from common.bundle.kinds import builtin
@@ -133,30 +133,31 @@ def check_permissions(cluster: Cluster, objects: Sequence[Obj], account_namespac
     return verdict
 
 
-def check_teardowns(cluster: Cluster, teardowns: Sequence[Teardown]) -> tuple[list[str], dict[str, list[MissingRule]]]:
-    """What tearing all of ``teardowns`` (an owner's revisions, oldest first) down at once needs, as an uninstall
-    deletes them: the ServiceAccounts among theirs that do not exist (``NS/NAME``; the reconciler cannot tear a
-    revision down without its ServiceAccount), and the rules each revision's ServiceAccount lacks (by revision
-    name) to delete what it holds and no newer one of them holds, and to release the rest (the newer revision
-    controls it, and deletes it), by the cluster's RBAC now (one snapshot for all)."""
+def check_teardowns(cluster: Cluster, teardowns: Sequence[Teardown],
+                    released: Mapping[str, set[ObjectRef]]) -> tuple[list[str], dict[str, list[MissingRule]]]:
+    """What tearing all of ``teardowns`` (an owner's revisions) down at once needs, as an uninstall deletes them:
+    the ServiceAccounts among theirs that do not exist (``NS/NAME``; the reconciler cannot tear a revision down
+    without its ServiceAccount), and the rules each revision's ServiceAccount lacks (by revision name) to release
+    the objects ``released`` names for it (another revision controls them, and deletes them) and to delete the
+    rest, by the cluster's RBAC now (one snapshot for all)."""
     lookup = cluster_lookup(cluster, [])
     held = {t.revision: [o for o in t.objects if lookup(str(o.get("apiVersion") or ""), str(o.get("kind") or ""))]
             for t in teardowns}
     absent = []
-    for account in sorted({(t.account_namespace, t.account_name) for t in teardowns}):
+    for namespace, name in sorted({(t.account_namespace, t.account_name) for t in teardowns}):
         try:
-            cluster.get("v1", "ServiceAccount", account[1], account[0])
+            cluster.get("v1", "ServiceAccount", name, namespace)
         except NotFound:
-            absent.append(f"{account[0]}/{account[1]}")
+            absent.append(f"{namespace}/{name}")
         except ApiError as exc:
-            raise PermissionCheckError(f"could not read ServiceAccount {account[0]}/{account[1]}: "
+            raise PermissionCheckError(f"could not read ServiceAccount {namespace}/{name}: "
                                        f"{exc.reason}: {exc.message}") from None
     lacking: dict[str, list[MissingRule]] = {}
     try:
         policy = read_policy(cluster, namespaces_of([o for kept in held.values() for o in kept], lookup))
-        for i, t in enumerate(teardowns):
-            newer = {ObjectRef.of(o) for later in teardowns[i + 1:] for o in held[later.revision]}
-            lacking[t.revision] = _teardown_lacking(t, held[t.revision], newer, lookup, policy)
+        for t in teardowns:
+            lacking[t.revision] = _teardown_lacking(t, held[t.revision], released.get(t.revision, set()), lookup,
+                                                    policy)
     except PermissionsError as exc:
         raise PermissionCheckError(str(exc)) from None
     return absent, lacking

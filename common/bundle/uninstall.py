@@ -23,6 +23,7 @@ Plain functions over the :class:`~common.cluster.interface.Cluster` protocol; ev
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -41,7 +42,7 @@ from common.bundle.publish import Action, PublishError, active_revisions, owner_
 from common.cluster.interface import ApiError, Cluster, Conflict, NotFound
 from common.contract import api
 from common.contract.gotext import go_quote
-from common.contract.objects import Obj
+from common.contract.objects import Obj, ObjectRef
 from common.contract.serviceaccount import declared
 
 SAMPLE = 3  # custom resources named per CRD in a message (then "and more")
@@ -60,15 +61,19 @@ class HeldCRD:
     name: str
     controller: str                  # the revision controlling it
     served: tuple[str, str] | None   # apiVersion and kind of its custom resources (None: it serves none)
+    namespaced: bool                 # whether its custom resources live in namespaces
     found: tuple[Obj, ...]           # custom resources of it, at most SAMPLE + 1 (more than SAMPLE: "and more")
-    conversion: str                  # "NS/NAME" of the Service its conversion webhook calls, "" when none
 
     @property
     def in_use(self) -> bool:
-        return bool(self.found)
+        """Custom resources of it exist, or may: one that serves no version cannot be asked, and deleting it
+        deletes whatever it stores."""
+        return bool(self.found) or self.served is None
 
     def describe_found(self) -> str:
         """``KokuMetricsConfig koku-metrics/koku-config, ... and more``: which custom resources exist."""
+        if self.served is None:
+            return "its custom resources cannot be listed (it serves no version); deleting it deletes any it stores"
         names = ", ".join(resource_label(o) for o in self.found[:SAMPLE])
         return names + (" and more" if len(self.found) > SAMPLE else "")
 
@@ -87,6 +92,21 @@ class Plan:
     @property
     def in_use(self) -> list[HeldCRD]:
         return [c for c in self.crds if c.in_use]
+
+    def being_deleted(self, revision: str) -> bool:
+        return any(c["metadata"]["name"] == revision for c in self.deleting)
+
+
+def orphaning(cos: Obj) -> bool:
+    """Whether a revision is being deleted with ``propagationPolicy: Orphan`` (its objects stay)."""
+    meta = cos.get("metadata") or {}
+    return bool(meta.get("deletionTimestamp")) and "orphan" in (meta.get("finalizers") or [])
+
+
+def tearing_down(cos: Obj) -> bool:
+    """Whether an Archived revision still holds objects it is tearing down (its teardown finalizer is on)."""
+    return ((cos.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ARCHIVED
+            and api.FINALIZER_TEARDOWN in ((cos.get("metadata") or {}).get("finalizers") or []))
 
 
 def resource_label(obj: Obj) -> str:
@@ -118,7 +138,8 @@ def plan_uninstall(cluster: Cluster, owner: str, content: Callable[[Obj], list[P
             if controller is not None:
                 name = str(crd["metadata"]["name"])
                 found = custom_resources(cluster, name, crd, limit=SAMPLE + 1)
-                plan.crds.append(HeldCRD(name, controller, served_kind(crd), tuple(found), _conversion_service(crd)))
+                namespaced = (crd.get("spec") or {}).get("scope") != "Cluster"
+                plan.crds.append(HeldCRD(name, controller, served_kind(crd), namespaced, tuple(found)))
     except CRDCheckError as exc:
         raise UninstallError(str(exc)) from None
     plan.namespaces = {str(ns["metadata"]["name"]): names[uid] for ns in namespaces
@@ -167,7 +188,8 @@ def _listed(cluster: Cluster, api_version: str, kind: str) -> list[Obj]:
         raise UninstallError(f"could not list {kind}s: {exc.reason}: {exc.message}") from None
 
 
-def _conversion_service(crd: Obj) -> str:
+def conversion_service(crd: Obj) -> str:
+    """``NS/NAME`` of the Service a CRD's conversion webhook calls, ``""`` when it converts without one."""
     conversion = (crd.get("spec") or {}).get("conversion") or {}
     if conversion.get("strategy") != "Webhook":
         return ""
@@ -175,74 +197,139 @@ def _conversion_service(crd: Obj) -> str:
     return f"{service.get('namespace')}/{service.get('name')}" if service.get("name") else ""
 
 
-def teardown_findings(cluster: Cluster, plan: Plan, content: Callable[[Obj], list[Phase] | None]) -> list[str]:
+def teardown_findings(cluster: Cluster, plan: Plan,
+                      content: Callable[[Obj], list[Phase] | None]) -> list[tuple[str, str]]:
     """What the preflight permission check finds against tearing the plan's Active revisions down: a ServiceAccount
-    a revision names that does not exist, and the rules each one lacks, by the cluster's RBAC, for the deletes (and
-    releases) its teardown makes with its token. A revision naming no ServiceAccount is torn down with the
-    reconciler's own rights, and one whose content cannot be read (``content`` answers None) cannot be judged:
-    neither is checked. Empty when nothing is missing; raises :class:`UninstallError` when the RBAC cannot be
-    read."""
-    teardowns = []
-    for cos in plan.active:
-        account, held = declared(cos), content(cos)
-        if account is not None and held is not None:
-            teardowns.append(Teardown(str(cos["metadata"]["name"]), account.namespace, account.name,
-                                      [o for p in held for o in p.objects]))
+    a revision names that does not exist, and the rules each one lacks, by the cluster's RBAC, for the deletes and
+    releases its teardown makes with its token. An object only one revision holds is counted as deleted; one several
+    hold is read live, and counts as deleted by the revision controlling it and released by the others that
+    reference it (mid-handover, the newer revision may not have adopted it yet). A revision naming no
+    ServiceAccount is torn down with the reconciler's own rights, and one whose content cannot be read cannot be
+    judged (the caller says so): neither is checked. Each finding comes with the ServiceAccount (``NS/NAME``) it
+    concerns; empty when nothing is missing. Raises :class:`UninstallError` when the RBAC or a shared object cannot
+    be read."""
+    held = {str(c["metadata"]["name"]): (c, phases) for c in plan.active if (phases := content(c)) is not None}
+    objects = {name: {ObjectRef.of(o): o for p in phases for o in p.objects} for name, (_, phases) in held.items()}
+    holders = Counter(ref for refs in objects.values() for ref in refs)
+    teardowns, released = [], {}
+    for name, (cos, _) in held.items():
+        account = declared(cos)
+        if account is None:
+            continue
+        uid = str(cos["metadata"].get("uid") or "")
+        mine, releasing = [], set()
+        for ref, obj in objects[name].items():
+            if holders[ref] == 1:
+                mine.append(obj)
+                continue
+            live = _live(cluster, obj)
+            if live is None:
+                continue   # nothing to tear down
+            if controller_uid(live) == uid:
+                mine.append(obj)
+            elif any(isinstance(r, dict) and r.get("uid") == uid
+                     for r in (live.get("metadata") or {}).get("ownerReferences") or []):
+                mine.append(obj)
+                releasing.add(ref)
+        teardowns.append(Teardown(name, account.namespace, account.name, mine))
+        released[name] = releasing
     if not teardowns:
         return []
     try:
-        absent, lacking = check_teardowns(cluster, teardowns)
+        absent, lacking = check_teardowns(cluster, teardowns, released)
     except PermissionCheckError as exc:
         raise UninstallError(f"the permission preflight failed: {exc}; nothing was deleted "
                              "(--preflight-permissions None skips the check)") from None
-    found = []
+    found: list[tuple[str, str]] = []
     for who in absent:
         namespace, name = who.split("/", 1)
         users = ", ".join(str(t.revision) for t in teardowns if f"{t.account_namespace}/{t.account_name}" == who)
-        found.append(f"ServiceAccount {who} does not exist: the reconciler tears ClusterObjectSet {users} down "
-                     f"with its token (service account {go_quote(name)} not found in namespace {go_quote(namespace)})")
+        found.append((who, f"ServiceAccount {who} does not exist: the reconciler tears ClusterObjectSet {users} "
+                           f"down with its token (service account {go_quote(name)} not found in namespace "
+                           f"{go_quote(namespace)})"))
     for t in teardowns:
         if lacking.get(t.revision):
-            found.append(f"ServiceAccount {t.account_namespace}/{t.account_name} lacks, by the cluster's RBAC, to tear "
-                         f"ClusterObjectSet {t.revision} down:\n  " + "\n  ".join(map(str, lacking[t.revision])))
+            who = f"{t.account_namespace}/{t.account_name}"
+            found.append((who, f"ServiceAccount {who} lacks, by the cluster's RBAC, to tear ClusterObjectSet "
+                               f"{t.revision} down:\n  " + "\n  ".join(map(str, lacking[t.revision]))))
     return found
 
 
-def kept_phases(cluster: Cluster, plan: Plan, content: Callable[[Obj], list[Phase] | None]) -> list[Phase]:
+def _live(cluster: Cluster, obj: Obj) -> Obj | None:
+    meta = obj.get("metadata") or {}
+    try:
+        return cluster.get(str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("name") or ""),
+                           meta.get("namespace"))
+    except NotFound:   # UnknownKind included: its CRD is gone, and it with it
+        return None
+    except ApiError as exc:
+        raise UninstallError(f"could not read {ObjectRef.of(obj)}: {exc.reason}: {exc.message}") from None
+
+
+@dataclass(slots=True)
+class Kept:
+    """The content of the revision that keeps the CRDs (``--keep-crds``), and why each Namespace is in it."""
+
+    phases: list[Phase]
+    namespaces: dict[str, str]   # name: why it is kept
+
+    @property
+    def crds(self) -> list[Obj]:
+        return [o for p in self.phases for o in p.objects if is_crd(o)]
+
+
+def kept_phases(cluster: Cluster, plan: Plan, content: Callable[[Obj], list[Phase] | None]) -> Kept:
     """The content of the revision that keeps the plan's CRDs (``--keep-crds``): each CRD the owner's revisions
-    control, as the newest Active revision holding it declares it, and each Namespace they control in which custom
-    resources of those CRDs exist (deleting the Namespace would delete them). Raises :class:`UninstallError` when
-    a revision's content cannot be read, or a CRD is in none of them."""
-    wanted = {c.name for c in plan.crds}
-    if not wanted:
+    control, as the revision controlling it declares it (what was applied), and each Namespace they control that
+    holds custom resources of those CRDs or the ServiceAccount the new revision will be applied with (deleting the
+    Namespace would delete them). Raises :class:`UninstallError` when there is no CRD to keep, when one (or a
+    Namespace to keep) is controlled by a revision being deleted already (its teardown deletes it whatever is
+    published), or when a controlling revision's content cannot be read."""
+    if not plan.crds:
         raise UninstallError(f"owner {plan.owner}: its revisions control no CustomResourceDefinition, so there is none "
                              "to keep; uninstall without --keep-crds")
-    held_namespaces = set(plan.namespaces)
-    objects: dict[tuple[str, str], Obj] = {}
-    for cos in plan.active:   # oldest first: a newer revision's manifest replaces an older one's
-        phases = content(cos)
-        if phases is None:
-            raise UninstallError(f"the content of ClusterObjectSet {cos['metadata']['name']} cannot be read (its "
-                                 "object-data Secrets): the CustomResourceDefinitions to keep cannot be known")
-        for obj in (o for p in phases for o in p.objects):
-            name = str((obj.get("metadata") or {}).get("name") or "")
-            if is_crd(obj) and name in wanted:
-                objects[("crd", name)] = obj
-            elif (obj.get("apiVersion"), obj.get("kind")) == ("v1", "Namespace") and name in held_namespaces:
-                objects[("ns", name)] = obj
-    lost = sorted(wanted - {name for what, name in objects if what == "crd"})
+    account = declared(plan.active[-1]) if plan.active else None
+    reasons: dict[str, str] = {}
+    for namespace in sorted(_namespaces_in_use(cluster, plan, set(plan.namespaces))):
+        reasons[namespace] = "custom resources are in it"
+    if account is not None and account.namespace in plan.namespaces:
+        reasons.setdefault(account.namespace, f"the ServiceAccount {account} the revisions are applied with is in it")
+    wanted = [(c.name, c.controller, "crd") for c in plan.crds] + [
+        (name, plan.namespaces[name], "ns") for name in sorted(reasons)]
+    lost = [f"{'CustomResourceDefinition' if what == 'crd' else 'Namespace'} {name} (controlled by {controller})"
+            for name, controller, what in wanted if plan.being_deleted(controller)]
     if lost:
-        raise UninstallError(f"CustomResourceDefinition {', '.join(lost)} is controlled by a revision of owner "
-                             f"{plan.owner} but in the content of none of its Active revisions: it cannot be kept")
-    used = _namespaces_in_use(cluster, plan, {name for what, name in objects if what == "ns"})
-    return sort_into_phases([o for (what, name), o in sorted(objects.items()) if what == "crd" or name in used])
+        raise UninstallError(
+            f"{', '.join(lost)} cannot be kept: the revision controlling it is being deleted already, and its teardown "
+            "deletes it whatever is published now (with every custom resource of a CustomResourceDefinition, "
+            "and everything in a Namespace); nothing was written")
+    by_name = {str(c["metadata"]["name"]): c for c in plan.revisions}
+    objects = []
+    for name, controller, what in wanted:
+        phases = content(by_name[controller])
+        if phases is None:
+            raise UninstallError(f"the content of ClusterObjectSet {controller} cannot be read (its object-data "
+                                 f"Secrets): what it declares for {name} cannot be known, so it cannot be kept")
+        found = next((o for p in phases for o in p.objects
+                      if str((o.get("metadata") or {}).get("name")) == name and _is(o, what)), None)
+        if found is None:
+            raise UninstallError(f"{'CustomResourceDefinition' if what == 'crd' else 'Namespace'} {name} is "
+                                 f"controlled by ClusterObjectSet {controller}, whose content does not hold it: it "
+                                 "cannot be kept")
+        objects.append(found)
+    return Kept(sort_into_phases(objects), reasons)
+
+
+def _is(obj: Obj, what: str) -> bool:
+    return is_crd(obj) if what == "crd" else (obj.get("apiVersion"), obj.get("kind")) == ("v1", "Namespace")
 
 
 def _namespaces_in_use(cluster: Cluster, plan: Plan, namespaces: set[str]) -> set[str]:
-    """Which of ``namespaces`` hold custom resources of the plan's CRDs (one read per CRD and namespace)."""
+    """Which of ``namespaces`` hold custom resources of the plan's namespaced CRDs (one read per CRD and
+    namespace)."""
     used: set[str] = set()
     for crd in plan.crds:
-        if crd.served is None:
+        if crd.served is None or not crd.namespaced:
             continue
         for namespace in sorted(namespaces - used):
             try:
@@ -264,6 +351,8 @@ def delete_custom_resources(cluster: Cluster, crds: Sequence[HeldCRD], *, dry_ru
     listed; the cluster's refusal of a delete is raised as it is."""
     deleted = []
     for crd in crds:
+        if crd.served is None:
+            continue   # cannot be listed, so cannot be deleted one by one: they go with their CRD
         try:
             items = list_custom_resources(cluster, crd.name, crd.served)
         except CRDCheckError as exc:
@@ -301,23 +390,22 @@ def remaining(cluster: Cluster, deleted: Sequence[Obj]) -> list[tuple[str, str]]
     return left
 
 
-def delete_revisions(cluster: Cluster, revisions: Sequence[Obj], *, orphan: bool = False, dry_run: bool = False,
+def delete_revisions(cluster: Cluster, revisions: Sequence[Obj], *, dry_run: bool = False,
                      report: Callable[[Action], None] | None = None) -> None:
     """Delete ``revisions``, newest first (the reconciler tears each down in reverse phase order before it lets it
-    go; ``orphan``: their objects stay, unmanaged). A revision gone meanwhile is skipped."""
-    detail = ("its objects stay (propagationPolicy Orphan)" if orphan
-              else "the reconciler tears its objects down in reverse phase order")
+    go), each with its uid as precondition. A revision gone, or made again under its name, meanwhile is skipped."""
     for cos in reversed(revisions):
         name = str(cos["metadata"]["name"])
         if not dry_run:
             try:
-                cluster.delete(*_COS, name, uid=cos["metadata"].get("uid"),
-                               propagation_policy="Orphan" if orphan else None)
+                cluster.delete(*_COS, name, uid=cos["metadata"].get("uid"))
             except (NotFound, Conflict):
                 continue
         if report is not None:
-            report(Action("delete", api.KIND, name, None, detail))
+            report(Action("delete", api.KIND, name, None, "the reconciler tears its objects down in reverse phase "
+                                                           "order"))
 
 
-__all__ = ["SAMPLE", "HeldCRD", "Plan", "UninstallError", "delete_custom_resources", "delete_revisions",
-           "kept_phases", "plan_uninstall", "remaining", "resource_label", "teardown_findings"]
+__all__ = ["SAMPLE", "HeldCRD", "Kept", "Plan", "UninstallError", "conversion_service", "delete_custom_resources",
+           "delete_revisions", "kept_phases", "orphaning", "plan_uninstall", "remaining", "resource_label",
+           "teardown_findings", "tearing_down"]

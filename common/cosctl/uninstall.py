@@ -25,14 +25,18 @@ from common.bundle.crdsafety import ENFORCEMENT_STRICT, ENFORCEMENTS
 from common.bundle.phasing import Phase
 from common.bundle.publish import HeldContent, owner_revisions, publish
 from common.bundle.uninstall import (
+    HeldCRD,
     Plan,
     UninstallError,
+    conversion_service,
     delete_custom_resources,
     delete_revisions,
     kept_phases,
+    orphaning,
     plan_uninstall,
     remaining,
     teardown_findings,
+    tearing_down,
 )
 from common.cluster.interface import Cluster, NotFound
 from common.contract import api, conditions
@@ -147,8 +151,11 @@ def _uninstall(args: argparse.Namespace, progress: Progress) -> int:
         return EXIT_OK
     waiter.until(f"owner {owner}", lambda: _revisions_gone(cluster, owner),
                  f"the reconciler goes on; `cosctl status --owner {owner}` shows where it stands")
-    print(f"owner {owner} uninstalled: {len(plan.revisions)} revision(s) deleted, their objects removed in reverse "
-          "phase order")
+    orphaned = [str(c["metadata"]["name"]) for c in plan.deleting if orphaning(c)]
+    print(f"owner {owner} uninstalled: {len(plan.revisions)} revision(s) deleted, "
+          + ("their objects removed in reverse phase order" if not orphaned else
+             f"the objects of {', '.join(orphaned)} left in place (it was deleted with propagationPolicy Orphan), "
+             "the others' removed in reverse phase order"))
     return EXIT_OK
 
 
@@ -161,14 +168,24 @@ def _describe(plan: Plan, content: Callable[[Obj], list[Phase] | None]) -> None:
         count = f"{sum(len(p.objects) for p in phases)} object(s)" if phases is not None else "content unreadable"
         lines.append(f"owner {plan.owner}: Active revision {cos['metadata']['name']}"
                      + (f" ({what}, {count})" if what else f" ({count})"))
+        if phases is None and declared(cos) is not None:
+            print(f"cosctl uninstall: warning: the content of ClusterObjectSet {cos['metadata']['name']} cannot be "
+                  "read (its object-data Secrets): the permission preflight cannot check its teardown",
+                  file=sys.stderr)
     for cos in plan.deleting:
-        lines.append(f"owner {plan.owner}: revision {cos['metadata']['name']} is being deleted already")
-    archived = len(plan.revisions) - len(plan.active) - len(plan.deleting)
-    if archived:
-        lines.append(f"owner {plan.owner}: {archived} archived revision(s) (nothing left to tear down)")
+        lines.append(f"owner {plan.owner}: revision {cos['metadata']['name']} is being deleted already"
+                     + (", leaving its objects in place (propagationPolicy Orphan)" if orphaning(cos) else ""))
+    archived = [c for c in plan.revisions if c not in plan.active and c not in plan.deleting]
+    busy = [str(c["metadata"]["name"]) for c in archived if tearing_down(c)]
+    if busy:
+        lines.append(f"owner {plan.owner}: archived revision {', '.join(busy)} still tearing down")
+    if len(archived) > len(busy):
+        lines.append(f"owner {plan.owner}: {len(archived) - len(busy)} archived revision(s) (nothing left to tear "
+                     "down)")
     for crd in plan.crds:
         found = f"custom resources exist: {crd.describe_found()}" if crd.in_use else "no custom resources"
-        lines.append(f"CustomResourceDefinition {crd.name} (controlled by {crd.controller}): {found}")
+        going = ", being deleted" if plan.being_deleted(crd.controller) else ""
+        lines.append(f"CustomResourceDefinition {crd.name} (controlled by {crd.controller}{going}): {found}")
     lines.extend(f"Namespace {ns} (controlled by {controller}): deleting it deletes everything in it"
                  for ns, controller in sorted(plan.namespaces.items()))
     print("\n".join(lines), flush=True)
@@ -177,11 +194,11 @@ def _describe(plan: Plan, content: Callable[[Obj], list[Phase] | None]) -> None:
 def _refuse_missing_permissions(cluster: Cluster, plan: Plan, held: HeldContent) -> None:
     found = teardown_findings(cluster, plan, held.content)
     if found:
-        account = next((a for a in map(declared, reversed(plan.active)) if a is not None), None)
         raise UninstallError("\n".join([
-            "the permission preflight refused the uninstall (nothing was deleted):", *found,
-            f"`cosctl rbac --owner {plan.owner} --service-account {account}` prints the RBAC the installed revision "
-            "needs, its teardown included; --preflight-permissions None skips the check, for this run only"]))
+            "the permission preflight refused the uninstall (nothing was deleted):", *(text for _, text in found),
+            f"`cosctl rbac --owner {plan.owner} --service-account {found[0][0]}` prints the RBAC the installed "
+            "revision needs, its teardown included; --preflight-permissions None skips the check, for this run "
+            "only"]))
 
 
 def _delete_custom_resources(args: argparse.Namespace, cluster: Cluster, plan: Plan, held: HeldContent,
@@ -189,21 +206,27 @@ def _delete_custom_resources(args: argparse.Namespace, cluster: Cluster, plan: P
     """Delete the custom resources and wait until they are gone, again while new ones appear (an operator that
     makes its own), at most :data:`CUSTOM_RESOURCE_ROUNDS` times; the plan read after the last round."""
     for _ in range(CUSTOM_RESOURCE_ROUNDS):
-        if not plan.in_use:
+        if not _listable(plan):
             return plan
-        deleted = delete_custom_resources(cluster, plan.in_use, dry_run=args.dry_run, report=progress)
+        deleted = delete_custom_resources(cluster, _listable(plan), dry_run=args.dry_run, report=progress)
         if args.dry_run:
             return plan
         waiter.until("custom resources", functools.partial(_custom_resources_gone, cluster, deleted),
                      "nothing else was deleted; the custom resources that are left wait for what holds them (their "
                      "operator still runs): run the command again once they are gone")
         plan = plan_uninstall(cluster, plan.owner, held.content)
-    if plan.in_use:
+    if _listable(plan):
         raise UninstallError(
             f"custom resources were made again after {CUSTOM_RESOURCE_ROUNDS} rounds of deletes (the operator "
-            "may make its own):\n" + "".join(f"  {c.name}: {c.describe_found()}\n" for c in plan.in_use)
+            "may make its own):\n" + "".join(f"  {c.name}: {c.describe_found()}\n" for c in _listable(plan))
             + "nothing else was deleted; --keep-crds keeps them instead")
     return plan
+
+
+def _listable(plan: Plan) -> list[HeldCRD]:
+    """The CRDs with custom resources that can be deleted one by one (those of a CRD serving no version go with
+    it: --delete-custom-resources asked for that)."""
+    return [c for c in plan.in_use if c.served is not None]
 
 
 def _custom_resources_gone(cluster: Cluster, deleted: list[Obj]) -> tuple[bool, str]:
@@ -226,6 +249,8 @@ def _teardown_state(cos: Obj) -> str:
     it removes its objects."""
     progressing = condition(cos, conditions.PROGRESSING)
     available = condition(cos, conditions.AVAILABLE)
+    if orphaning(cos):
+        return "leaving its objects in place (propagationPolicy Orphan)"
     if not progressing:
         return "waiting for the reconciler"
     if progressing.get("reason") == conditions.RETRYING and progressing.get("message") != conditions.MSG_TEARING_DOWN:
@@ -243,17 +268,16 @@ def _keep_crds(args: argparse.Namespace, cluster: Cluster, plan: Plan, held: Hel
     if not plan.active:
         raise UninstallError(f"owner {plan.owner} has no Active revision: there is nothing to keep the "
                              "CustomResourceDefinitions from")
-    phases = kept_phases(cluster, plan, held.content)
+    kept = kept_phases(cluster, plan, held.content)
     latest = plan.active[-1]
     labels = latest["metadata"].get("labels") or {}
-    result = publish(cluster, phases, owner=plan.owner, owner_kind=labels.get(api.LABEL_OWNER_KIND),
+    result = publish(cluster, kept.phases, owner=plan.owner, owner_kind=labels.get(api.LABEL_OWNER_KIND),
                      system_namespace=args.system_namespace,
                      collision_protection=(latest.get("spec") or {}).get("collisionProtection")
                      or api.COLLISION_PREVENT,
                      revisions=plan.revisions, dry_run=args.dry_run, report=progress,
                      preflight_permissions=args.preflight_permissions)
     print(result.summary())
-    kept = [o for p in phases for o in p.objects]
     if args.dry_run:
         return EXIT_OK
     if not args.wait:
@@ -263,19 +287,19 @@ def _keep_crds(args: argparse.Namespace, cluster: Cluster, plan: Plan, held: Hel
     older = [str(c["metadata"]["name"]) for c in plan.active if c["metadata"]["name"] != result.name]
     waiter.until(result.name, lambda: _handed_over(cluster, result.name, older, args.system_namespace),
                  f"the reconciler goes on; `cosctl status --owner {plan.owner}` shows where it stands")
-    names = ", ".join(str(o["metadata"]["name"]) for o in kept if o.get("kind") == "CustomResourceDefinition")
+    names = ", ".join(str(o["metadata"]["name"]) for o in kept.crds)
     print(f"owner {plan.owner}: everything but CustomResourceDefinition {names} was removed; revision {result.name} "
           "keeps them and their custom resources")
-    for o in kept:
-        if o.get("kind") == "Namespace":
-            print(f"Namespace {o['metadata']['name']} was kept too: custom resources are in it")
-    for crd in plan.crds:
-        if crd.conversion:
-            print(f"warning: CustomResourceDefinition {crd.name} converts between its versions with a webhook "
-                  f"(Service {crd.conversion}), which was removed: until the operator is installed again, its custom "
-                  f"resources can be read only at the version they are stored at")
+    for namespace, why in sorted(kept.namespaces.items()):
+        print(f"Namespace {namespace} was kept too: {why}")
+    for crd in kept.crds:
+        if service := conversion_service(crd):
+            print(f"warning: CustomResourceDefinition {crd['metadata']['name']} converts between its versions with a "
+                  f"webhook (Service {service}), which was removed: until the operator is installed again, its "
+                  "custom resources can be read only at the version they are stored at")
     print(f"reinstall: publish a bundle of the package for owner {plan.owner} (the new revision takes the "
-          f"CustomResourceDefinitions over); remove them: cosctl uninstall --owner {plan.owner}")
+          "CustomResourceDefinitions over); remove them later: delete their custom resources while the operator is "
+          f"installed (their finalizers may need it), then cosctl uninstall --owner {plan.owner}")
     return EXIT_OK
 
 

@@ -12,7 +12,7 @@ from common.cluster.interface import Forbidden
 from common.contract import api
 from common.testing.memcluster import MemCluster
 from reconciler.engine import reconcile
-from tests.producer.helpers import allow_service_accounts, cosctl
+from tests.producer.helpers import allow_service_accounts, cosctl, grant
 
 COS = (api.API_VERSION, api.KIND)
 CRD_API = "apiextensions.k8s.io/v1"
@@ -210,7 +210,8 @@ def test_keep_crds_hands_over_to_a_revision_holding_them_and_a_publish_takes_the
         "shop/web-service), which was removed: until the operator is installed again, its custom resources can be "
         "read only at the version they are stored at",
         "reinstall: publish a bundle of the package for owner shop (the new revision takes the "
-        "CustomResourceDefinitions over); remove them: cosctl uninstall --owner shop"]
+        "CustomResourceDefinitions over); remove them later: delete their custom resources while the operator is "
+        "installed (their finalizers may need it), then cosctl uninstall --owner shop"]
     assert "shop-2: handed over; the revisions before it are torn down" in lines
     assert left(mc) == {api.KIND: ["shop-1", "shop-2"], "CustomResourceDefinition": ["widgets.example.com"],
                         "Namespace": ["shop"], "Deployment": [], "ConfigMap": [], "Widget": ["w1"]}
@@ -270,7 +271,8 @@ def test_dry_run_and_no_wait(tmp_path: Path) -> None:
     code, out, err = uninstall(mc)
     assert (code, err) == (0, "")
     assert out == ("owner shop: revision shop-1 is being deleted already\n"
-                   "CustomResourceDefinition widgets.example.com (controlled by shop-1): no custom resources\n"
+                   "CustomResourceDefinition widgets.example.com (controlled by shop-1, being deleted): no custom "
+                   "resources\n"
                    "Namespace shop (controlled by shop-1): deleting it deletes everything in it\n"
                    "owner shop: 1 revision(s) tearing down; shop-1: removing its objects in reverse phase order\n"
                    "owner shop: every revision is gone\n"
@@ -341,3 +343,193 @@ def test_the_plan_reads_what_the_revisions_hold_by_name_and_lists_everything_onl
     assert "  widgets.example.com: Widget shop/w1\n" in err
     assert {(r.verb, r.kind) for r in mc.log if r.kind in ("CustomResourceDefinition", "Namespace")} == {
         ("list", "CustomResourceDefinition"), ("list", "Namespace")}
+
+
+# ---------------------------------------------------------------------------------------- the review's cases
+
+def test_keep_crds_refuses_what_a_revision_being_deleted_controls(tmp_path: Path) -> None:
+    """Mid-handover, the newer revision (which adopted the CRD and the namespace) deleted already: its teardown
+    deletes them whatever is published, so they cannot be kept, and nothing is written."""
+    mc = installed(tmp_path)
+    widget(mc, "w1", "shop")
+    assert cosctl("publish", operator(tmp_path / "v2", image="web:2"), "--owner", "shop", cluster=mc)[0] == 0
+    reconcile(mc, "shop-2")   # adopts everything; not ready yet, so shop-1 stays Active
+    mc.delete(*COS, "shop-2")
+    mc.reset_requests()
+    code, out, err = uninstall(mc, "--keep-crds")
+    assert code == 1
+    assert "CustomResourceDefinition widgets.example.com (controlled by shop-2, being deleted): custom resources " \
+           "exist: Widget shop/w1" in out.splitlines()
+    assert err == (
+        "cosctl uninstall: CustomResourceDefinition widgets.example.com (controlled by shop-2), Namespace shop "
+        "(controlled by shop-2) cannot be kept: the revision controlling it is being deleted already, and its "
+        "teardown deletes it whatever is published now (with every custom resource of a CustomResourceDefinition, "
+        "and everything in a Namespace); nothing was written\n")
+    assert mc.writes == 0 and left(mc)[api.KIND] == ["shop-1", "shop-2"]
+
+
+V2_CRD = CRD.replace("""  versions:
+  - name: v1
+    served: true
+    storage: true
+""", """  conversion:
+    strategy: Webhook
+    webhook:
+      conversionReviewVersions: [v1]
+      clientConfig: {service: {name: web-service, namespace: shop, path: /convert}}
+  versions:
+  - name: v2
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+  - name: v1
+    served: true
+    storage: false
+""")
+
+
+def test_keep_crds_keeps_the_crd_as_applied_not_as_a_stuck_revision_declares_it(tmp_path: Path) -> None:
+    """The newest revision is stuck before its CRD phase (a collision): the CRD kept is the one its controller (the
+    older revision) applied, not the never-applied version with another storage version and a conversion
+    webhook."""
+    mc = installed(tmp_path)
+    widget(mc, "w1", "shop")
+    mc.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "taken"}})   # someone else's
+    root = tmp_path / "v2"
+    operator(root, image="web:2")
+    text = (root / "all.yaml").read_text().replace(CRD, V2_CRD)
+    (root / "all.yaml").write_text(text + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: taken}\n")
+    assert cosctl("publish", str(root), "--owner", "shop", cluster=mc)[0] == 0
+    ticker(mc)()
+    assert mc.peek(*COS, "shop-2")["status"]["conditions"][0]["reason"] == "Retrying"   # the collision
+    code, out, err = uninstall(mc, "--keep-crds")
+    assert (code, err) == (0, "")
+    assert "warning:" not in out
+    live = mc.peek(CRD_API, "CustomResourceDefinition", "widgets.example.com")
+    assert ([v["name"] for v in live["spec"]["versions"]], "conversion" in live["spec"]) == (["v1"], False)
+    assert [r["name"] for r in live["metadata"]["ownerReferences"] if r.get("controller")] == ["shop-3"]
+
+
+def test_keep_crds_keeps_the_namespace_of_the_service_account_it_is_applied_with(tmp_path: Path) -> None:
+    from reconciler.engine import EngineConfig
+    from tests.engine.test_serviceaccount import Writers
+
+    mc = MemCluster()
+    mc.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})   # made first
+    allow_service_accounts(mc, "shop/installer")
+    assert cosctl("publish", operator(tmp_path / "v1"), "--owner", "shop", "--service-account", "shop/installer",
+                  "--collision-protection", "IfNoController", cluster=mc)[0] == 0
+    config = EngineConfig(writer=Writers())
+
+    def tick(_seconds: float = 0) -> None:
+        for _ in range(2):
+            for cos in mc.objects(*COS):
+                reconcile(mc, cos["metadata"]["name"], config=config)
+            controllers(mc)
+
+    tick()
+    tick()
+    widget(mc, "w1", "default")   # nothing of the operator's in shop
+    code, out, err = uninstall(mc, "--keep-crds", sleep=tick)
+    assert (code, err) == (0, "")
+    assert "Namespace shop was kept too: the ServiceAccount shop/installer the revisions are applied with is in it" \
+        in out.splitlines()
+    assert mc.peek("v1", "ServiceAccount", "installer", "shop") is not None
+    assert left(mc)["Namespace"] == ["shop"] and left(mc)["Deployment"] == []
+
+
+def test_the_teardown_preflight_goes_by_who_controls_an_object_mid_handover(tmp_path: Path) -> None:
+    """Revision 2 holds the ConfigMap but has not adopted it yet: revision 1's teardown deletes it, so revision 1's
+    ServiceAccount needs delete on it, not only patch."""
+    mc = installed(tmp_path)
+    mc.edit(*COS, "shop-1", None, lambda o: o["metadata"].setdefault("annotations", {}).update({
+        api.ANNOTATION_SERVICE_ACCOUNT_NAME: "installer", api.ANNOTATION_SERVICE_ACCOUNT_NAMESPACE: "default"}))
+    for name in ("installer", "admin"):
+        mc.put({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "default"}})
+    grant(mc, {"kind": "ServiceAccount", "name": "installer", "namespace": "default"}, [
+        {"apiGroups": ["", "apps", "apiextensions.k8s.io"],
+         "resources": ["namespaces", "deployments", "customresourcedefinitions"], "verbs": ["*"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["patch"]}], name="installer")
+    grant(mc, {"kind": "ServiceAccount", "name": "admin", "namespace": "default"},
+          [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}], name="admin")
+    assert cosctl("publish", operator(tmp_path / "v2", image="web:2"), "--owner", "shop", "--service-account",
+                  "default/admin", cluster=mc)[0] == 0
+    reconcile(mc, "shop-2")   # cannot write as default/admin here: adopts nothing yet
+    code, _, err = uninstall(mc, "--dry-run")
+    assert (code, err) == (1, (
+        "cosctl uninstall: the permission preflight refused the uninstall (nothing was deleted):\n"
+        "ServiceAccount default/installer lacks, by the cluster's RBAC, to tear ClusterObjectSet shop-1 down:\n"
+        '  Namespace:"shop" APIGroups:[] Resources:[configmaps] ResourceNames:[cfg] Verbs:[delete]\n'
+        "`cosctl rbac --owner shop --service-account default/installer` prints the RBAC the installed revision "
+        "needs, its teardown included; --preflight-permissions None skips the check, for this run only\n"))
+    from reconciler.engine import EngineConfig
+    from tests.engine.test_serviceaccount import Writers
+
+    reconcile(mc, "shop-2", config=EngineConfig(writer=Writers()))   # adopted: shop-1 only releases it (a patch)
+    assert [r["name"] for r in mc.peek("v1", "ConfigMap", "cfg", "shop")["metadata"]["ownerReferences"]
+            if r.get("controller")] == ["shop-2"]
+    assert uninstall(mc, "--dry-run")[0] == 0
+
+
+def test_cluster_scoped_custom_resources_keep_no_namespace(tmp_path: Path) -> None:
+    mc = MemCluster()
+    root = tmp_path / "v1"
+    operator(root)
+    (root / "all.yaml").write_text((root / "all.yaml").read_text().replace("scope: Namespaced", "scope: Cluster"))
+    assert cosctl("publish", str(root), "--owner", "shop", cluster=mc)[0] == 0
+    ticker(mc)()
+    mc.put({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "g1"}})
+    code, out, err = uninstall(mc, "--keep-crds")
+    assert (code, err) == (0, "")
+    assert "Namespace shop was kept too" not in out
+    assert left(mc)["Namespace"] == [] and left(mc)["Widget"] == ["g1"]
+
+
+def test_a_crd_serving_no_version_counts_as_holding_custom_resources(tmp_path: Path) -> None:
+    mc = installed(tmp_path)
+    widget(mc, "w1", "shop", finalizers=["example.com/cleanup"])
+    mc.edit(CRD_API, "CustomResourceDefinition", "widgets.example.com", None,
+            lambda o: [v.update(served=False) for v in o["spec"]["versions"]])
+    code, out, err = uninstall(mc)
+    found = "its custom resources cannot be listed (it serves no version); deleting it deletes any it stores"
+    assert (code, out) == (1, PLAN.format(crs=f"custom resources exist: {found}"))
+    assert f"  widgets.example.com: {found}\n" in err
+    # asked to delete them: they cannot be deleted one by one, so they go with their CRD
+    code, out, err = uninstall(mc, "--delete-custom-resources", "--dry-run")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-2:] == [
+        "would delete ClusterObjectSet shop-1: the reconciler tears its objects down in reverse phase order",
+        "dry run: nothing was deleted"]
+
+
+def test_what_an_orphaning_or_still_tearing_down_revision_is_called(tmp_path: Path) -> None:
+    mc = installed(tmp_path)
+    root = tmp_path / "v2"
+    operator(root)   # shop-2 drops the ConfigMap, whose finalizer holds shop-1's teardown once archived
+    (root / "all.yaml").write_text((root / "all.yaml").read_text().replace(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: shop}\ndata: {a: b}\n---\n", ""))
+    mc.edit("v1", "ConfigMap", "cfg", "shop", lambda o: o["metadata"].__setitem__("finalizers", ["x/hold"]))
+    assert cosctl("publish", str(root), "--owner", "shop", cluster=mc)[0] == 0
+    ticker(mc)()
+    assert "owner shop: archived revision shop-1 still tearing down" in uninstall(mc, "--dry-run")[1].splitlines()
+
+    # kubectl delete --cascade=orphan: the API server adds the orphan finalizer, the garbage collector orphans
+    mc.edit(*COS, "shop-2", None, lambda o: o["metadata"]["finalizers"].append("orphan"))
+    mc.delete(*COS, "shop-2", propagation_policy="Orphan")
+    mc.remove_finalizer("v1", "ConfigMap", "cfg", "shop", "x/hold")
+    tick = ticker(mc)
+
+    def garbage_collector(_seconds: float) -> None:
+        tick()
+        cos = mc.peek(*COS, "shop-2")
+        if cos is not None and "orphan" in cos["metadata"]["finalizers"]:
+            mc.remove_finalizer(*COS, "shop-2", None, "orphan")
+
+    code, out, err = uninstall(mc, sleep=garbage_collector)
+    assert (code, err) == (0, "")
+    assert "owner shop: revision shop-2 is being deleted already, leaving its objects in place (propagationPolicy " \
+           "Orphan)" in out.splitlines()
+    assert out.splitlines()[-1] == (
+        "owner shop uninstalled: 2 revision(s) deleted, the objects of shop-2 left in place (it was deleted with "
+        "propagationPolicy Orphan), the others' removed in reverse phase order")
+    assert left(mc)["Deployment"] == ["web"]
