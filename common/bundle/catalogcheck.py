@@ -30,6 +30,8 @@ from .registryv1.resolve import (
     VersionReleaseError,
     bundle_version,
     candidates,
+    dependencies,
+    dependency_error,
     deprecations,
     resolution_error,
 )
@@ -175,7 +177,13 @@ def check_bundle(catalog: Catalog, bundle: RegistryV1, *, channels: Sequence[str
                                   "cannot read: --upgrade-constraint-policy SelfCertified skips the upgrade edges"],
                        edge_only=True)
     if any(b.name == bundle.csv_name for b in qualified):
-        return verdict(None)
+        refused = dependency_error(listed)   # what operator-controller checks on the bundle it resolved
+        if refused is None:
+            return verdict(None)
+        return verdict(refused, [
+            f"{bundle.csv_name} depends on {', '.join(dependencies(listed))} ({where}): OLM v1 resolves no "
+            "dependencies, and installs no bundle that declares one",
+            "publish without --catalog installs it anyway; what it depends on is then yours to install first"])
     # Listed, in the channels, the right version: what is missing is an upgrade edge from the installed bundle.
     assert installed is not None and policy != POLICY_SELF_CERTIFIED
     upgrades = [b.name for b in candidates(package, Query(bundle.package_name, tuple(channels)), on_installed)

@@ -11,8 +11,12 @@ not given are kept from the owner's latest revision, so ``cosctl publish NEXT-BU
 from __future__ import annotations
 
 import argparse
+import sys
 
+from common.bundle.dependencies import declared, unmet
 from common.bundle.publish import owner_revisions, publish
+from common.bundle.registryv1.model import RegistryV1
+from common.cluster.interface import Cluster
 from common.cosctl._catalog import add_catalog_arguments, open_catalog, warn_deprecated
 from common.cosctl._inputs import add_input_arguments, load_inputs, peek_bundle, system_namespace
 from common.cosctl._producer import (
@@ -85,6 +89,8 @@ def _publish(args: argparse.Namespace, progress: Progress) -> int:
         warn_deprecated(verdict, "publish")
         verdict.raise_refusal()
         print(verdict.summary())
+    if inputs.bundle is not None:
+        _warn_unmet_dependencies(cluster, inputs.bundle)
     result = publish(cluster, inputs.phases, owner=owner, owner_kind=args.owner_kind,
                      system_namespace=system_namespace(args, bundle=bundle is not None),
                      collision_protection=args.collision_protection,
@@ -98,3 +104,19 @@ def _publish(args: argparse.Namespace, progress: Progress) -> int:
                      preflight_permissions=args.preflight_permissions)
     print(result.summary())
     return EXIT_OK
+
+
+def _warn_unmet_dependencies(cluster: Cluster, bundle: RegistryV1) -> None:
+    """What the bundle depends on that the cluster lacks (:mod:`common.bundle.dependencies`), as warnings: OLM v1
+    would refuse the bundle for declaring dependencies at all; published by path, they are the admin's to install."""
+    requirements = declared(bundle)
+    if not requirements:
+        return
+    missing = unmet(cluster, requirements)
+    if not missing:
+        print(f"dependencies of {bundle.csv_name} on the cluster: {', '.join(r.text for r in requirements)}")
+        return
+    print(f"cosctl publish: warning: {bundle.csv_name} depends on what the cluster lacks (OLM v1 installs no bundle "
+          "that declares dependencies; published by path, they are yours to install first):", file=sys.stderr)
+    for line in missing:
+        print(f"cosctl publish: warning:   {line}", file=sys.stderr)

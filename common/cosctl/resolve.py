@@ -20,8 +20,13 @@ from common.bundle.registryv1.catalog import Catalog, Package, load_catalog
 from common.bundle.registryv1.resolve import (
     POLICY_CATALOG_PROVIDED,
     UPGRADE_CONSTRAINT_POLICIES,
+    Installed,
+    Query,
     ResolutionError,
     bundle_version,
+    candidates,
+    dependencies,
+    dependency_error,
     deprecated_bundle_names,
     deprecations,
     make_query,
@@ -78,7 +83,9 @@ def _resolve(args: argparse.Namespace) -> int:
     try:
         resolution = resolve(package, query, installed.bundle if installed is not None else None)
     except ResolutionError as exc:
-        raise ResolutionError(str(exc), _why_none(catalog, package, query.channels)) from None
+        on = installed.bundle if installed is not None else None
+        raise ResolutionError(str(exc), _why_none(catalog, package, query.channels)
+                              + _why_dependency(package, query, on)) from None
     deprecated = deprecated_bundle_names(package)
     rows = [(b.name, str(bundle_version(b)), b.image) for b in resolution.candidates]
     if args.output == "json":
@@ -118,3 +125,18 @@ def _why_none(catalog: Catalog, package: Package, channels: tuple[str, ...]) -> 
         return [f"package {package.name} has no channel {', '.join(missing)}; its channels: "
                 f"{', '.join(sorted(channel.name for channel in package.channels)) or 'none'}"]
     return []
+
+
+def _why_dependency(package: Package, query: Query, installed: Installed | None) -> list[str]:
+    """Ours, when OLM v1 refused the bundle it resolved for declaring dependencies: what it depends on, and the best
+    bundle that qualifies and declares none (OLM v1 never picks it by itself: a query that excludes the other does)."""
+    chosen = candidates(package, query, installed)
+    if not chosen or dependency_error(chosen[0]) is None:
+        return []
+    hints = [f"{chosen[0].name} depends on {', '.join(dependencies(chosen[0]))}: OLM v1 resolves no dependencies, "
+             "and installs no bundle that declares one"]
+    free = next((b for b in chosen if dependency_error(b) is None), None)
+    if free is not None:
+        hints.append(f"the best bundle that qualifies and declares none is {free.name}: a --version range or "
+                     "--channel that leaves the others out resolves to it")
+    return hints

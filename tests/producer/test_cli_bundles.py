@@ -719,3 +719,91 @@ def test_resolve_names_the_bundle_olm_v1_would_pick_and_its_image(tmp_path):
                    'package "demo" matching version ">=1.2"\n')
     assert cosctl("resolve", "demo", "--catalog", catalog, "--version", "abc")[2] == (
         'cosctl resolve: desired version range "abc" is invalid: improper constraint: "abc"\n')
+
+
+def test_a_bundle_declaring_a_dependency_is_refused_with_a_catalog_as_olm_v1_refuses_it(tmp_path):
+    """OLM v1 installs no bundle whose catalog entry declares a dependency (``olm.gvk.required``, which opm derives
+    from a CSV's required CRDs, ``olm.package.required``, ``olm.constraint``): neither does ``publish --catalog``,
+    and ``resolve`` says so; without ``--catalog`` the bundle is published, its dependencies the admin's to install."""
+    catalog = demo_catalog(tmp_path / "catalog.json")
+    objects = [json.loads(line) for line in catalog.read_text().splitlines()]
+    for obj in objects:
+        if obj.get("name") in ("demo-operator.v1.1.0", "demo-operator.v1.2.0"):
+            obj["properties"].append({"type": "olm.gvk.required", "value": {
+                "group": "etcd.database.coreos.com", "kind": "EtcdCluster", "version": "v1beta2"}})
+    catalog.write_text("\n".join(json.dumps(o) for o in objects))
+    mc = MemCluster()
+    v11 = str(demo_bundle(tmp_path / "v11", "1.1.0"))
+    code, out, err = cosctl("publish", v11, "-n", "demo-system", "--catalog", str(catalog), cluster=mc)
+    assert (code, out) == (1, "")   # refused before the cluster is contacted: it does not depend on what is there
+    assert err == (
+        'cosctl publish: validating bundle "demo-operator.v1.1.0": bundle "demo-operator.v1.1.0" has a dependency '
+        'declared via property "olm.gvk.required" which is currently not supported\n'
+        "cosctl publish: cause: demo-operator.v1.1.0 depends on kind EtcdCluster.etcd.database.coreos.com/v1beta2 "
+        f"(catalog {catalog}): OLM v1 resolves no dependencies, and installs no bundle that declares one\n"
+        "cosctl publish: cause: publish without --catalog installs it anyway; what it depends on is then yours to "
+        "install first\n")
+    assert mc.writes == 0
+    code, out, err = cosctl("resolve", "demo", "--catalog", str(catalog))
+    assert (code, out) == (1, "")
+    assert err == (
+        'cosctl resolve: validating bundle "demo-operator.v1.2.0": bundle "demo-operator.v1.2.0" has a dependency '
+        'declared via property "olm.gvk.required" which is currently not supported\n'
+        "cosctl resolve: cause: demo-operator.v1.2.0 depends on kind EtcdCluster.etcd.database.coreos.com/v1beta2: "
+        "OLM v1 resolves no dependencies, and installs no bundle that declares one\n"
+        "cosctl resolve: cause: the best bundle that qualifies and declares none is demo-operator.v1.0.0: a "
+        "--version range or --channel that leaves the others out resolves to it\n")
+    assert cosctl("resolve", "demo", "--catalog", str(catalog), "--version", "<1.1.0")[0] == 0
+    code, out, err = cosctl("publish", v11, "-n", "demo-system", cluster=mc)
+    assert (code, err, out.splitlines()[-1]) == (0, "", "ClusterObjectSet demo-1 (revision 1) created")
+
+
+def test_publishing_a_bundle_by_path_warns_about_the_dependencies_the_cluster_lacks(tmp_path):
+    """A CSV's required CRDs and metadata/dependencies.yaml (what opm turns into olm.gvk.required and
+    olm.package.required) are checked against the cluster: a kind must be served, a package installed in range."""
+    root = demo_bundle(tmp_path / "v1")
+    csv_path = root / "manifests" / "demo.clusterserviceversion.yaml"
+    csv_doc = yaml.safe_load(csv_path.read_text())
+    csv_doc["spec"].setdefault("customresourcedefinitions", {})["required"] = [
+        {"name": "etcdclusters.etcd.database.coreos.com", "version": "v1beta2", "kind": "EtcdCluster"}]
+    csv_path.write_text(yaml.safe_dump(csv_doc))
+    (root / "metadata" / "dependencies.yaml").write_text(
+        "dependencies:\n- {type: olm.package, value: {packageName: etcd, version: '>=0.9.0'}}\n"
+        "- {type: olm.gvk, value: {group: etcd.database.coreos.com, kind: EtcdCluster, version: v1beta2}}\n")
+    mc = MemCluster()
+    code, out, err = cosctl("publish", str(root), "-n", "demo-system", cluster=mc)
+    assert (code, out.splitlines()[-1]) == (0, "ClusterObjectSet demo-1 (revision 1) created")
+    assert err == (
+        "cosctl publish: warning: demo-operator.v1.0.0 depends on what the cluster lacks (OLM v1 installs no bundle "
+        "that declares dependencies; published by path, they are yours to install first):\n"
+        "cosctl publish: warning:   kind EtcdCluster.etcd.database.coreos.com/v1beta2: not served by the cluster\n"
+        "cosctl publish: warning:   package etcd >=0.9.0: not installed (no Active revision of the package has "
+        "succeeded)\n")
+    # the etcd operator installed (0.9.4, rolled out) and its kind served: nothing lacks
+    mc.put({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "etcdclusters.etcd.database.coreos.com"},
+            "spec": {"group": "etcd.database.coreos.com", "scope": "Namespaced",
+                     "names": {"kind": "EtcdCluster", "plural": "etcdclusters", "singular": "etcdcluster",
+                               "listKind": "EtcdClusterList"},
+                     "versions": [{"name": "v1beta2", "served": True, "storage": True}]}})
+    mc.put({"apiVersion": api.API_VERSION, "kind": api.KIND,
+            "metadata": {"name": "etcd-1", "annotations": {api.ANNOTATION_PACKAGE_NAME: "etcd",
+                                                           api.ANNOTATION_BUNDLE_VERSION: "0.9.4"}},
+            "spec": {"lifecycleState": "Active", "revision": 1, "phases": []}})
+    succeed(mc, "etcd-1")
+    code, out, err = cosctl("publish", str(root), cluster=mc)
+    assert (code, err) == (0, "")
+    assert ("dependencies of demo-operator.v1.0.0 on the cluster: kind EtcdCluster.etcd.database.coreos.com/v1beta2, "
+            "package etcd >=0.9.0") in out.splitlines()
+    # out of range
+    (root / "metadata" / "dependencies.yaml").write_text(
+        "dependencies:\n- {type: olm.package, value: {packageName: etcd, version: '>=1.0.0'}}\n")
+    code, out, err = cosctl("publish", str(root), cluster=mc)
+    assert err.splitlines()[1:] == [
+        "cosctl publish: warning:   package etcd >=1.0.0: installed versions 0.9.4 are not in the range"]
+    # a dependencies.yaml that does not parse is no refusal (OLM v1 does not read it): it gives nothing
+    (root / "metadata" / "dependencies.yaml").write_text("dependencies: [\n")
+    code, out, err = cosctl("publish", str(root), cluster=mc)
+    assert (code, err) == (0, "")
+    assert ("dependencies of demo-operator.v1.0.0 on the cluster: kind EtcdCluster.etcd.database.coreos.com/v1beta2"
+            in out.splitlines())

@@ -23,6 +23,7 @@ from common.bundle.registryv1.resolve import (
     ResolutionError,
     VersionReleaseError,
     candidates,
+    dependencies,
     deprecations,
     make_query,
     parse_legacy_version_release,
@@ -378,3 +379,31 @@ def test_an_index_image_layout_is_read_from_its_configs_directory(tmp_path):
         load_catalog(empty)
     assert str(exc.value) == (f"{empty}: the image has no /configs directory (its File-Based Catalog, named by the "
                               "operators.operatorframework.io.index.configs.v1 label)")
+
+
+def test_a_resolved_bundle_declaring_a_dependency_is_refused_as_operator_controller_refuses_it(tmp_path):
+    """operator-controller's main.go runs ``NoDependencyValidation`` on the bundle it resolved: the first property
+    declaring a dependency names it, and OLM v1 never falls back to another bundle by itself."""
+    objects = [o for o in DEMO if o.get("name") != "demo.v2.1.0-rc.1"]
+    top = next(o for o in objects if o.get("name") == "demo.v2.0.0")
+    top["properties"] += [{"type": "olm.gvk.required", "value": {"group": "etcd.database.coreos.com",
+                                                                 "kind": "EtcdCluster", "version": "v1beta2"}},
+                          {"type": "olm.package.required", "value": {"packageName": "etcd",
+                                                                     "versionRange": ">=0.9.0"}}]
+    demo = load_catalog(write_catalog(tmp_path / "catalog.yaml", objects)).package("demo")
+    with pytest.raises(ResolutionError) as refused:
+        resolve(demo, Query("demo"), None)
+    assert str(refused.value) == (
+        'validating bundle "demo.v2.0.0": bundle "demo.v2.0.0" has a dependency declared via property '
+        '"olm.gvk.required" which is currently not supported')
+    assert dependencies(top_bundle := resolve_candidates(demo)[0]) == [
+        "kind EtcdCluster.etcd.database.coreos.com/v1beta2", "package etcd >=0.9.0"]
+    assert top_bundle.name == "demo.v2.0.0"
+    assert resolve(demo, make_query("demo", version="<2.0.0"), None).bundle.name == "demo.v1.2.0"
+    # an upgrade resolving to it is refused the same way
+    with pytest.raises(ResolutionError, match='^validating bundle "demo.v2.0.0": '):
+        resolve(demo, Query("demo"), Installed("demo.v1.2.0", "1.2.0"))
+
+
+def resolve_candidates(package: Package) -> list[Any]:
+    return candidates(package, Query(package.name), None)

@@ -15,6 +15,7 @@ Three error classes, because ``cosctl`` answers them differently (spec §4):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from common.contract.objects import Obj
 
@@ -65,6 +66,8 @@ class RegistryV1:
     others: list[Obj] = field(default_factory=list)
     annotations: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    # the entries of metadata/dependencies.yaml (OLM v0's dependencies, which OLM v1 does not read), as written
+    dependencies: list[Any] = field(default_factory=list)
 
     @property
     def csv_name(self) -> str:

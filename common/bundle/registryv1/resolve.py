@@ -265,7 +265,8 @@ def resolution_error(query: Query, installed: Installed | None) -> str:
 
 
 def resolve(package: Package, query: Query, installed: Installed | None) -> Resolution:
-    """``CatalogResolver.Resolve`` over one catalog: the bundle to install, or :class:`ResolutionError`."""
+    """``CatalogResolver.Resolve`` over one catalog, with the validation operator-controller runs on the bundle it
+    resolved (:func:`dependency_error`): the bundle to install, or :class:`ResolutionError`."""
     chosen = candidates(package, query, installed)
     if not chosen:
         raise ResolutionError(resolution_error(query, installed))
@@ -274,7 +275,47 @@ def resolve(package: Package, query: Query, installed: Installed | None) -> Reso
     except VersionReleaseError as exc:
         raise ResolutionError(f"error getting resolved bundle version for bundle {go_quote(chosen[0].name)}: "
                               f"{exc}") from None
+    if (refused := dependency_error(chosen[0])) is not None:
+        raise ResolutionError(refused)
     return Resolution(chosen[0], version, tuple(chosen))
+
+
+# The properties declaring a dependency, which operator-controller refuses (it resolves none).
+DEPENDENCY_PROPERTIES: Final = ("olm.package.required", "olm.gvk.required", "olm.constraint")
+
+
+def dependency_error(bundle: Bundle) -> str | None:
+    """``resolve.NoDependencyValidation``, which operator-controller runs on every bundle it resolved (its
+    ``main.go`` wires it in): a bundle declaring a dependency (the first such property) is refused, with
+    ``validating bundle`` before the message as ``Resolve`` wraps it. None when it declares none."""
+    for prop in bundle.properties:
+        kind = field_of(prop, "type") if isinstance(prop, dict) else None
+        if kind in DEPENDENCY_PROPERTIES:
+            return (f"validating bundle {go_quote(bundle.name)}: bundle {go_quote(bundle.name)} has a dependency "
+                    f"declared via property {go_quote(str(kind))} which is currently not supported")
+    return None
+
+
+def dependencies(bundle: Bundle) -> list[str]:
+    """What ``bundle`` declares it depends on, in words (``package etcd 0.9.x``, ``kind EtcdCluster.etcd.database
+    .coreos.com/v1beta2``, ``a constraint: ...``), for the hint of a refusal; the catalog's properties are data, so
+    a value of an unexpected shape is named by its type only."""
+    said = []
+    for prop in bundle.properties:
+        kind = field_of(prop, "type") if isinstance(prop, dict) else None
+        value = field_of(prop, "value") if isinstance(prop, dict) else None
+        if kind not in DEPENDENCY_PROPERTIES:
+            continue
+        if kind == "olm.package.required" and isinstance(value, dict):
+            said.append(f"package {field_of(value, 'packageName')} {field_of(value, 'versionRange')}".rstrip())
+        elif kind == "olm.gvk.required" and isinstance(value, dict):
+            group = field_of(value, "group")
+            said.append(f"kind {field_of(value, 'kind')}{'.' + group if group else ''}/{field_of(value, 'version')}")
+        elif kind == "olm.constraint" and isinstance(value, dict) and field_of(value, "failureMessage"):
+            said.append(f"a constraint ({field_of(value, 'failureMessage')})")
+        else:
+            said.append(f"a property {kind}")
+    return said
 
 
 @dataclass(frozen=True, slots=True)

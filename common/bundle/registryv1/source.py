@@ -126,7 +126,24 @@ def _load_dir(root: Path, *, label: str) -> RegistryV1:
     others = [o.obj for o in loaded if o.obj.get("kind") not in ("ClusterServiceVersion", "CustomResourceDefinition")]
     _fold_properties(csv, root, label, csvs[0].where)
     return RegistryV1(package_name=package, csv=csv, crds=crds, others=others,
-                      annotations=annotations, source=label)
+                      annotations=annotations, source=label, dependencies=_dependencies(root))
+
+
+DEPENDENCIES_FILE = "metadata/dependencies.yaml"
+
+
+def _dependencies(root: Path) -> list[Any]:
+    """The ``dependencies`` list of ``metadata/dependencies.yaml`` (``[{type, value}]``), for the warnings about what
+    a bundle depends on. OLM v1 does not read the file (opm turns it into ``olm.*.required`` catalog properties), so
+    one that cannot be read or has another shape is no refusal: it gives nothing."""
+    path = root / DEPENDENCIES_FILE
+    if not path.is_file():
+        return []
+    problems: list[str] = []
+    documents = read_documents(path, DEPENDENCIES_FILE, problems, max_bytes=1 << 20)
+    first = documents[0][1] if documents and not problems else None
+    entries = first.get("dependencies") if isinstance(first, dict) else None
+    return list(entries) if isinstance(entries, list) else []
 
 
 @dataclass(frozen=True, slots=True)
