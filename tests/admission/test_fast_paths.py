@@ -169,7 +169,10 @@ EDGES = STRINGS + [s + "\n" for s in STRINGS] + NUMBERS + [None, [], {}, ["x"], 
 def corrupted(draw: st.DrawFn) -> Obj:
     """A valid (or nearly) COS with one to three values replaced by edge values or removed: one fault
     where the fast paths must hand over to the reference, amid values they accept."""
-    doc = draw(_cos(strict=True))
+    # Copies: the strategies hand out shared constants (st.just([]), sampled_from's dicts, EDGES' lists), and
+    # editing them in place changed later examples (hypothesis: "inconsistent data generation") and could make a
+    # list contain itself (RecursionError in _paths).
+    doc = copy.deepcopy(draw(_cos(strict=True)))
     for _ in range(draw(st.integers(1, 3))):
         path = draw(st.sampled_from(_paths(doc)[1:]))
         parent: Any = doc
@@ -178,7 +181,7 @@ def corrupted(draw: st.DrawFn) -> Obj:
         if isinstance(parent, dict) and draw(st.integers(0, 3)) == 0:
             del parent[path[-1]]
         else:
-            parent[path[-1]] = draw(st.sampled_from(EDGES))
+            parent[path[-1]] = copy.deepcopy(draw(st.sampled_from(EDGES)))
     return doc
 
 
