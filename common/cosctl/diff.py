@@ -24,6 +24,8 @@ from common.bundle.catalogcheck import CatalogVerdict
 from common.bundle.contents import ContentUnavailable, cluster_reader, documents_reader, is_cos, resolve_phases
 from common.bundle.crdcheck import CRDCheckError, controllers, dropped_crds_in_use, unsafe_crd_upgrades
 from common.bundle.crdsafety import CRDDecodeError, assume_stored_versions, is_crd, preflight
+from common.bundle.dependencies import declared as declared_dependencies
+from common.bundle.dependencies import unmet
 from common.bundle.diff import diff
 from common.bundle.manifests import STDIN, load
 from common.bundle.permcheck import PermissionCheckError
@@ -287,6 +289,9 @@ def _diff(args: argparse.Namespace) -> int:
                 return permission_findings(cluster, b, account, active, content)
             except PermissionCheckError as exc:
                 return [f"cannot be checked: {exc}"]
+
+        def dependencies() -> list[str]:  # what publish warns the cluster lacks of what the bundle depends on
+            return unmet(cluster, declared_dependencies(bundle)) if bundle is not None else []
     elif args.owner and len(args.sources) == 1:
         raise UsageError(f"{args.sources[0]}: no such file or directory")
     elif len(args.sources) == 2:
@@ -301,15 +306,19 @@ def _diff(args: argparse.Namespace) -> int:
 
         def permissions() -> list[str]:  # no cluster to read RBAC from
             return []
+
+        def dependencies() -> list[str]:  # nor to look for what a bundle depends on
+            return []
     else:
         raise UsageError("give two revisions to compare (A B), or manifests with --owner OWNER")
     result = diff(a, b, a_name=a_name, b_name=b_name)
     safety = check() if result.different else []  # the same content is no upgrade (publish creates nothing)
     lacking = permissions() if result.different else []
+    missing = dependencies()   # publish warns whether or not the content changed
     if args.output == "json":
         checked = {} if verdict is None else {"catalog": verdict.to_json()}
         print(json.dumps({**result.to_json(with_diff=not args.stat), "crdUpgradeSafety": safety,
-                          "permissions": lacking, **checked}, indent=2))
+                          "permissions": lacking, "dependencies": missing, **checked}, indent=2))
     else:
         sys.stdout.write(result.render_stat() if args.stat else result.render())
         if safety:
@@ -318,6 +327,9 @@ def _diff(args: argparse.Namespace) -> int:
         if lacking:
             print(f"Permissions: publish refuses {b_name} (unless --preflight-permissions None):")
             print("\n".join(lacking))
+        if missing:
+            print(f"Dependencies: publish warns that {b_name} depends on what the cluster lacks:")
+            print("\n".join(missing))
         if verdict is not None and verdict.refusal is not None:
             unless = " (unless --upgrade-constraint-policy SelfCertified)" if verdict.edge_only else ""
             print(f"Catalog: publish refuses {verdict.bundle}{unless}:")

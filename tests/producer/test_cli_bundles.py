@@ -807,3 +807,19 @@ def test_publishing_a_bundle_by_path_warns_about_the_dependencies_the_cluster_la
     assert (code, err) == (0, "")
     assert ("dependencies of demo-operator.v1.0.0 on the cluster: kind EtcdCluster.etcd.database.coreos.com/v1beta2"
             in out.splitlines())
+
+
+def test_diff_says_what_the_bundle_depends_on_that_the_cluster_lacks(tmp_path):
+    root = demo_bundle(tmp_path / "v1")
+    (root / "metadata" / "dependencies.yaml").write_text(
+        "dependencies:\n- {type: olm.gvk, value: {group: etcd.database.coreos.com, kind: EtcdCluster, version: "
+        "v1beta2}}\n")
+    mc = MemCluster()
+    code, out, err = cosctl("diff", str(root), "-n", "demo-system", cluster=mc)
+    assert (code, err) == (1, "cosctl diff: bundle demo-operator.v1.0.0 rendered for namespace demo-system\n")
+    assert out.splitlines()[-2:] == [
+        f"Dependencies: publish warns that {root} depends on what the cluster lacks:",
+        "kind EtcdCluster.etcd.database.coreos.com/v1beta2: not served by the cluster"]
+    code, out, _ = cosctl("diff", str(root), "-n", "demo-system", "-o", "json", cluster=mc)
+    assert json.loads(out)["dependencies"] == [
+        "kind EtcdCluster.etcd.database.coreos.com/v1beta2: not served by the cluster"]

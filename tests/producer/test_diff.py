@@ -287,7 +287,7 @@ def test_stat_on_the_command_line_and_in_json(tmp_path):
         "insertions": 1, "deletions": 1,
         "changes": [{"object": "Deployment.apps shop/web", "change": "changed", "fromPhase": "deploy",
                      "toPhase": "deploy", "insertions": 1, "deletions": 1}],
-        "crdUpgradeSafety": [], "permissions": []}
+        "crdUpgradeSafety": [], "permissions": [], "dependencies": []}
     code, out, _ = cosctl("diff", str(a), str(b), "-o", "json", cluster=Untouchable())
     assert json.loads(out)["changes"][0]["diff"].startswith(f"--- {a} Deployment.apps shop/web\n")
     assert cosctl("diff", str(a), str(a), "--stat", cluster=Untouchable()) == (

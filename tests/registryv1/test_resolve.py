@@ -285,6 +285,8 @@ def test_the_last_object_of_a_schema_and_name_wins(tmp_path):
     ("- a list\n", "{path} must be an object"),
     ("schema: olm.channel\nname: s\npackage: demo\nentries: [{name: a, skips: [1]}]\n",
      "{path} (olm.channel 's'): entries[0]: skips must be a list of strings"),
+    ("schema: olm.bundle\nname: x\npackage: demo\nproperties: [{type: 7, value: {}}]\n",
+     "{path} (olm.bundle 'x'): properties[0]: type must be a string"),   # OLM v1: the package does not load
 ])
 def test_bad_catalogs_name_the_file_and_never_quote_it(tmp_path, content, message):
     path = tmp_path / "catalog.yaml"

@@ -203,6 +203,7 @@ def _bundle(obj: dict[str, Any], where: str) -> Bundle:
     properties = []
     for i, raw in enumerate(_list(obj, "properties", where)):
         prop = _object(raw, f"{where}: properties[{i}]")
+        _string(prop, "type", f"{where}: properties[{i}]")   # Go's Property.Type: the package does not load
         properties.append(prop)
     return Bundle(_string(obj, "name", where), _string(obj, "image", where), tuple(properties))
 
