@@ -7,12 +7,14 @@ installs such a bundle, since the admin chose it by path; the dependencies are t
 and when one is missing the operator fails at run time, far from the cause. So the requirements are read here, as
 opm turns them into a catalog's ``olm.gvk.required``, ``olm.package.required`` and ``olm.constraint`` properties:
 
-- the CSV's ``spec.customresourcedefinitions.required`` (a kind, its group the CRD name after the first dot);
+- the CSV's ``spec.customresourcedefinitions.required`` (a kind, its group the CRD name after the first dot) and
+  ``spec.apiservicedefinitions.required``;
 - ``metadata/dependencies.yaml`` (``olm.gvk``, ``olm.package`` with a semver range, ``olm.constraint``);
 - those property types in the CSV's ``olm.properties`` annotation (``metadata/properties.yaml`` folded in);
 
 and :func:`unmet` checks each against the cluster: a kind must be served (discovery), a package must have a
 Succeeded Active revision whose bundle version is in the range. A constraint (CEL, compound) cannot be judged here.
+A kind the bundle's own CRDs serve is no requirement.
 
 Plain functions over :class:`~common.bundle.registryv1.model.RegistryV1` and the
 :class:`~common.cluster.interface.Cluster` protocol; reads only.
@@ -52,15 +54,32 @@ def declared(bundle: RegistryV1) -> list[Requirement]:
     for crd in ((spec.get("customresourcedefinitions") or {}).get("required") or []):
         if isinstance(crd, dict) and crd.get("kind") and "." in str(crd.get("name") or ""):
             found.append(_gvk(str(crd["name"]).split(".", 1)[1], str(crd.get("version") or ""), str(crd["kind"])))
+    for service in ((spec.get("apiservicedefinitions") or {}).get("required") or []):
+        if isinstance(service, dict) and service.get("kind") and service.get("version"):
+            found.append(_gvk(str(service.get("group") or ""), str(service["version"]), str(service["kind"])))
     for entry in bundle.dependencies:
         if isinstance(entry, dict):
             found.extend(_requirement(entry.get("type"), entry.get("value"), legacy=True))
     for entry in _annotated_properties(bundle.csv):
         found.extend(_requirement(entry.get("type"), entry.get("value"), legacy=False))
+    own = _own_kinds(bundle)   # a CSV that lists its own CRD as required is met by its own install
     unique: dict[str, Requirement] = {}
     for requirement in found:
-        unique.setdefault(requirement.text, requirement)
+        if (requirement.api_version, requirement.gvk_kind) not in own:
+            unique.setdefault(requirement.text, requirement)
     return list(unique.values())
+
+
+def _own_kinds(bundle: RegistryV1) -> set[tuple[str, str]]:
+    """(apiVersion, kind) of every version the bundle's own CRDs serve."""
+    kinds = set()
+    for crd in bundle.crds:
+        spec = crd.get("spec") or {}
+        kind = (spec.get("names") or {}).get("kind")
+        for version in spec.get("versions") or []:
+            if isinstance(version, dict) and version.get("served"):
+                kinds.add((f"{spec.get('group')}/{version.get('name')}", str(kind)))
+    return kinds
 
 
 def _annotated_properties(csv: Obj) -> list[dict[str, Any]]:
