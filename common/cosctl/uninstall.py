@@ -93,8 +93,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                              "until they are gone (their operator still runs and finishes them), then uninstall")
     choice.add_argument("--keep-crds", action="store_true",
                         help="keep the CustomResourceDefinitions and their custom resources: publish a last revision "
-                             "holding only them (and the namespaces it created that hold custom resources); the "
-                             "reconciler hands over to it and removes everything else")
+                             "holding only them (and the namespaces the revisions created that hold custom resources "
+                             "or the ServiceAccount they are applied with); the reconciler hands over to it and "
+                             "removes everything else")
     parser.add_argument("--preflight-permissions", choices=ENFORCEMENTS, default=ENFORCEMENT_STRICT,
                         help="before deleting revisions applied with a ServiceAccount's rights, check by the "
                              "cluster's RBAC that it exists and may delete what its revision holds: Strict (default) "
