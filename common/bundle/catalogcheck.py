@@ -168,22 +168,23 @@ def check_bundle(catalog: Catalog, bundle: RegistryV1, *, channels: Sequence[str
     if channels and not set(in_channels) & set(channels):
         return verdict(refusal, [f"{bundle.csv_name} is in channel(s) {_names(in_channels)} of {where}, not in "
                                  f"{_names(list(channels))}"])
+    # what operator-controller checks on the bundle it resolved: refused whatever the edges say
+    refused = dependency_error(listed)
+    depends = [f"{bundle.csv_name} depends on {', '.join(dependencies(listed))} ({where}): OLM v1 resolves no "
+               "dependencies, and installs no bundle that declares one",
+               "publish without --catalog installs it anyway; what it depends on is then yours to install first"]
+    self_certified = ("--upgrade-constraint-policy SelfCertified skips the upgrade edges" if refused is None else
+                      f"with --upgrade-constraint-policy SelfCertified, OLM v1 would refuse it still: {refused}")
     try:
         qualified = candidates(package, query, on_installed)
     except ResolutionError as exc:  # the installed revision's bundle-version annotation is no semantic version
         assert installed is not None
         return verdict(str(exc), [f"ClusterObjectSet {installed.revision} records bundle version "
                                   f"{installed.bundle.version!r} ({api.ANNOTATION_BUNDLE_VERSION}), which OLM v1 "
-                                  "cannot read: --upgrade-constraint-policy SelfCertified skips the upgrade edges"],
-                       edge_only=True)
+                                  f"cannot read: {self_certified}", *(depends if refused else [])],
+                       edge_only=refused is None)
     if any(b.name == bundle.csv_name for b in qualified):
-        refused = dependency_error(listed)   # what operator-controller checks on the bundle it resolved
-        if refused is None:
-            return verdict(None)
-        return verdict(refused, [
-            f"{bundle.csv_name} depends on {', '.join(dependencies(listed))} ({where}): OLM v1 resolves no "
-            "dependencies, and installs no bundle that declares one",
-            "publish without --catalog installs it anyway; what it depends on is then yours to install first"])
+        return verdict(None) if refused is None else verdict(refused, depends)
     # Listed, in the channels, the right version: what is missing is an upgrade edge from the installed bundle.
     assert installed is not None and policy != POLICY_SELF_CERTIFIED
     upgrades = [b.name for b in candidates(package, Query(bundle.package_name, tuple(channels)), on_installed)
@@ -195,6 +196,8 @@ def check_bundle(catalog: Catalog, bundle: RegistryV1, *, channels: Sequence[str
              f"{installed.revision}) to {bundle.csv_name}: {allowed}"]
     if (rolling := rolling_out_hint(installed)) is not None:
         hints.append(rolling)
+    if refused is not None:
+        return verdict(refusal, [*hints, self_certified, *depends], upgrades)
     hints.append("--upgrade-constraint-policy SelfCertified installs it anyway, as OLM v1's ClusterExtension "
                  "spec.source.catalog.upgradeConstraintPolicy does")
     return verdict(refusal, hints, upgrades, edge_only=True)

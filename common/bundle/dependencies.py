@@ -9,7 +9,8 @@ opm turns them into a catalog's ``olm.gvk.required``, ``olm.package.required`` a
 
 - the CSV's ``spec.customresourcedefinitions.required`` (a kind, its group the CRD name after the first dot) and
   ``spec.apiservicedefinitions.required``;
-- ``metadata/dependencies.yaml`` (``olm.gvk``, ``olm.package`` with a semver range, ``olm.constraint``);
+- the dependencies file (``metadata/dependencies.yaml``, or whichever file of ``metadata/`` opm finds holding a
+  ``dependencies`` list first: ``olm.gvk``, ``olm.package`` with a semver range, ``olm.constraint``);
 - those property types in the CSV's ``olm.properties`` annotation (``metadata/properties.yaml`` folded in);
 
 and :func:`unmet` checks each against the cluster: a kind must be served (discovery), a package must have a
@@ -48,18 +49,20 @@ class Requirement:
 
 
 def declared(bundle: RegistryV1) -> list[Requirement]:
-    """Every requirement ``bundle`` declares, each once, in the order found."""
+    """Every requirement ``bundle`` declares, each once, in the order found (values of an unexpected shape are
+    skipped: the bundle's author meant nothing that can be checked)."""
     found: list[Requirement] = []
-    spec = bundle.csv.get("spec") or {}
-    for crd in ((spec.get("customresourcedefinitions") or {}).get("required") or []):
-        if isinstance(crd, dict) and crd.get("kind") and "." in str(crd.get("name") or ""):
-            found.append(_gvk(str(crd["name"]).split(".", 1)[1], str(crd.get("version") or ""), str(crd["kind"])))
-    for service in ((spec.get("apiservicedefinitions") or {}).get("required") or []):
-        if isinstance(service, dict) and service.get("kind") and service.get("version"):
-            found.append(_gvk(str(service.get("group") or ""), str(service["version"]), str(service["kind"])))
-    for entry in bundle.dependencies:
-        if isinstance(entry, dict):
-            found.extend(_requirement(entry.get("type"), entry.get("value"), legacy=True))
+    spec = _mapping(bundle.csv.get("spec"))
+    for crd in _items(_mapping(spec.get("customresourcedefinitions")).get("required")):
+        name, version, kind = _text(crd.get("name")), _text(crd.get("version")), _text(crd.get("kind"))
+        if kind and version and "." in name:
+            found.append(_gvk(name.split(".", 1)[1], version, kind))
+    for service in _items(_mapping(spec.get("apiservicedefinitions")).get("required")):
+        version, kind = _text(service.get("version")), _text(service.get("kind"))
+        if kind and version:
+            found.append(_gvk(_text(service.get("group")), version, kind))
+    for entry in _items(bundle.dependencies):
+        found.extend(_requirement(entry.get("type"), entry.get("value"), legacy=True))
     for entry in _annotated_properties(bundle.csv):
         found.extend(_requirement(entry.get("type"), entry.get("value"), legacy=False))
     own = _own_kinds(bundle)   # a CSV that lists its own CRD as required is met by its own install
@@ -70,15 +73,31 @@ def declared(bundle: RegistryV1) -> list[Requirement]:
     return list(unique.values())
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str:
+    """A string value as it is, printable; anything else is no value."""
+    if not isinstance(value, str):
+        return ""
+    return "".join(c if c.isprintable() else "?" for c in value)
+
+
 def _own_kinds(bundle: RegistryV1) -> set[tuple[str, str]]:
-    """(apiVersion, kind) of every version the bundle's own CRDs serve."""
-    kinds = set()
+    """(apiVersion, kind) of every version the bundle's own CRDs serve (``spec.version`` of an old v1beta1 CRD
+    included)."""
+    kinds: set[tuple[str, str]] = set()
     for crd in bundle.crds:
-        spec = crd.get("spec") or {}
-        kind = (spec.get("names") or {}).get("kind")
-        for version in spec.get("versions") or []:
-            if isinstance(version, dict) and version.get("served"):
-                kinds.add((f"{spec.get('group')}/{version.get('name')}", str(kind)))
+        spec = _mapping(crd.get("spec"))
+        kind, group = _text(_mapping(spec.get("names")).get("kind")), _text(spec.get("group"))
+        versions = [_text(v.get("name")) for v in _items(spec.get("versions")) if v.get("served")]
+        versions += [_text(spec.get("version"))] if spec.get("version") else []
+        kinds.update((f"{group}/{version}", kind) for version in versions)
     return kinds
 
 
@@ -92,18 +111,21 @@ def _annotated_properties(csv: Obj) -> list[dict[str, Any]]:
 
 
 def _requirement(kind: Any, value: Any, *, legacy: bool) -> list[Requirement]:
-    """A dependencies.yaml entry (``legacy``: ``olm.gvk``, ``olm.package``) or a property (``olm.gvk.required``,
-    ``olm.package.required``), each ``olm.constraint`` either way; nothing for anything else."""
+    """A dependencies file entry (``legacy``: ``olm.gvk``, ``olm.package``, which opm turns into the ``.required``
+    properties; those it passes through as they are) or a property (``olm.gvk.required``, ``olm.package.required``),
+    each ``olm.constraint`` either way; nothing for anything else."""
     if not isinstance(value, dict):
         return []
-    if kind == ("olm.gvk" if legacy else "olm.gvk.required") and value.get("kind") and value.get("version"):
-        return [_gvk(str(value.get("group") or ""), str(value["version"]), str(value["kind"]))]
-    if kind == ("olm.package" if legacy else "olm.package.required") and value.get("packageName"):
-        version_range = str(value.get("version" if legacy else "versionRange") or "")
-        return [Requirement("package", f"package {value['packageName']} {version_range}".rstrip(),
-                            package=str(value["packageName"]), version_range=version_range)]
+    if kind == "olm.gvk.required" or (legacy and kind == "olm.gvk"):
+        version, gvk_kind = _text(value.get("version")), _text(value.get("kind"))
+        return [_gvk(_text(value.get("group")), version, gvk_kind)] if version and gvk_kind else []
+    if kind == "olm.package.required" or (legacy and kind == "olm.package"):
+        package = _text(value.get("packageName"))
+        version_range = _text(value.get("version" if kind == "olm.package" else "versionRange"))
+        return [Requirement("package", f"package {package} {version_range}".rstrip(), package=package,
+                            version_range=version_range)] if package else []
     if kind == "olm.constraint":
-        message = value.get("failureMessage")
+        message = _text(value.get("failureMessage"))
         return [Requirement("constraint", f"a constraint ({message})" if message else "a constraint")]
     return []
 
@@ -152,7 +174,8 @@ def _package_problem(requirement: Requirement, revisions: Sequence[Obj]) -> str:
                 and (cos.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ACTIVE and succeeded(cos)):
             versions.append(str(annotations.get(api.ANNOTATION_BUNDLE_VERSION) or ""))
     if not versions:
-        return "not installed (no Active revision of the package has succeeded)"
+        return ("not installed by a revision on this cluster (no Active revision of the package has succeeded; one "
+                "installed another way, such as with Helm, is not seen)")
     if not requirement.version_range:
         return ""
     try:
@@ -161,7 +184,7 @@ def _package_problem(requirement: Requirement, revisions: Sequence[Obj]) -> str:
         return f"the range cannot be read; installed: {', '.join(versions)}"
     for text in versions:
         try:
-            if in_range(semver.parse(text)):
+            if in_range(semver.parse_tolerant(text)):   # as the CSV's version was read when it was published
                 return ""
         except semver.SemverError:
             continue

@@ -777,8 +777,8 @@ def test_publishing_a_bundle_by_path_warns_about_the_dependencies_the_cluster_la
         "cosctl publish: warning: demo-operator.v1.0.0 depends on what the cluster lacks (OLM v1 installs no bundle "
         "that declares dependencies; published by path, they are yours to install first):\n"
         "cosctl publish: warning:   kind EtcdCluster.etcd.database.coreos.com/v1beta2: not served by the cluster\n"
-        "cosctl publish: warning:   package etcd >=0.9.0: not installed (no Active revision of the package has "
-        "succeeded)\n")
+        "cosctl publish: warning:   package etcd >=0.9.0: not installed by a revision on this cluster (no Active "
+        "revision of the package has succeeded; one installed another way, such as with Helm, is not seen)\n")
     # the etcd operator installed (0.9.4, rolled out) and its kind served: nothing lacks
     mc.put({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": {"name": "etcdclusters.etcd.database.coreos.com"},
@@ -823,3 +823,45 @@ def test_diff_says_what_the_bundle_depends_on_that_the_cluster_lacks(tmp_path):
     code, out, _ = cosctl("diff", str(root), "-n", "demo-system", "-o", "json", cluster=mc)
     assert json.loads(out)["dependencies"] == [
         "kind EtcdCluster.etcd.database.coreos.com/v1beta2: not served by the cluster"]
+
+
+
+def test_the_dependencies_file_is_found_as_opm_finds_it():
+    """opm reads the first file of metadata/ (by name) holding a dependencies list: pelorus-operator keeps its
+    in properties.yaml, next to its properties."""
+    import tempfile
+
+    root = demo_bundle(Path(tempfile.mkdtemp()) / "b")
+    (root / "metadata" / "properties.yaml").write_text(
+        "properties: []\ndependencies:\n- {type: olm.package, value: {packageName: prometheus, version: 0.47.0}}\n")
+    mc = MemCluster()
+    code, _, err = cosctl("publish", str(root), "-n", "demo-system", cluster=mc)
+    assert code == 0 and err.splitlines()[1] == (
+        "cosctl publish: warning:   package prometheus 0.47.0: not installed by a revision on this cluster (no "
+        "Active revision of the package has succeeded; one installed another way, such as with Helm, is not seen)")
+
+
+def test_a_catalog_with_no_edge_to_a_bundle_declaring_a_dependency_says_self_certified_would_not_help(tmp_path):
+    catalog = demo_catalog(tmp_path / "catalog.json")
+    objects = [json.loads(line) for line in catalog.read_text().splitlines()]
+    for obj in objects:
+        if obj.get("name") == "demo-operator.v1.2.0":
+            obj["properties"].append({"type": "olm.gvk.required", "value": {
+                "group": "etcd.database.coreos.com", "kind": "EtcdCluster", "version": "v1beta2"}})
+    catalog.write_text("\n".join(json.dumps(o) for o in objects))
+    mc = MemCluster()
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", cluster=mc)[0] == 0
+    succeed(mc, "demo-1")
+    code, out, _ = cosctl("diff", str(demo_bundle(tmp_path / "v12", "1.2.0")), "--catalog", str(catalog), cluster=mc)
+    refused = ('validating bundle "demo-operator.v1.2.0": bundle "demo-operator.v1.2.0" has a dependency declared via '
+               'property "olm.gvk.required" which is currently not supported')
+    assert code == 1 and out.splitlines()[-6:] == [
+        "Catalog: publish refuses demo-operator.v1.2.0:",
+        'error upgrading from currently installed version "1.0.0": no bundles found for package "demo" matching '
+        'version "1.2.0"',
+        f"catalog {catalog} has no upgrade edge from demo-operator.v1.0.0 (installed by ClusterObjectSet demo-1) to "
+        "demo-operator.v1.2.0: the upgrades it allows, newest first: demo-operator.v1.1.0",
+        f"with --upgrade-constraint-policy SelfCertified, OLM v1 would refuse it still: {refused}",
+        "demo-operator.v1.2.0 depends on kind EtcdCluster.etcd.database.coreos.com/v1beta2 (catalog "
+        f"{catalog}): OLM v1 resolves no dependencies, and installs no bundle that declares one",
+        "publish without --catalog installs it anyway; what it depends on is then yours to install first"]

@@ -40,5 +40,33 @@ def test_what_the_cluster_lacks_of_it():
     mc = MemCluster()
     requirements = declared(bundle())
     assert unmet(mc, requirements) == [
-        "package etcd >=0.9.0: not installed (no Active revision of the package has succeeded)",
+        "package etcd >=0.9.0: not installed by a revision on this cluster (no Active revision of the package has "
+        "succeeded; one installed another way, such as with Helm, is not seen)",
         "a constraint (needs a GPU node): cannot be checked by cosctl"]   # Pods are served
+
+
+def test_values_of_an_unexpected_shape_are_skipped_and_texts_are_printable():
+    document = csv()
+    document["spec"]["customresourcedefinitions"] = ["not a mapping"]
+    document["spec"]["apiservicedefinitions"] = {"required": [{"kind": ["a"], "version": "v1"}]}
+    document["metadata"].setdefault("annotations", {})["olm.properties"] = json.dumps([
+        {"type": "olm.gvk.required", "value": {"group": "g.io", "kind": "K", "version": None}},
+        {"type": "olm.constraint", "value": {"failureMessage": "needs\x1b[31m red"}}])
+    found = declared(RegistryV1(package_name="demo", csv=document, crds=[{"spec": ["odd"]}],
+                                dependencies=[{"type": "olm.gvk", "value": {"kind": {"x": 1}, "version": "v1"}}]))
+    assert [r.text for r in found] == ["a constraint (needs?[31m red)"]
+
+
+def test_an_installed_version_is_read_as_its_csv_was_and_a_range_must_hold_it():
+    mc = MemCluster()
+    mc.put({"apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterObjectSet",
+            "metadata": {"name": "etcd-1", "annotations": {"olm.operatorframework.io/package-name": "etcd",
+                                                           "olm.operatorframework.io/bundle-version": "v0.9.4"}},
+            "spec": {"lifecycleState": "Active", "revision": 1, "phases": []},
+            "status": {"conditions": [{"type": "Succeeded", "status": "True", "reason": "Succeeded", "message": "",
+                                       "lastTransitionTime": "2026-11-26T00:00:00Z"}]}})
+    wanted = RegistryV1(package_name="demo", csv=csv(), dependencies=[
+        {"type": "olm.package", "value": {"packageName": "etcd", "version": ">=0.9.0"}}])
+    assert unmet(mc, declared(wanted)) == []
+    wanted.dependencies[0]["value"]["version"] = ">=1.0.0"
+    assert unmet(mc, declared(wanted)) == ["package etcd >=1.0.0: installed versions v0.9.4 are not in the range"]

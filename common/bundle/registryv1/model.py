@@ -66,7 +66,7 @@ class RegistryV1:
     others: list[Obj] = field(default_factory=list)
     annotations: dict[str, str] = field(default_factory=dict)
     source: str = ""
-    # the entries of metadata/dependencies.yaml (OLM v0's dependencies, which OLM v1 does not read), as written
+    # the entries of the dependencies file of metadata/ (OLM v0's dependencies, which OLM v1 does not read)
     dependencies: list[Any] = field(default_factory=list)
 
     @property

@@ -280,6 +280,11 @@ def resolve(package: Package, query: Query, installed: Installed | None) -> Reso
     return Resolution(chosen[0], version, tuple(chosen))
 
 
+def _printable(value: object) -> str:
+    """A catalog's string, printable (control characters as ``?``); anything else is no value."""
+    return "".join(c if c.isprintable() else "?" for c in value) if isinstance(value, str) else ""
+
+
 # The properties declaring a dependency, which operator-controller refuses (it resolves none).
 DEPENDENCY_PROPERTIES: Final = ("olm.package.required", "olm.gvk.required", "olm.constraint")
 
@@ -306,13 +311,16 @@ def dependencies(bundle: Bundle) -> list[str]:
         value = field_of(prop, "value") if isinstance(prop, dict) else None
         if kind not in DEPENDENCY_PROPERTIES:
             continue
-        if kind == "olm.package.required" and isinstance(value, dict):
-            said.append(f"package {field_of(value, 'packageName')} {field_of(value, 'versionRange')}".rstrip())
-        elif kind == "olm.gvk.required" and isinstance(value, dict):
-            group = field_of(value, "group")
-            said.append(f"kind {field_of(value, 'kind')}{'.' + group if group else ''}/{field_of(value, 'version')}")
-        elif kind == "olm.constraint" and isinstance(value, dict) and field_of(value, "failureMessage"):
-            said.append(f"a constraint ({field_of(value, 'failureMessage')})")
+        fields = {key: _printable(field_of(value, key)) for key in (
+            "packageName", "versionRange", "group", "kind", "version", "failureMessage")} if isinstance(value, dict) \
+            else {}
+        if kind == "olm.package.required" and fields.get("packageName"):
+            said.append(f"package {fields['packageName']} {fields['versionRange']}".rstrip())
+        elif kind == "olm.gvk.required" and fields.get("kind"):
+            group = f".{fields['group']}" if fields["group"] else ""
+            said.append(f"kind {fields['kind']}{group}/{fields['version']}".rstrip("/"))
+        elif kind == "olm.constraint" and fields.get("failureMessage"):
+            said.append(f"a constraint ({fields['failureMessage']})")
         else:
             said.append(f"a property {kind}")
     return said

@@ -169,8 +169,13 @@ def check_strict(text: str) -> None:
 
 
 def check_tolerant(text: str) -> None:
+    """:func:`parse_tolerant`, for its verdict only."""
+    parse_tolerant(text)
+
+
+def parse_tolerant(text: str) -> Version:
     """``semver.ParseTolerant``: spaces and a leading ``v`` trimmed, leading zeroes dropped, a missing minor or
-    patch filled with ``0``, then :func:`check_strict`."""
+    patch filled with ``0``, then :func:`parse`."""
     text = text.strip(_GO_SPACE)
     text = text.removeprefix("v")
     parts = text.split(".", 2)
@@ -182,7 +187,7 @@ def check_tolerant(text: str) -> None:
         if "+" in parts[-1] or "-" in parts[-1]:
             raise SemverError("Short version cannot contain PreRelease/Build meta data")
         parts += ["0"] * (3 - len(parts))
-    check_strict(".".join(parts))
+    return parse(".".join(parts))
 
 
 def check_release(text: str) -> None:

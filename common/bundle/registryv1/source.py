@@ -129,21 +129,26 @@ def _load_dir(root: Path, *, label: str) -> RegistryV1:
                       annotations=annotations, source=label, dependencies=_dependencies(root))
 
 
-DEPENDENCIES_FILE = "metadata/dependencies.yaml"
+METADATA_DIR = "metadata"
 
 
 def _dependencies(root: Path) -> list[Any]:
-    """The ``dependencies`` list of ``metadata/dependencies.yaml`` (``[{type, value}]``), for the warnings about what
-    a bundle depends on. OLM v1 does not read the file (opm turns it into ``olm.*.required`` catalog properties), so
-    one that cannot be read or has another shape is no refusal: it gives nothing."""
-    path = root / DEPENDENCIES_FILE
-    if not path.is_file():
-        return []
-    problems: list[str] = []
-    documents = read_documents(path, DEPENDENCIES_FILE, problems, max_bytes=1 << 20)
-    first = documents[0][1] if documents and not problems else None
-    entries = first.get("dependencies") if isinstance(first, dict) else None
-    return list(entries) if isinstance(entries, list) else []
+    """The ``dependencies`` list (``[{type, value}]``) of the bundle's dependencies file, for the warnings about what
+    it depends on: as opm's ``addMetadata`` finds it, the first file of ``metadata/`` by name whose first document
+    holds a non-empty ``dependencies`` list (usually ``dependencies.yaml``; some bundles keep it in
+    ``properties.yaml``). OLM v1 does not read it (opm turns it into ``olm.*.required`` catalog properties), so a
+    file that cannot be read or has another shape is no refusal: it gives nothing."""
+    directory = root / METADATA_DIR
+    for path in sorted(directory.iterdir()) if directory.is_dir() else []:
+        if not path.is_file():
+            continue
+        problems: list[str] = []
+        documents = read_documents(path, f"{METADATA_DIR}/{path.name}", problems, max_bytes=1 << 20)
+        first = documents[0][1] if documents and not problems else None
+        entries = first.get("dependencies") if isinstance(first, dict) else None
+        if isinstance(entries, list) and entries:
+            return list(entries)
+    return []
 
 
 @dataclass(frozen=True, slots=True)
