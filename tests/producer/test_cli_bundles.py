@@ -826,12 +826,10 @@ def test_diff_says_what_the_bundle_depends_on_that_the_cluster_lacks(tmp_path):
 
 
 
-def test_the_dependencies_file_is_found_as_opm_finds_it():
+def test_the_dependencies_file_is_found_as_opm_finds_it(tmp_path):
     """opm reads the first file of metadata/ (by name) holding a dependencies list: pelorus-operator keeps its
     in properties.yaml, next to its properties."""
-    import tempfile
-
-    root = demo_bundle(Path(tempfile.mkdtemp()) / "b")
+    root = demo_bundle(tmp_path / "b")
     (root / "metadata" / "properties.yaml").write_text(
         "properties: []\ndependencies:\n- {type: olm.package, value: {packageName: prometheus, version: 0.47.0}}\n")
     mc = MemCluster()
