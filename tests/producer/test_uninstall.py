@@ -111,15 +111,19 @@ PLAN = ("owner shop: Active revision shop-1 (4 object(s))\n"
         "Namespace shop (controlled by shop-1): deleting it deletes everything in it\n")
 
 
+# What a run prints when shop-1 has no custom resources left: the plan, the delete, the teardown followed.
+TORN_DOWN = PLAN.format(crs="no custom resources") + (
+    "delete ClusterObjectSet shop-1: the reconciler tears its objects down in reverse phase order\n"
+    "owner shop: 1 revision(s) tearing down; shop-1: removing its objects in reverse phase order\n"
+    "owner shop: every revision is gone\n"
+    "owner shop uninstalled: 1 revision(s) deleted, their objects removed in reverse phase order\n")
+
+
 def test_without_custom_resources_the_owner_is_torn_down_and_followed_to_the_end(tmp_path: Path) -> None:
     mc = installed(tmp_path)
     code, out, err = uninstall(mc)
     assert (code, err) == (0, "")
-    assert out == PLAN.format(crs="no custom resources") + (
-        "delete ClusterObjectSet shop-1: the reconciler tears its objects down in reverse phase order\n"
-        "owner shop: 1 revision(s) tearing down; shop-1: removing its objects in reverse phase order\n"
-        "owner shop: every revision is gone\n"
-        "owner shop uninstalled: 1 revision(s) deleted, their objects removed in reverse phase order\n")
+    assert out == TORN_DOWN
     assert left(mc) == {api.KIND: [], "CustomResourceDefinition": [], "Namespace": [], "Deployment": [],
                         "ConfigMap": []}
     code, out, err = uninstall(mc)
@@ -166,11 +170,7 @@ def test_delete_custom_resources_waits_for_their_operator_to_finish_them_first(t
     mc.remove_finalizer("example.com/v1", "Widget", "w1", "shop", "example.com/cleanup")   # the operator's work
     code, out, err = uninstall(mc, "--delete-custom-resources")
     assert (code, err) == (0, "")
-    assert out == PLAN.format(crs="no custom resources") + (
-        "delete ClusterObjectSet shop-1: the reconciler tears its objects down in reverse phase order\n"
-        "owner shop: 1 revision(s) tearing down; shop-1: removing its objects in reverse phase order\n"
-        "owner shop: every revision is gone\n"
-        "owner shop uninstalled: 1 revision(s) deleted, their objects removed in reverse phase order\n")
+    assert out == TORN_DOWN
     assert left(mc)[api.KIND] == [] and left(mc)["CustomResourceDefinition"] == []
 
 
