@@ -6,8 +6,11 @@ crash-safe publishing of revisions and retention (:mod:`.publish`), resolving a 
 Secret key holds (:mod:`.refs`, shared with the reconciler), reading a whole revision's content back
 (:mod:`.contents`), comparing two revisions object by object (:mod:`.diff`), rolling back forward
 (:mod:`.rollback`), the CRD upgrade safety check of a revision's CRDs (OLM v1's comparisons,
-:mod:`.crdsafety`; against a cluster, :mod:`.crdcheck`) and whether a catalog allows a bundle over what an
-owner's revisions installed (OLM v1's upgrade edges, :mod:`.catalogcheck`). Spec:
+:mod:`.crdsafety`; against a cluster, :mod:`.crdcheck`), whether a catalog allows a bundle over what an
+owner's revisions installed (OLM v1's upgrade edges, :mod:`.catalogcheck`), the RBAC a revision needs and whether a
+ServiceAccount holds it (:mod:`.permissions`, :mod:`.permcheck`), what a bundle depends on and whether the cluster
+has it (:mod:`.dependencies`), and uninstalling an owner without losing custom resources unasked
+(:mod:`.uninstall`). Spec:
 ``shared/spec/producer.md`` and section 2 (refs) of ``shared/spec/reconciler.md``.
 
 May import: :mod:`common.contract` and :mod:`common.cluster`'s interface. Never :mod:`common.cosctl` or a
