@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.bundle.registryv1 import semver
+from common.bundle.registryv1.gotext import printable
 from common.bundle.registryv1.model import RegistryV1
 from common.cluster.interface import ApiError, Cluster, UnknownKind
 from common.contract import api
@@ -54,13 +55,13 @@ def declared(bundle: RegistryV1) -> list[Requirement]:
     found: list[Requirement] = []
     spec = _mapping(bundle.csv.get("spec"))
     for crd in _items(_mapping(spec.get("customresourcedefinitions")).get("required")):
-        name, version, kind = _text(crd.get("name")), _text(crd.get("version")), _text(crd.get("kind"))
+        name, version, kind = printable(crd.get("name")), printable(crd.get("version")), printable(crd.get("kind"))
         if kind and version and "." in name:
             found.append(_gvk(name.split(".", 1)[1], version, kind))
     for service in _items(_mapping(spec.get("apiservicedefinitions")).get("required")):
-        version, kind = _text(service.get("version")), _text(service.get("kind"))
+        version, kind = printable(service.get("version")), printable(service.get("kind"))
         if kind and version:
-            found.append(_gvk(_text(service.get("group")), version, kind))
+            found.append(_gvk(printable(service.get("group")), version, kind))
     for entry in _items(bundle.dependencies):
         found.extend(_requirement(entry.get("type"), entry.get("value"), legacy=True))
     for entry in _annotated_properties(bundle.csv):
@@ -81,22 +82,15 @@ def _items(value: Any) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
-def _text(value: Any) -> str:
-    """A string value as it is, printable; anything else is no value."""
-    if not isinstance(value, str):
-        return ""
-    return "".join(c if c.isprintable() else "?" for c in value)
-
-
 def _own_kinds(bundle: RegistryV1) -> set[tuple[str, str]]:
     """(apiVersion, kind) of every version the bundle's own CRDs serve (``spec.version`` of an old v1beta1 CRD
     included)."""
     kinds: set[tuple[str, str]] = set()
     for crd in bundle.crds:
         spec = _mapping(crd.get("spec"))
-        kind, group = _text(_mapping(spec.get("names")).get("kind")), _text(spec.get("group"))
-        versions = [_text(v.get("name")) for v in _items(spec.get("versions")) if v.get("served")]
-        versions += [_text(spec.get("version"))] if spec.get("version") else []
+        kind, group = printable(_mapping(spec.get("names")).get("kind")), printable(spec.get("group"))
+        versions = [printable(v.get("name")) for v in _items(spec.get("versions")) if v.get("served")]
+        versions += [printable(spec.get("version"))] if spec.get("version") else []
         kinds.update((f"{group}/{version}", kind) for version in versions)
     return kinds
 
@@ -117,15 +111,15 @@ def _requirement(kind: Any, value: Any, *, legacy: bool) -> list[Requirement]:
     if not isinstance(value, dict):
         return []
     if kind == "olm.gvk.required" or (legacy and kind == "olm.gvk"):
-        version, gvk_kind = _text(value.get("version")), _text(value.get("kind"))
-        return [_gvk(_text(value.get("group")), version, gvk_kind)] if version and gvk_kind else []
+        version, gvk_kind = printable(value.get("version")), printable(value.get("kind"))
+        return [_gvk(printable(value.get("group")), version, gvk_kind)] if version and gvk_kind else []
     if kind == "olm.package.required" or (legacy and kind == "olm.package"):
-        package = _text(value.get("packageName"))
-        version_range = _text(value.get("version" if kind == "olm.package" else "versionRange"))
+        package = printable(value.get("packageName"))
+        version_range = printable(value.get("version" if kind == "olm.package" else "versionRange"))
         return [Requirement("package", f"package {package} {version_range}".rstrip(), package=package,
                             version_range=version_range)] if package else []
     if kind == "olm.constraint":
-        message = _text(value.get("failureMessage"))
+        message = printable(value.get("failureMessage"))
         return [Requirement("constraint", f"a constraint ({message})" if message else "a constraint")]
     return []
 

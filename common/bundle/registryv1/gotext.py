@@ -154,6 +154,12 @@ def go_fold(name: str) -> str:
     return "".join(out)
 
 
+def printable(value: Any) -> str:
+    """A string from a bundle or catalog, fit to print in a message (control characters as ``?``); anything that is
+    no string is no text (``""``)."""
+    return "".join(c if c.isprintable() else "?" for c in value) if isinstance(value, str) else ""
+
+
 def json_type_name(value: Any) -> str:
     """The JSON type of a decoded value as Go's messages name it (numbers are float64 in Go, so an ``int`` is a
     ``number`` too): ``null``, ``boolean``, ``number``, ``string``, ``array`` or ``object``."""

@@ -25,7 +25,7 @@ from typing import Final
 from . import semver
 from .catalog import PROPERTY_PACKAGE, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, Bundle, Channel, Package, field_of
 from .constraints import ConstraintError, parse_constraints
-from .gotext import go_list, go_quote
+from .gotext import go_list, go_quote, printable
 from .gounmarshal import go_word
 from .model import BundleError
 
@@ -280,11 +280,6 @@ def resolve(package: Package, query: Query, installed: Installed | None) -> Reso
     return Resolution(chosen[0], version, tuple(chosen))
 
 
-def _printable(value: object) -> str:
-    """A catalog's string, printable (control characters as ``?``); anything else is no value."""
-    return "".join(c if c.isprintable() else "?" for c in value) if isinstance(value, str) else ""
-
-
 # The properties declaring a dependency, which operator-controller refuses (it resolves none).
 DEPENDENCY_PROPERTIES: Final = ("olm.package.required", "olm.gvk.required", "olm.constraint")
 
@@ -311,7 +306,7 @@ def dependencies(bundle: Bundle) -> list[str]:
         value = field_of(prop, "value") if isinstance(prop, dict) else None
         if kind not in DEPENDENCY_PROPERTIES:
             continue
-        fields = {key: _printable(field_of(value, key)) for key in (
+        fields = {key: printable(field_of(value, key)) for key in (
             "packageName", "versionRange", "group", "kind", "version", "failureMessage")} if isinstance(value, dict) \
             else {}
         if kind == "olm.package.required" and fields.get("packageName"):
