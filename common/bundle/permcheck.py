@@ -110,18 +110,9 @@ def check_permissions(cluster: Cluster, objects: Sequence[Obj], account_namespac
     """What the ServiceAccount lacks for the revision's ``objects``, and what each of ``teardowns`` lacks to tear
     its revision down after it, by the cluster's RBAC now (one snapshot for all)."""
     lookup = cluster_lookup(cluster, objects)
-    # an installed revision's objects of a kind nobody serves any more are gone with their CRD: nothing to tear down
-    held = {t.revision: [o for o in t.objects if lookup(str(o.get("apiVersion") or ""), str(o.get("kind") or ""))]
-            for t in teardowns}
+    held = _held(teardowns, lookup)
     everything = [*objects, *(o for kept in held.values() for o in kept)]
-    verdict = Verdict()
-    try:
-        cluster.get("v1", "ServiceAccount", account_name, account_namespace)
-    except NotFound:
-        verdict.account_exists = False
-    except ApiError as exc:
-        raise PermissionCheckError(f"could not read ServiceAccount {account_namespace}/{account_name}: "
-                                   f"{exc.reason}: {exc.message}") from None
+    verdict = Verdict(account_exists=_account_exists(cluster, account_namespace, account_name))
     try:
         policy = read_policy(cluster, namespaces_of(everything, lookup))
         verdict.lacking = missing(objects, lookup, policy, service_account_user(account_namespace, account_name))
@@ -141,17 +132,10 @@ def check_teardowns(cluster: Cluster, teardowns: Sequence[Teardown],
     the objects ``released`` names for it (another revision controls them, and deletes them) and to delete the
     rest, by the cluster's RBAC now (one snapshot for all)."""
     lookup = cluster_lookup(cluster, [])
-    held = {t.revision: [o for o in t.objects if lookup(str(o.get("apiVersion") or ""), str(o.get("kind") or ""))]
-            for t in teardowns}
-    absent = []
-    for namespace, name in sorted({(t.account_namespace, t.account_name) for t in teardowns}):
-        try:
-            cluster.get("v1", "ServiceAccount", name, namespace)
-        except NotFound:
-            absent.append(f"{namespace}/{name}")
-        except ApiError as exc:
-            raise PermissionCheckError(f"could not read ServiceAccount {namespace}/{name}: "
-                                       f"{exc.reason}: {exc.message}") from None
+    held = _held(teardowns, lookup)
+    absent = [f"{namespace}/{name}" for namespace, name in sorted({(t.account_namespace, t.account_name)
+                                                                   for t in teardowns})
+              if not _account_exists(cluster, namespace, name)]
     lacking: dict[str, list[MissingRule]] = {}
     try:
         policy = read_policy(cluster, namespaces_of([o for kept in held.values() for o in kept], lookup))
@@ -161,6 +145,24 @@ def check_teardowns(cluster: Cluster, teardowns: Sequence[Teardown],
     except PermissionsError as exc:
         raise PermissionCheckError(str(exc)) from None
     return absent, lacking
+
+
+def _held(teardowns: Sequence[Teardown], lookup: ResourceLookup) -> dict[str, list[Obj]]:
+    """Each revision's objects whose kind is served: one of a kind nobody serves any more went with its CRD, so
+    there is nothing to tear down."""
+    return {t.revision: [o for o in t.objects if lookup(str(o.get("apiVersion") or ""), str(o.get("kind") or ""))]
+            for t in teardowns}
+
+
+def _account_exists(cluster: Cluster, namespace: str, name: str) -> bool:
+    try:
+        cluster.get("v1", "ServiceAccount", name, namespace)
+    except NotFound:
+        return False
+    except ApiError as exc:
+        raise PermissionCheckError(f"could not read ServiceAccount {namespace}/{name}: {exc.reason}: "
+                                   f"{exc.message}") from None
+    return True
 
 
 def _teardown_lacking(t: Teardown, held: Sequence[Obj], kept: set[ObjectRef], lookup: ResourceLookup,
