@@ -172,13 +172,16 @@ def _candidates(cluster: Cluster, revisions: Sequence[Obj],
             [o for n in sorted(namespace_names) if (o := _read(cluster, "v1", "Namespace", n))])
 
 
-def _read(cluster: Cluster, api_version: str, kind: str, name: str) -> Obj | None:
+def _read(cluster: Cluster, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+          what: str = "") -> Obj | None:
+    """The live object, None when the server has none (UnknownKind included: its CRD is gone, and it with it);
+    ``what`` names it in the refusal when it cannot be read (default ``Kind name``)."""
     try:
-        return cluster.get(api_version, kind, name)
+        return cluster.get(api_version, kind, name, namespace)
     except NotFound:
         return None
     except ApiError as exc:
-        raise UninstallError(f"could not read {kind} {name}: {exc.reason}: {exc.message}") from None
+        raise UninstallError(f"could not read {what or f'{kind} {name}'}: {exc.reason}: {exc.message}") from None
 
 
 def _listed(cluster: Cluster, api_version: str, kind: str) -> list[Obj]:
@@ -222,7 +225,9 @@ def teardown_findings(cluster: Cluster, plan: Plan,
             if holders[ref] == 1:
                 mine.append(obj)
                 continue
-            live = _live(cluster, obj)
+            meta = obj.get("metadata") or {}
+            live = _read(cluster, str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("name") or ""),
+                         meta.get("namespace"), what=str(ObjectRef.of(obj)))
             if live is None:
                 continue   # nothing to tear down
             if controller_uid(live) == uid:
@@ -253,17 +258,6 @@ def teardown_findings(cluster: Cluster, plan: Plan,
             found.append((who, f"ServiceAccount {who} lacks, by the cluster's RBAC, to tear ClusterObjectSet "
                                f"{t.revision} down:\n  " + "\n  ".join(map(str, lacking[t.revision]))))
     return found
-
-
-def _live(cluster: Cluster, obj: Obj) -> Obj | None:
-    meta = obj.get("metadata") or {}
-    try:
-        return cluster.get(str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("name") or ""),
-                           meta.get("namespace"))
-    except NotFound:   # UnknownKind included: its CRD is gone, and it with it
-        return None
-    except ApiError as exc:
-        raise UninstallError(f"could not read {ObjectRef.of(obj)}: {exc.reason}: {exc.message}") from None
 
 
 @dataclass(slots=True)
