@@ -13,6 +13,7 @@ from common.contract import api
 from common.testing.memcluster import MemCluster
 from reconciler.engine import reconcile
 from tests.producer.helpers import allow_service_accounts, cosctl, grant
+from tests.producer.test_with_engine import controllers
 
 COS = (api.API_VERSION, api.KIND)
 CRD_API = "apiextensions.k8s.io/v1"
@@ -44,25 +45,6 @@ def operator(root: Path, image: str = "web:1", *, conversion: bool = False) -> s
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\n"
         f"spec: {{replicas: 1, template: {{spec: {{containers: [{{name: w, image: '{image}'}}]}}}}}}\n")
     return str(root)
-
-
-def controllers(mc: MemCluster) -> None:
-    """Play the namespace, CRD and deployment controllers."""
-    for ns in mc.objects("v1", "Namespace"):
-        if (ns.get("status") or {}).get("phase") != "Active":
-            mc.set_status("v1", "Namespace", ns["metadata"]["name"], None, {"phase": "Active"})
-        if ns["metadata"].get("deletionTimestamp"):
-            mc.finish_namespace(ns["metadata"]["name"])
-    for crd in mc.objects(CRD_API, "CustomResourceDefinition"):
-        if not crd.get("status"):
-            mc.set_status(CRD_API, "CustomResourceDefinition", crd["metadata"]["name"], None,
-                          {"conditions": [{"type": "Established", "status": "True"},
-                                          {"type": "NamesAccepted", "status": "True"}]})
-    for d in mc.objects("apps/v1", "Deployment"):
-        want = {"observedGeneration": d["metadata"]["generation"], "replicas": 1, "updatedReplicas": 1,
-                "availableReplicas": 1, "conditions": [{"type": "Available", "status": "True"}]}
-        if d.get("status") != want:
-            mc.set_status("apps/v1", "Deployment", d["metadata"]["name"], "shop", want)
 
 
 def ticker(mc: MemCluster) -> Any:

@@ -24,10 +24,18 @@ def write_bundle(root: Path, image: str) -> str:
 
 
 def controllers(mc: MemCluster) -> None:
-    """Play the namespace and deployment controllers: everything that exists becomes ready."""
+    """Play the namespace, CRD and deployment controllers: everything that exists becomes ready, a
+    Namespace being deleted is emptied."""
     for ns in mc.objects("v1", "Namespace"):
         if (ns.get("status") or {}).get("phase") != "Active":
             mc.set_status("v1", "Namespace", ns["metadata"]["name"], None, {"phase": "Active"})
+        if ns["metadata"].get("deletionTimestamp"):
+            mc.finish_namespace(ns["metadata"]["name"])
+    for crd in mc.objects("apiextensions.k8s.io/v1", "CustomResourceDefinition"):
+        if not crd.get("status"):
+            mc.set_status("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd["metadata"]["name"], None,
+                          {"conditions": [{"type": "Established", "status": "True"},
+                                          {"type": "NamesAccepted", "status": "True"}]})
     for d in mc.objects("apps/v1", "Deployment"):
         want = {"observedGeneration": d["metadata"]["generation"], "replicas": 1, "updatedReplicas": 1,
                 "availableReplicas": 1, "conditions": [{"type": "Available", "status": "True"}]}
