@@ -38,6 +38,8 @@ ANNOTATION_BUNDLE_VERSION = "olm.operatorframework.io/bundle-version"
 # A revision made from a registry+v1 bundle: OLM v1's names for the package and the bundle (the CSV name) ...
 ANNOTATION_PACKAGE_NAME = "olm.operatorframework.io/package-name"
 ANNOTATION_BUNDLE_NAME = "olm.operatorframework.io/bundle-name"
+# ... the bundle image it was pulled from, by digest (OLM v1 records its catalog's image reference there) ...
+ANNOTATION_BUNDLE_REFERENCE = "olm.operatorframework.io/bundle-reference"
 # ... and ours: the options it was rendered with (JSON: namespace, config, certProvider, createNamespace), so the
 # next bundle version of the owner renders the same way (shared/spec/bundles.md §4).
 ANNOTATION_BUNDLE_OPTIONS = "olm.operatorframework.io/bundle-options"

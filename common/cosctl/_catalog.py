@@ -20,8 +20,9 @@ from common.contract.objects import Obj
 from common.cosctl._producer import MissingArgument
 
 CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an index image's /configs, or what `opm "
-                "render` wrote), or an OCI image layout of an index image (a directory or tar, as `skopeo copy "
-                "docker://INDEX oci:DIR` writes it)")
+                "render` wrote), an OCI image layout of an index image (a directory or tar, as `skopeo copy "
+                "docker://INDEX oci:DIR` writes it), or the index image itself, pulled: docker://REGISTRY/REPO[:TAG]"
+                "[@DIGEST] (a ClusterCatalog's spec.source.image.ref)")
 
 
 def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,9 +1,9 @@
 """What ``pack``, ``publish`` and ``diff`` read: plain manifests, or a registry+v1 bundle rendered as OLM v1 does.
 
-A bundle (a directory with ``metadata/annotations.yaml``, or an OCI image layout of a bundle image) is recognised
-wherever manifests are accepted, and must then be the only input: its objects are OLM v1's rendering for the
-install namespace, configuration and certificate provider given (shared/spec/bundles.md §4), and from there on
-they are phased, packed and published exactly as plain manifests are.
+A bundle (a directory with ``metadata/annotations.yaml``, an OCI image layout of a bundle image, or a bundle image to
+pull, ``docker://REF``) is recognised wherever manifests are accepted, and must then be the only input: its objects
+are OLM v1's rendering for the install namespace, configuration and certificate provider given
+(shared/spec/bundles.md §4), and from there on they are phased, packed and published exactly as plain manifests are.
 
 ``-n``/``--namespace`` is the bundle's install namespace. With plain manifests it keeps the meaning it always had
 in these commands, the namespace of the object-data Secrets (what ``--system-namespace`` says in both cases), so
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,7 +68,8 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system-namespace", dest="system_namespace", default=None, metavar="NS",
                         help=f"namespace of the object-data Secrets (default {api.DEFAULT_SYSTEM_NAMESPACE})")
     bundle = parser.add_argument_group(
-        "registry+v1 bundles", "A bundle directory or OCI image layout (directory or tar) is rendered as OLM v1 "
+        "registry+v1 bundles", "A bundle directory, OCI image layout (directory or tar) or bundle image (docker://REF, "
+        "pulled as OLM v1 pulls it) is rendered as OLM v1 "
         "renders it; on publish, options not given are kept from the owner's latest revision.")
     bundle.add_argument("--config", default=None, metavar="FILE",
                         help="the configuration (watchNamespace, deploymentConfig) as YAML or JSON: what a "
@@ -194,7 +196,7 @@ def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | No
         _check_bundle_only_options(args)
         return Inputs(load_phases(paths, command=command))
     if bundle is None:
-        bundle = load_bundle(path)
+        bundle = load_bundle(path, reporter(command))
     kept = recorded_options(recorded) if recorded is not None else None
     options = install_options(args, kept, command=command)
     try:
@@ -218,7 +220,13 @@ def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | No
     return Inputs(sort_into_phases(objects), bundle, options, annotations, kept_from)
 
 
-def peek_bundle(paths: list[str]) -> RegistryV1 | None:
+def peek_bundle(paths: list[str], command: str) -> RegistryV1 | None:
     """The bundle among ``paths``, loaded (for its package name before the owner is known), or ``None``."""
     path = bundle_input(paths)
-    return load_bundle(path) if path is not None else None
+    return load_bundle(path, reporter(command)) if path is not None else None
+
+
+def reporter(command: str) -> Callable[[str], None]:
+    """How a long read (an image pulled, a large catalog) reports progress: a line on stderr, so that stdout stays
+    the command's output."""
+    return lambda line: print(f"cosctl {command}: {line}", file=sys.stderr)

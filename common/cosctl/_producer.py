@@ -37,7 +37,8 @@ def add_bundle_arguments(parser: argparse.ArgumentParser, *, optional_paths: str
     that can do without (its help says it)."""
     parser.add_argument("paths", nargs="*" if optional_paths else "+", metavar="DIR|FILE",
                         help="manifest files (YAML multi-document or JSON), directories (recursive), - for stdin; "
-                             "or one registry+v1 bundle (a directory, or an OCI image layout directory or tar)"
+                             "or one registry+v1 bundle (a directory, an OCI image layout directory or tar, or a "
+                             "bundle image to pull: docker://REGISTRY/REPO[:TAG][@DIGEST])"
                              + (f"; none: {optional_paths}" if optional_paths else ""))
     parser.add_argument("--owner-kind", default=None,
                         help="value of the owner-kind label when --owner is given (default ClusterExtension)")

@@ -31,6 +31,8 @@ from common.bundle.manifests import STDIN, load
 from common.bundle.permcheck import PermissionCheckError
 from common.bundle.phasing import Phase, sort_into_phases
 from common.bundle.publish import active_revisions, owner_revisions, permission_findings, revision_of
+from common.bundle.registryv1.imageref import is_image_reference
+from common.bundle.registryv1.model import RegistryV1
 from common.cluster.interface import Cluster, NotFound
 from common.contract import api
 from common.contract.objects import Obj
@@ -134,12 +136,12 @@ PATH_ENDINGS = (".yaml", ".yml", ".json")
 
 def _expanded(source: str) -> str:
     """``~`` expanded, for a path the shell left alone (quoted, or after ``=``)."""
-    return source if source == STDIN else str(Path(source).expanduser())
+    return source if source == STDIN or is_image_reference(source) else str(Path(source).expanduser())
 
 
 def _is_path(source: str) -> bool:
-    """An existing file or directory (or standard input)."""
-    return source == STDIN or Path(_expanded(source)).exists()
+    """An existing file or directory (or standard input), or a bundle image to pull: a local side."""
+    return source == STDIN or is_image_reference(source) or Path(_expanded(source)).exists()
 
 
 def looks_like_path(source: str) -> bool:
@@ -156,12 +158,12 @@ def check_paths(sources: list[str]) -> None:
 
 
 def local_phases(paths: list[str], args: argparse.Namespace | None = None, *,
-                 recorded: Obj | None = None) -> list[Phase]:
+                 recorded: Obj | None = None, bundle: RegistryV1 | None = None) -> list[Phase]:
     """Phases from files: a registry+v1 bundle rendered with the options of ``args`` (completed from the
     ``recorded`` revision, as publish completes them), ``cosctl pack`` output (one ClusterObjectSet, its Secrets
     beside it) or plain manifests, sorted and cleaned as ``publish`` does."""
     if args is not None and len(paths) == 1 and bundle_input(paths) is not None:
-        inputs = load_inputs(args, command="diff", paths=paths, recorded=recorded)
+        inputs = load_inputs(args, command="diff", paths=paths, recorded=recorded, bundle=bundle)
         if inputs.bundle is not None and inputs.options is not None:  # stdout stays a diff: say it on stderr
             kept = f" (options kept from {inputs.kept_from})" if inputs.kept_from else ""
             print(f"cosctl diff: bundle {inputs.bundle.csv_name} rendered for namespace {inputs.options.namespace}"
@@ -232,7 +234,7 @@ def _diff(args: argparse.Namespace) -> int:
     sides = _Sides(args)
     local = all(_is_path(s) for s in args.sources)
     paths = [_expanded(s) for s in args.sources]
-    bundle = peek_bundle(paths) if local and len(paths) == 1 else None
+    bundle = peek_bundle(paths, "diff") if local and len(paths) == 1 else None
     owner = args.owner or (bundle.package_name if bundle is not None else None)
     catalog = open_catalog(args, bundle if owner and local else None, "diff",
                            misuse="only for `cosctl diff BUNDLE` against the owner's revisions", precheck=False)
@@ -243,7 +245,7 @@ def _diff(args: argparse.Namespace) -> int:
             revisions = owner_revisions(sides.cluster, owner)
         else:  # the bundle renders with the options publish would keep from the owner's latest revision
             revisions = owner_revisions(sides.cluster, owner)
-            b = local_phases(paths, args, recorded=revisions[-1] if revisions else None)
+            b = local_phases(paths, args, recorded=revisions[-1] if revisions else None, bundle=bundle)
             verdict = catalog.verdict(revisions) if catalog is not None else None
             warn_deprecated(verdict, "diff")
         b_name = " ".join(args.sources)

@@ -66,7 +66,7 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace, progress: Progress) -> int:
-    bundle = peek_bundle(args.paths)  # a bundle that does not load is reported before the cluster is contacted
+    bundle = peek_bundle(args.paths, "publish")  # a bundle that does not load: said before the cluster is contacted
     catalog = open_catalog(args, bundle, "publish")  # what the catalog refuses whatever is installed: said first
     owner = args.owner or (bundle.package_name if bundle is not None else None)
     if not owner:

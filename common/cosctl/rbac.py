@@ -94,7 +94,7 @@ def _main(args: argparse.Namespace) -> int:
 def _rbac(args: argparse.Namespace) -> int:
     if not args.paths:
         return _rbac_installed(args)
-    bundle = peek_bundle(args.paths)
+    bundle = peek_bundle(args.paths, "rbac")
     owner = args.owner or (bundle.package_name if bundle is not None else None)
     revisions: list[Obj] = []
     cluster = None

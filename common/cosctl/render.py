@@ -20,7 +20,7 @@ from common.bundle.registryv1.install import CERT_PROVIDERS, InstallOptions, ren
 from common.bundle.registryv1.render import NO_PROVIDER
 from common.bundle.registryv1.source import load_bundle
 from common.bundle.registryv1.typed import decode
-from common.cosctl._inputs import load_config
+from common.cosctl._inputs import load_config, reporter
 from common.cosctl._producer import EXIT_OK, EXIT_USAGE, run, to_yaml
 
 EXAMPLE = """\
@@ -35,10 +35,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "render", help="render a registry+v1 bundle as OLM v1 does (YAML), or print its configuration schema",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLE,
-        description="Render an OperatorHub registry+v1 bundle (a directory, or an OCI image layout directory or "
-                    "tar of a bundle image) into the objects OLM v1 applies for the install namespace, "
-                    "configuration and certificate provider given, as multi-document YAML in OLM v1's order.")
-    parser.add_argument("bundle", metavar="BUNDLE", help="bundle directory, or OCI image layout (directory or tar)")
+        description="Render an OperatorHub registry+v1 bundle (a directory, an OCI image layout directory or "
+                    "tar of a bundle image, or the bundle image pulled from its registry: docker://REF) into the "
+                    "objects OLM v1 applies for the install namespace, configuration and certificate provider "
+                    "given, as multi-document YAML in OLM v1's order.")
+    parser.add_argument("bundle", metavar="BUNDLE", help="bundle directory, OCI image layout (directory or tar), or "
+                        "docker://REGISTRY/REPO[:TAG][@DIGEST] to pull")
     parser.add_argument("-n", "--namespace", default=None, metavar="NS",
                         help="install namespace (OLM v1's ClusterExtension spec.namespace); required to render")
     parser.add_argument("--config", default=None, metavar="FILE",
@@ -55,7 +57,7 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    bundle = load_bundle(args.bundle)
+    bundle = load_bundle(args.bundle, reporter("render"))
     if args.config_schema:
         # OLM v1 derives the schema from the bundle it decoded: a CSV it cannot decode has no schema to print
         # (without this, a CSV with `installModes: x` printed a schema that asks for nothing)

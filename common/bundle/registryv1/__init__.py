@@ -5,6 +5,9 @@ renderer produces for the same install namespace, configuration and certificate 
 
 - :mod:`.model`: the loaded bundle as plain data, and the errors of this package;
 - :mod:`.source`: reading a bundle directory; :mod:`.oci`: unpacking an OCI image layout into one;
+  :mod:`.pull`: pulling a bundle or index image from its registry into such a layout (``docker://REF``), with
+  :mod:`.imageref` (references as docker normalises them) and :mod:`.registries` (the containers configuration:
+  mirrors, insecure registries, certificates, credentials); the only network access of this package;
   :mod:`.documents`: reading YAML and JSON files (manifests, configurations) as kubectl reads them;
 - :mod:`.config`: the configuration schema derived from the CSV's install modes, and the steps from a
   configuration file to what the renderer uses; :mod:`.configerrors`: strict validation against that schema,
@@ -25,7 +28,8 @@ renderer produces for the same install namespace, configuration and certificate 
   (upgrade edges, channels, version ranges, deprecations, its messages), with versions read as OLM v1 reads them:
   blang/semver (:mod:`.semver`, ``skipRange``) and Masterminds/semver (:mod:`.constraints`, version ranges).
 
-Spec: ``shared/spec/bundles.md``. Pure functions over plain ``dict`` objects: no cluster access. May import
+Spec: ``shared/spec/bundles.md``. Pure functions over plain ``dict`` objects: no cluster access (registries only,
+through :mod:`.pull`). May import
 :mod:`common.contract`, :mod:`common.bundle.manifests` (to read YAML as Kubernetes reads it) and
 :mod:`common.bundle.phasing` (objects cleaned as a revision holds them); never :mod:`common.cluster`,
 :mod:`common.cosctl` or a test double.

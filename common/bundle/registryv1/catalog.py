@@ -34,8 +34,9 @@ from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from common.bundle import k8syaml
 
-from . import oci
+from . import oci, pull
 from .gotext import go_fold
+from .imageref import is_image_reference
 from .model import BundleInputError
 
 SCHEMA_PACKAGE: Final = "olm.package"
@@ -346,6 +347,15 @@ def load_catalog(path: str | Path, *, package: str | None = None,
     objects are kept (every file is still read: any may hold some). ``report`` hears one line before a large
     catalog is read or an image unpacked. Raises :class:`CatalogError` (or, for an image layout that cannot be
     unpacked, its parent :class:`BundleInputError`)."""
+    if isinstance(path, str) and is_image_reference(path):
+        with pull.pulled(path, oci.CATALOG_LIMITS, report) as pulled_image, \
+                tempfile.TemporaryDirectory(prefix="cosctl-catalog-") as scratch:
+            label = f"docker://{pulled_image.reference}"
+            if report is not None:
+                report(f"unpacking the catalog of image {label}" + pull.described(pulled_image))
+            image = Path(scratch) / "image"
+            configs = oci.unpack_catalog(pulled_image.layout, image, label=label)
+            return _load(configs, f"{label}:/{configs.relative_to(image).as_posix()}", path, package, report)
     root = Path(path)
     if (root.is_dir() and oci.is_layout_dir(root)) or (root.is_file() and oci.is_layout_tar(root)):
         with tempfile.TemporaryDirectory(prefix="cosctl-catalog-") as scratch:

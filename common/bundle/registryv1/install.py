@@ -154,8 +154,8 @@ def _within(small: object, large: object) -> bool:
 
 
 def revision_annotations(bundle: RegistryV1, options: InstallOptions) -> dict[str, str]:
-    """The annotations a revision of ``bundle`` carries: OLM v1's package, bundle name and version, and the
-    options it was rendered with."""
+    """The annotations a revision of ``bundle`` carries: OLM v1's package, bundle name and version, the image it
+    was pulled from (by digest), and the options it was rendered with."""
     annotations = {
         api.ANNOTATION_PACKAGE_NAME: bundle.package_name,
         api.ANNOTATION_BUNDLE_NAME: bundle.csv_name,
@@ -163,6 +163,8 @@ def revision_annotations(bundle: RegistryV1, options: InstallOptions) -> dict[st
     }
     if bundle.version:
         annotations[api.ANNOTATION_BUNDLE_VERSION] = bundle.version
+    if bundle.image:
+        annotations[api.ANNOTATION_BUNDLE_REFERENCE] = bundle.image
     return annotations
 
 

@@ -68,6 +68,8 @@ class RegistryV1:
     source: str = ""
     # the entries of the dependencies file of metadata/ (OLM v0's dependencies, which OLM v1 does not read)
     dependencies: list[Any] = field(default_factory=list)
+    # the image pulled, by digest (``registry/repository@sha256:...``): what OLM v1 records as the bundle's reference
+    image: str | None = None
 
     @property
     def csv_name(self) -> str:

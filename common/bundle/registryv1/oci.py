@@ -207,8 +207,8 @@ class _Store(Protocol):
 
 
 class _DirStore:
-    def __init__(self, root: Path) -> None:
-        self.label = str(root)
+    def __init__(self, root: Path, label: str | None = None) -> None:
+        self.label = label or str(root)
         self.root = root
 
     def size(self, name: str) -> int | None:
@@ -782,32 +782,35 @@ def _materialise_links(tree: _Tree, roots: tuple[tuple[str, ...], ...] = (("meta
             tree.write(link, source, path.stat().st_size, "symbolic link")
 
 
-def unpack(path: str | Path, target: str | Path, limits: Limits = DEFAULT_LIMITS) -> Path:
+def unpack(path: str | Path, target: str | Path, limits: Limits = DEFAULT_LIMITS, *, label: str | None = None) -> Path:
     """Unpack the bundle image of the OCI layout ``path`` (a directory or a tar of one) into the new directory
-    ``target``; return ``target``. Raises :class:`BundleInputError` naming the layout and the problem (and
-    then leaves no ``target`` behind)."""
-    _unpack(path, target, limits, catalog=False)
+    ``target``; return ``target``. Raises :class:`BundleInputError` naming the layout (or ``label``, for a
+    layout directory that stands for something else: an image pulled) and the problem (and then leaves no
+    ``target`` behind)."""
+    _unpack(path, target, limits, catalog=False, label=label)
     return Path(target)
 
 
-def unpack_catalog(path: str | Path, target: str | Path, limits: Limits = CATALOG_LIMITS) -> Path:
+def unpack_catalog(path: str | Path, target: str | Path, limits: Limits = CATALOG_LIMITS, *,
+                   label: str | None = None) -> Path:
     """Unpack the File-Based Catalog of the operator index image in the OCI layout ``path``: only its configs
     directory (the image's ``operators.operatorframework.io.index.configs.v1`` label, ``/configs`` without one) is
     written, below the new directory ``target``; return that configs directory."""
-    keep = _unpack(path, target, limits, catalog=True)
+    keep = _unpack(path, target, limits, catalog=True, label=label)
     configs = Path(target).joinpath(*keep)
     if not configs.is_dir():
         shutil.rmtree(target, ignore_errors=True)
-        raise BundleInputError(f"{path}: the image has no {'/' + '/'.join(keep)} directory (its File-Based "
+        raise BundleInputError(f"{label or path}: the image has no {'/' + '/'.join(keep)} directory (its File-Based "
                                f"Catalog, named by the {CATALOG_CONFIGS_LABEL} label)")
     return configs
 
 
-def _unpack(path: str | Path, target: str | Path, limits: Limits, *, catalog: bool) -> tuple[str, ...]:
+def _unpack(path: str | Path, target: str | Path, limits: Limits, *, catalog: bool,
+            label: str | None = None) -> tuple[str, ...]:
     """:func:`unpack`, or with ``catalog`` only the configs directory of an index image; returns the directory
     written (its parts below ``target``; empty: all of the image)."""
     source, root = Path(path), Path(target)
-    store: _Store = _DirStore(source) if source.is_dir() else _TarStore(source, limits)
+    store: _Store = _DirStore(source, label) if source.is_dir() else _TarStore(source, limits)
     created = False
     try:
         layout = _Layout(store, limits)
@@ -845,9 +848,9 @@ def _unpack(path: str | Path, target: str | Path, limits: Limits, *, catalog: bo
         if created:
             shutil.rmtree(root, ignore_errors=True)
         if isinstance(exc, (tarfile.TarError, EOFError, zlib.error)):  # a layer's data read while writing a file
-            raise BundleInputError(f"{path}: a layer is not a readable tar ({exc})") from None
+            raise BundleInputError(f"{label or path}: a layer is not a readable tar ({exc})") from None
         if isinstance(exc, OSError):
-            raise BundleInputError(f"{path}: cannot unpack: {exc.strerror or exc}") from None
+            raise BundleInputError(f"{label or path}: cannot unpack: {exc.strerror or exc}") from None
         raise
     finally:
         store.close()

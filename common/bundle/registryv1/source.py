@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from common.bundle.k8syaml import RoundedUint64
-from common.bundle.registryv1 import oci
+from common.bundle.registryv1 import oci, pull
 from common.bundle.registryv1.documents import read_documents
 from common.bundle.registryv1.gotext import GoRawNumber, go_compact_json, go_float32_g, go_fold, go_marshal_json
 from common.bundle.registryv1.gounmarshal import object_meta_problem
+from common.bundle.registryv1.imageref import is_image_reference
 from common.bundle.registryv1.model import (
     ANNOTATIONS_FILE,
     MEDIATYPE_ANNOTATION,
@@ -51,7 +52,10 @@ PROPERTIES_ANNOTATION = "olm.properties"
 
 def is_bundle(path: str | Path) -> bool:
     """Whether ``path`` is a bundle: a directory with ``metadata/annotations.yaml``, or an OCI image layout
-    (a directory with ``oci-layout`` and ``index.json``, or a tar of one)."""
+    (a directory with ``oci-layout`` and ``index.json``, or a tar of one), or an image to pull (``docker://REF``;
+    nothing is pulled to answer)."""
+    if isinstance(path, str) and is_image_reference(path):
+        return True
     p = Path(path)
     if p.is_dir():
         return (p / ANNOTATIONS_FILE).is_file() or oci.is_layout_dir(p)
@@ -70,12 +74,15 @@ def enclosing_bundle(path: str | Path) -> str | None:
     return str(real.parent) if p.is_symlink() else os.path.normpath(os.path.join(str(path), ".."))
 
 
-def load_bundle(path: str | Path) -> RegistryV1:
-    """The bundle at ``path`` (a bundle directory or an OCI image layout of a bundle image).
+def load_bundle(path: str | Path, report: pull.Report | None = None) -> RegistryV1:
+    """The bundle at ``path`` (a bundle directory or an OCI image layout of a bundle image), or the bundle image
+    ``docker://REF`` pulled from its registry (``report`` hears about a long download and the digest pulled).
 
-    Raises :class:`BundleInputError` naming the file and the problem when ``path`` is not a usable
+    Raises :class:`BundleInputError` naming the file (or image) and the problem when ``path`` is not a usable
     registry+v1 bundle.
     """
+    if isinstance(path, str) and is_image_reference(path):
+        return _load_image(path, report)
     p = Path(path)
     if not p.exists():
         raise BundleInputError(f"{path}: no such file or directory")
@@ -95,6 +102,20 @@ def load_bundle(path: str | Path) -> RegistryV1:
         raise BundleInputError(f"{path}: the {MANIFESTS_DIR}/ directory of the registry+v1 bundle {outer}: give the "
                                "bundle directory itself")
     return _load_dir(p, label=str(path))
+
+
+def _load_image(text: str, report: pull.Report | None) -> RegistryV1:
+    """The bundle image ``text`` (``docker://REF``), pulled and unpacked as a layout on disk is."""
+    with pull.pulled(text, oci.DEFAULT_LIMITS, report) as image, \
+            tempfile.TemporaryDirectory(prefix="cosctl-bundle-") as scratch:
+        label = f"docker://{image.reference}"
+        root = oci.unpack(image.layout, Path(scratch) / "rootfs", label=label)
+        bundle = _load_dir(root, label=f"{label} (image)")
+    if report is not None:
+        report(f"pulled {label}" + pull.described(image))
+    bundle.source = text
+    bundle.image = str(image.canonical)
+    return bundle
 
 
 def _load_dir(root: Path, *, label: str) -> RegistryV1:

@@ -1,0 +1,724 @@
+"""Pulling a bundle image or an index image from a registry (``docker://REF``) into an OCI image layout, as
+OLM v1 pulls the image a catalog names: over the OCI distribution API, with the machine's containers
+configuration (:mod:`.registries`: mirrors, insecure registries, certificates, credentials).
+
+The one module of this package that talks to the network; what it writes is read by :mod:`.oci` exactly as a
+layout ``skopeo copy`` wrote, so an image is checked the same way whichever way it came.
+
+- Manifests are asked for in the OCI and Docker v2 media types; an image index (a multi-platform image) is
+  narrowed to one image: this machine's platform, else ``linux/amd64``, else the first Linux one (a bundle's or
+  a catalog's content is the same for every platform). Docker's schema 1 is refused.
+- Every manifest and blob is checked against its digest (and its descriptor's size) before it is kept; a
+  reference by digest is checked against that digest. The digest pulled is the one OLM v1 records:
+  ``registry/repository@digest`` of the manifest the reference names.
+- Blobs are kept in a content-addressed cache (``$COSCTL_CACHE_DIR``, else ``$XDG_CACHE_HOME/cosctl``, else
+  ``~/.cache/cosctl``; deleting it is always safe), so a second pull of the same content downloads nothing, and a
+  reference by digest is read offline once cached.
+- Authentication as the registries ask for it: anonymous or with the machine's credentials, a bearer token from
+  the registry's token service (Docker's token protocol) or HTTP Basic. A redirect to another place (blob storage
+  behind presigned URLs) never carries the credentials.
+- Transient failures (connection errors, 429, 5xx) are retried up to :data:`ATTEMPTS` times, honouring
+  ``Retry-After``; ``HTTPS_PROXY``/``NO_PROXY`` are honoured.
+- Large downloads report progress through the caller's ``report``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import ssl
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import urllib3
+
+from common.bundle.registryv1.imageref import ImageReference, parse_reference
+from common.bundle.registryv1.model import BundleInputError
+from common.bundle.registryv1.oci import INDEX_TYPES, MANIFEST_TYPES, OCI_LAYOUT, Limits
+from common.bundle.registryv1.registries import (
+    Certificates,
+    Credentials,
+    Endpoint,
+    auth_files,
+    cert_dirs,
+    certificates,
+    credentials,
+    registries_conf,
+)
+
+Report = Callable[[str], None]
+
+OCI_MANIFEST: Final = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX: Final = "application/vnd.oci.image.index.v1+json"
+DOCKER_MANIFEST: Final = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_LIST: Final = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_SCHEMA1: Final = ("application/vnd.docker.distribution.manifest.v1+json",
+                         "application/vnd.docker.distribution.manifest.v1+prettyjws")
+ACCEPT: Final = ", ".join((OCI_INDEX, OCI_MANIFEST, DOCKER_LIST, DOCKER_MANIFEST))
+ATTEMPTS: Final = 4
+MAX_RETRY_AFTER: Final = 30.0  # seconds: a longer Retry-After is not waited for
+MAX_REDIRECTS: Final = 5
+TIMEOUT: Final = urllib3.Timeout(connect=30.0, read=120.0)
+PROGRESS_EVERY: Final = 5.0  # seconds between progress lines of one download
+PROGRESS_FROM: Final = 8 << 20  # bytes: smaller downloads report nothing while they run
+_CHUNK: Final = 1 << 16
+_DIGEST: Final = re.compile(r"(sha256):([a-f0-9]{64})|(sha512):([a-f0-9]{128})")
+_RETRIED_STATUS: Final = frozenset({429, 500, 502, 503, 504})
+_ARCHES: Final = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "ppc64le": "ppc64le",
+                  "s390x": "s390x", "armv7l": "arm"}
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds to wait before attempt ``attempt + 1``: 0.25, 0.5, 1, ... at most 4."""
+    return float(min(0.25 * 2 ** (attempt - 1), 4.0))
+
+
+class ImagePullError(BundleInputError):
+    """The image cannot be pulled; the message names the reference, the registry and why (never a credential)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PulledImage:
+    """An image pulled into ``layout`` (an OCI image layout holding exactly the chosen image); ``canonical`` is the
+    reference by the digest of the manifest ``reference`` named (an image index's for a multi-platform image),
+    ``platform`` the platform chosen from an index (``None`` for a single image)."""
+
+    reference: ImageReference
+    canonical: ImageReference
+    layout: Path
+    platform: str | None = None
+    endpoint: str = ""
+
+
+def described(image: PulledImage) -> str:
+    """What a progress line adds after the reference: the digest pulled (unless the reference gave it alone) and
+    the platform chosen, in parentheses; ``""`` when there is nothing to add."""
+    parts = [] if image.reference.tag is None else [str(image.canonical)]
+    if image.platform:
+        parts.append(image.platform)
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("COSCTL_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path(os.environ.get("HOME") or Path.home()) / ".cache")
+    return Path(base) / "cosctl"
+
+
+def _digest_parts(digest: Any, what: str) -> tuple[str, str]:
+    match = _DIGEST.fullmatch(digest) if isinstance(digest, str) else None
+    if match is None:
+        raise ImagePullError(f"{what}: unsupported or malformed digest {json.dumps(digest)[:150]}")
+    return (match.group(1) or match.group(3)), (match.group(2) or match.group(4))
+
+
+def _size(descriptor: dict[str, Any], what: str) -> int:
+    size = descriptor.get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise ImagePullError(f"{what}: a descriptor without a valid size ({json.dumps(size)[:80]})")
+    return size
+
+
+def _megabytes(count: int) -> str:
+    return f"{count / (1 << 20):.1f} MiB"
+
+
+# --- the blob cache ---------------------------------------------------------------------------------------------
+
+
+class _Cache:
+    """Blobs by digest under ``root/blobs/ALG/HEX``, each written whole and checked before it is renamed into
+    place; a scratch layout directory per pull beside them. Without a writable cache directory, a temporary one
+    serves this run only."""
+
+    def __init__(self, root: Path) -> None:
+        try:
+            (root / "blobs").mkdir(parents=True, exist_ok=True)
+            probe = tempfile.NamedTemporaryFile(dir=root / "blobs", delete=True)  # noqa: SIM115
+            probe.close()
+            self.root, self.scratch = root, None
+        except OSError:
+            self.scratch = tempfile.TemporaryDirectory(prefix="cosctl-pull-")
+            self.root = Path(self.scratch.name)
+            (self.root / "blobs").mkdir()
+
+    def path(self, digest: str) -> Path:
+        algorithm, hexdigest = _digest_parts(digest, "blob")
+        return self.root / "blobs" / algorithm / hexdigest
+
+    def read(self, digest: str, limit: int) -> bytes | None:
+        """The cached blob, if present, whole and matching its digest (a damaged one is removed)."""
+        path = self.path(digest)
+        try:
+            if path.stat().st_size > limit:
+                return None
+            data = path.read_bytes()
+        except OSError:
+            return None
+        algorithm, hexdigest = _digest_parts(digest, "blob")
+        if hashlib.new(algorithm, data).hexdigest() != hexdigest:
+            path.unlink(missing_ok=True)
+            return None
+        return data
+
+    def has(self, digest: str, size: int) -> bool:
+        """Whether the blob is cached whole (its digest is checked again when the layout is read)."""
+        path = self.path(digest)
+        try:
+            return path.is_file() and path.stat().st_size == size
+        except OSError:
+            return False
+
+    def put(self, digest: str, data: bytes) -> None:
+        with self.writer(digest) as handle:
+            handle.write(data)
+
+    @contextlib.contextmanager
+    def writer(self, digest: str) -> Iterator[Any]:
+        """A file to write the blob into; renamed into place when the block ends without an error."""
+        path = self.path(digest)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".part-", delete=False)  # noqa: SIM115
+        try:
+            with handle:
+                yield handle
+            os.replace(handle.name, path)
+        except BaseException:
+            Path(handle.name).unlink(missing_ok=True)
+            raise
+
+    @contextlib.contextmanager
+    def layout(self, manifest: dict[str, Any]) -> Iterator[Path]:
+        """A scratch OCI layout listing only ``manifest`` (a descriptor), its blobs those of the cache."""
+        (self.root / "layouts").mkdir(exist_ok=True)
+        directory = Path(tempfile.mkdtemp(prefix="pull-", dir=self.root / "layouts"))
+        try:
+            (directory / OCI_LAYOUT).write_text('{"imageLayoutVersion":"1.0.0"}')
+            (directory / "index.json").write_text(json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX,
+                                                              "manifests": [manifest]}))
+            (directory / "blobs").symlink_to(self.root / "blobs", target_is_directory=True)
+            yield directory
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def close(self) -> None:
+        if self.scratch is not None:
+            self.scratch.cleanup()
+
+
+# --- one registry endpoint --------------------------------------------------------------------------------------
+
+
+def _proxy_url(scheme: str, host: str) -> str | None:
+    proxies = urllib.request.getproxies_environment()
+    if not proxies or urllib.request.proxy_bypass(host.split(":", 1)[0]):
+        return None
+    return proxies.get(scheme)
+
+
+def _challenge(header: str) -> tuple[str, dict[str, str]]:
+    """An RFC 7235 challenge: its scheme and auth-params (quoted strings unescaped)."""
+    scheme, _, rest = header.strip().partition(" ")
+    params: dict[str, str] = {}
+    for match in re.finditer(r'([A-Za-z0-9_.-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]*))', rest):
+        value = match.group(2) if match.group(2) is not None else match.group(3)
+        params[match.group(1).lower()] = re.sub(r"\\(.)", r"\1", value)
+    return scheme.lower(), params
+
+
+def _registry_errors(body: bytes) -> str:
+    """The registry's error codes and messages from an error body (distribution's ``errors`` list)."""
+    try:
+        document = json.loads(body[:65536])
+        errors = document.get("errors") if isinstance(document, dict) else None
+        found = [f"{e.get('code', '')}: {e.get('message', '')}".strip(": ") for e in errors or []
+                 if isinstance(e, dict)]
+        text = "; ".join(f for f in found if f)
+    except (ValueError, AttributeError):
+        text = ""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)[:300]
+
+
+@dataclass
+class _Session:
+    """Requests to one registry endpoint for one repository, with the authentication it asks for."""
+
+    endpoint: Endpoint
+    asked: ImageReference
+    report: Report | None
+    host: str = ""
+    repository: str = ""
+    scheme: str = "https"
+    authorization: str | None = None
+    credentials: Credentials | None = None
+    credentials_read: bool = False
+    certs: Certificates = field(default_factory=Certificates)
+    pools: dict[str, urllib3.PoolManager] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.host, _, self.repository = self.endpoint.name.partition("/")
+        self.certs = certificates(self.host)
+
+    @property
+    def shown(self) -> str:
+        return f"{self.host}/{self.repository}"
+
+    def fail(self, problem: str) -> ImagePullError:
+        where = f" (mirror {self.endpoint.name})" if self.endpoint.mirror else ""
+        return ImagePullError(f"docker://{self.asked}{where}: {problem}")
+
+    def _context(self, verify: bool) -> ssl.SSLContext:
+        context = ssl.create_default_context()
+        if not verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        try:
+            for ca in self.certs.ca_files:
+                context.load_verify_locations(cafile=ca)
+            for cert, key in self.certs.client_pairs:
+                context.load_cert_chain(cert, key)
+        except (ssl.SSLError, OSError) as exc:
+            raise self.fail(f"cannot use the certificates of {self.certs.directory}: {exc}") from None
+        return context
+
+    def _pool(self, scheme: str, host: str) -> urllib3.PoolManager:
+        key = f"{scheme}://{host}"
+        if key not in self.pools:
+            options: dict[str, Any] = {"timeout": TIMEOUT, "retries": False}
+            if scheme == "https":
+                options["ssl_context"] = self._context(verify=not self.endpoint.insecure)
+            proxy = _proxy_url(scheme, host)
+            self.pools[key] = (urllib3.ProxyManager(proxy, **options) if proxy
+                               else urllib3.PoolManager(**options))
+        return self.pools[key]
+
+    def _credentials(self) -> Credentials | None:
+        if not self.credentials_read:
+            self.credentials = credentials(parse_reference(self.endpoint.name))
+            self.credentials_read = True
+        return self.credentials
+
+    # -- requests --
+
+    def get(self, path: str, *, accept: str | None = None, stream: bool = False) -> urllib3.BaseHTTPResponse:
+        """GET ``path`` of the API (``/v2/...``), authenticating, retrying and following redirects; the response
+        is 200 (its body unread when ``stream``) or an :class:`ImagePullError` is raised."""
+        url = f"{self.scheme}://{self.host}{path}"
+        authenticated = False
+        attempt = 0
+        redirects = 0
+        while True:
+            attempt += 1
+            headers = {"User-Agent": "cosctl"}
+            if accept:
+                headers["Accept"] = accept
+            same = urllib.parse.urlsplit(url)
+            if self.authorization and same.netloc == self.host and same.path.startswith("/v2/"):
+                headers["Authorization"] = self.authorization
+            response = self._send(url, headers, stream, attempt)
+            if response is None:
+                if redirects == 0:   # the scheme may have changed (an insecure registry speaking plain HTTP)
+                    url = f"{self.scheme}://{self.host}{path}"
+                continue
+            if response.status in (301, 302, 303, 307, 308):
+                location = response.headers.get("Location")
+                response.drain_conn()
+                response.release_conn()
+                redirects += 1
+                if not location or redirects > MAX_REDIRECTS:
+                    raise self.fail(f"{self.host} redirected {path} too often or nowhere")
+                url = urllib.parse.urljoin(url, location)
+                continue
+            if response.status == 401 and not authenticated:
+                challenge = response.headers.get("WWW-Authenticate", "")
+                response.drain_conn()
+                response.release_conn()
+                self._authenticate(challenge)
+                authenticated = True
+                attempt = 0
+                continue
+            if response.status in _RETRIED_STATUS and attempt < ATTEMPTS:
+                wait = self._retry_after(response, attempt)
+                response.drain_conn()
+                response.release_conn()
+                time.sleep(wait)
+                continue
+            if response.status == 200:
+                return response
+            body = response.data if not stream else response.read(65536)
+            response.release_conn()
+            raise self._status_error(response.status, path, body)
+
+    def _send(self, url: str, headers: dict[str, str], stream: bool,
+              attempt: int) -> urllib3.BaseHTTPResponse | None:
+        scheme, netloc = urllib.parse.urlsplit(url)[:2]
+        try:
+            return self._pool(scheme, netloc).request("GET", url, headers=headers, preload_content=not stream,
+                                                      redirect=False)
+        except urllib3.exceptions.SSLError as exc:
+            if self.endpoint.insecure and scheme == "https" and netloc == self.host and self.scheme == "https":
+                self.scheme = "http"   # an insecure registry that speaks plain HTTP
+                return None
+            raise self.fail(self._tls_problem(netloc, exc)) from None
+        except urllib3.exceptions.HTTPError as exc:
+            if attempt < ATTEMPTS:
+                time.sleep(_backoff(attempt))
+                return None
+            raise self.fail(f"cannot reach {netloc}: {_reason(exc)} (after {ATTEMPTS} attempts)") from None
+
+    def _tls_problem(self, netloc: str, exc: Exception) -> str:
+        text = _reason(exc)
+        if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+            where = self.certs.directory or ", ".join(str(d / self.host) for d in cert_dirs())
+            return (f"cannot verify the TLS certificate of {netloc} ({text}): trust its CA with a file ending in "
+                    f".crt in {'' if self.certs.directory else 'one of '}{where} (as podman and skopeo read it), or "
+                    "mark the registry insecure in registries.conf")
+        return f"TLS with {netloc} failed: {text}"
+
+    @staticmethod
+    def _retry_after(response: urllib3.BaseHTTPResponse, attempt: int) -> float:
+        value = response.headers.get("Retry-After", "")
+        try:
+            return min(max(float(value), 0.0), MAX_RETRY_AFTER)
+        except ValueError:
+            return _backoff(attempt)
+
+    def _status_error(self, status: int, path: str, body: bytes) -> ImagePullError:
+        detail = _registry_errors(body)
+        if status == 404:
+            what = "manifest" if "/manifests/" in path else "blob"
+            return self.fail(f"not found: {self.host} has no {what} {path.rsplit('/', 1)[-1]} in repository "
+                             f"{self.repository}" + (f" ({detail})" if detail else ""))
+        detail = f": {detail}" if detail else ""
+        if status in (401, 403):
+            creds = self._credentials()
+            used = (f"with the credentials of {creds.source}" if creds else
+                    "anonymously (no credentials for it in " + ", ".join(str(p) for p in auth_files()) + ")")
+            return self.fail(f"access denied by {self.host} (HTTP {status}{detail}), asked {used}")
+        return self.fail(f"{self.host} answered HTTP {status} to GET {path}{detail}")
+
+    # -- authentication --
+
+    def _authenticate(self, header: str) -> None:
+        scheme, params = _challenge(header)
+        creds = self._credentials()
+        if scheme == "basic":
+            if creds is None:
+                raise self.fail(f"{self.host} asks for a user name and password, and no credentials for it are in "
+                                + ", ".join(str(p) for p in auth_files()) + " (podman login or docker login "
+                                "writes them)")
+            if self.scheme != "https" and not self.endpoint.insecure:   # pragma: no cover - https unless insecure
+                raise self.fail("credentials are never sent over plain HTTP")
+            self.authorization = creds.basic()
+            return
+        if scheme != "bearer" or "realm" not in params:
+            raise self.fail(f"{self.host} asks for authentication this client does not speak "
+                            f"({(scheme or 'none')!r}; Bearer and Basic are supported)")
+        realm = params["realm"]
+        split = urllib.parse.urlsplit(realm)
+        if split.scheme not in ("https", "http") or not split.netloc:
+            raise self.fail(f"{self.host}'s token service {realm!r} is not an HTTP(S) URL")
+        query = {"scope": f"repository:{self.repository}:pull"}
+        if params.get("service"):
+            query["service"] = params["service"]
+        url = realm + ("&" if split.query else "?") + urllib.parse.urlencode(query)
+        headers = {"User-Agent": "cosctl"}
+        if creds is not None:
+            if split.scheme != "https" and not self.endpoint.insecure:
+                raise self.fail(f"{self.host}'s token service {realm} is plain HTTP: credentials are not sent "
+                                "there (mark the registry insecure in registries.conf to allow it)")
+            headers["Authorization"] = creds.basic()
+        response = None
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                response = self._pool(split.scheme, split.netloc).request("GET", url, headers=headers,
+                                                                          redirect=True)
+            except urllib3.exceptions.SSLError as exc:
+                raise self.fail(self._tls_problem(split.netloc, exc)) from None
+            except urllib3.exceptions.HTTPError as exc:
+                if attempt == ATTEMPTS:
+                    raise self.fail(f"cannot reach the token service {split.netloc}: {_reason(exc)}") from None
+                time.sleep(_backoff(attempt))
+                continue
+            if response.status not in _RETRIED_STATUS or attempt == ATTEMPTS:
+                break
+            time.sleep(self._retry_after(response, attempt))
+        assert response is not None
+        if response.status != 200:
+            detail = _registry_errors(response.data)
+            used = f"the credentials of {creds.source}" if creds else "no credentials (anonymous)"
+            raise self.fail(f"the token service {split.netloc} refused a pull token for {self.repository} with "
+                            f"{used} (HTTP {response.status}{': ' + detail if detail else ''})")
+        try:
+            answer = json.loads(response.data)
+            token = answer.get("token") or answer.get("access_token")
+        except (ValueError, AttributeError):
+            token = None
+        if not isinstance(token, str) or not token:
+            raise self.fail(f"the token service {split.netloc} answered no token")
+        self.authorization = f"Bearer {token}"
+
+
+def _reason(exc: Exception) -> str:
+    """What went wrong, without urllib3's connection object repr (``HTTPSConnection(host=...): ...``) or the
+    wrapped exception repeated."""
+    reason = getattr(exc, "reason", None)
+    text = exc.args[0] if not reason and exc.args and isinstance(exc.args[0], str) else str(reason or exc)
+    text = re.sub(r"^<?\w*HTTPS?Connection(?:Pool)?\(host=[^)]*\)>?: ", "", text)
+    text = re.sub(r"^\w*HTTPS?Connection object at 0x[0-9a-f]+>?: ", "", text)
+    return "".join(ch if ch.isprintable() else "?" for ch in text)[:300]
+
+
+# --- the pull ---------------------------------------------------------------------------------------------------
+
+
+def host_platform() -> tuple[str, str]:
+    """This machine's platform as image indexes name it (``linux``, ``amd64``)."""
+    return "linux", _ARCHES.get(platform.machine().lower(), platform.machine().lower())
+
+
+def choose_platform(index: dict[str, Any], what: str) -> dict[str, Any]:
+    """The descriptor of the one image of ``index`` to pull (see the module's docstring)."""
+    manifests = index.get("manifests")
+    if not isinstance(manifests, list):
+        raise ImagePullError(f"{what}: an image index without a \"manifests\" list")
+    images = [m for m in manifests if isinstance(m, dict) and (m.get("annotations") or {}).get(
+        "vnd.docker.reference.type") != "attestation-manifest"]
+    if not images:
+        raise ImagePullError(f"{what}: the image index lists no image")
+
+    def platform_of(descriptor: dict[str, Any]) -> tuple[str, str]:
+        found = descriptor.get("platform")
+        return (str(found.get("os", "")), str(found.get("architecture", ""))) if isinstance(found, dict) else ("", "")
+
+    for wanted in (host_platform(), ("linux", "amd64")):
+        for descriptor in images:
+            if platform_of(descriptor) == wanted:
+                return descriptor
+    for descriptor in images:
+        if platform_of(descriptor)[0] == "linux":
+            return descriptor
+    return images[0]
+
+
+@dataclass
+class _Pull:
+    session: _Session
+    cache: _Cache
+    limits: Limits
+    report: Report | None
+    downloaded: int = 0
+
+    def manifest(self, reference: str, what: str, *, digest: str | None = None) -> tuple[bytes, str, str]:
+        """The manifest ``reference`` (a tag or a digest) names: its bytes, media type and digest (checked
+        against ``digest`` when known); from the cache when it is known by digest."""
+        if digest is not None:
+            cached = self.cache.read(digest, self.limits.max_json_bytes)
+            if cached is not None:
+                return cached, _media_type(cached, None), digest
+        path = f"/v2/{self.session.repository}/manifests/{reference}"
+        response = self.session.get(path, accept=ACCEPT, stream=True)
+        declared = response.headers.get("Content-Length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limits.max_json_bytes:
+            response.release_conn()
+            raise self.session.fail(f"{what}: {declared} bytes, more than the limit of {self.limits.max_json_bytes} "
+                                    "for a manifest")
+        data = self._read_capped(response, self.limits.max_json_bytes, what)
+        media_type = _media_type(data, response.headers.get("Content-Type"))
+        if media_type in DOCKER_SCHEMA1:
+            raise self.session.fail(f"{what}: a Docker schema 1 manifest, which is no longer supported (push the "
+                                    "image again with a current tool)")
+        if digest is None:
+            header = response.headers.get("Docker-Content-Digest")
+            digest = header if header and _DIGEST.fullmatch(header) else "sha256:" + hashlib.sha256(data).hexdigest()
+        algorithm, hexdigest = _digest_parts(digest, what)
+        actual = hashlib.new(algorithm, data).hexdigest()
+        if actual != hexdigest:
+            raise self.session.fail(f"{what}: the manifest {self.session.host} sent does not match its digest "
+                                    f"{digest} (it hashes to {algorithm}:{actual})")
+        self.cache.put(digest, data)
+        return data, media_type, digest
+
+    def _read_capped(self, response: urllib3.BaseHTTPResponse, limit: int, what: str) -> bytes:
+        chunks: list[bytes] = []
+        total = 0
+        try:
+            for chunk in response.stream(_CHUNK):
+                total += len(chunk)
+                if total > limit:
+                    raise self.session.fail(f"{what}: more than the limit of {limit} bytes for a manifest")
+                chunks.append(chunk)
+        except urllib3.exceptions.HTTPError as exc:
+            raise self.session.fail(f"{what}: the download broke off: {_reason(exc)}") from None
+        finally:
+            response.release_conn()
+        return b"".join(chunks)
+
+    def blob(self, descriptor: dict[str, Any], what: str, position: str) -> None:
+        """Have the blob in the cache, downloaded and checked unless it is there already."""
+        digest = descriptor.get("digest")
+        algorithm, hexdigest = _digest_parts(digest, what)
+        size = _size(descriptor, what)
+        assert isinstance(digest, str)
+        if self.cache.has(digest, size):
+            return
+        if self.downloaded + size > self.limits.max_stream_bytes:
+            raise self.session.fail(f"{what}: the image's blobs come to more than the limit of "
+                                    f"{self.limits.max_stream_bytes} bytes")
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                self._download(digest, algorithm, hexdigest, size, what, position)
+                self.downloaded += size
+                return
+            except _Broken as exc:
+                if attempt == ATTEMPTS:
+                    raise self.session.fail(f"{what}: {exc} (after {ATTEMPTS} attempts)") from None
+                time.sleep(_backoff(attempt))
+
+    def _download(self, digest: str, algorithm: str, hexdigest: str, size: int, what: str, position: str) -> None:
+        response = self.session.get(f"/v2/{self.session.repository}/blobs/{digest}", stream=True)
+        hasher = hashlib.new(algorithm)
+        received = 0
+        started = last = time.monotonic()
+        try:
+            with self.cache.writer(digest) as handle:
+                try:
+                    for chunk in response.stream(_CHUNK):
+                        received += len(chunk)
+                        if received > size:
+                            raise self.session.fail(f"{what}: {self.session.host} sent more than the {size} bytes "
+                                                    f"its descriptor says for blob {digest}")
+                        hasher.update(chunk)
+                        handle.write(chunk)
+                        now = time.monotonic()
+                        if self.report is not None and size >= PROGRESS_FROM and now - last >= PROGRESS_EVERY:
+                            last = now
+                            self.report(f"pulling docker://{self.session.asked}: {position}, {_megabytes(received)}"
+                                        f" of {_megabytes(size)}")
+                except urllib3.exceptions.HTTPError as exc:
+                    raise _Broken(f"the download of blob {digest} ({size} bytes) broke off: {_reason(exc)}") \
+                        from None
+                if received < size:
+                    raise _Broken(f"the download of blob {digest} ended after {received} of {size} bytes")
+                if hasher.hexdigest() != hexdigest:
+                    raise self.session.fail(f"{what}: blob {digest} from {self.session.host} does not match its "
+                                            f"digest (its content hashes to {algorithm}:{hasher.hexdigest()})")
+        finally:
+            response.release_conn()
+        if self.report is not None and size >= PROGRESS_FROM:
+            seconds = max(time.monotonic() - started, 0.001)
+            self.report(f"pulled docker://{self.session.asked}: {position}, {_megabytes(size)} in {seconds:.1f} s")
+
+
+class _Broken(Exception):
+    """A download that broke off or came short: tried again."""
+
+
+def _media_type(data: bytes, header: str | None) -> str:
+    """A manifest's media type: its own ``mediaType`` field, else the Content-Type the registry sent."""
+    try:
+        document = json.loads(data)
+        own = document.get("mediaType") if isinstance(document, dict) else None
+    except ValueError:
+        own = None
+    if isinstance(own, str) and own:
+        return own
+    return (header or "").split(";", 1)[0].strip()
+
+
+def _document(data: bytes, what: str) -> dict[str, Any]:
+    try:
+        document = json.loads(data)
+    except ValueError as exc:
+        raise ImagePullError(f"{what}: not valid JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise ImagePullError(f"{what}: not a JSON object")
+    return document
+
+
+@contextlib.contextmanager
+def pulled(text: str, limits: Limits, report: Report | None = None) -> Iterator[PulledImage]:
+    """Pull the image ``text`` (``docker://REF``) into a scratch OCI layout that exists while the block runs.
+
+    The registries.conf endpoints are tried in order (mirrors first); the error of the last one is raised, naming
+    the others' when every one failed."""
+    reference = parse_reference(text)
+    endpoints = registries_conf().endpoints(reference)
+    cache = _Cache(cache_dir())
+    try:
+        failures: list[str] = []
+        for endpoint in endpoints:
+            session = _Session(endpoint, reference, report)
+            try:
+                chosen, canonical, choice = _fetch(session, cache, reference, limits, report)
+            except ImagePullError as exc:
+                if endpoint is endpoints[-1]:
+                    if failures:
+                        raise ImagePullError(f"{exc}; before it: {'; '.join(failures)}") from None
+                    raise
+                failures.append(str(exc))
+                continue
+            with cache.layout(chosen) as layout:
+                yield PulledImage(reference, canonical, layout, choice, endpoint.name)
+            return
+    finally:
+        cache.close()
+
+
+def _fetch(session: _Session, cache: _Cache, reference: ImageReference, limits: Limits,
+           report: Report | None) -> tuple[dict[str, Any], ImageReference, str | None]:
+    """Pull ``reference`` through ``session`` into the cache: the chosen image's descriptor, the reference by
+    the digest of what ``reference`` names, the platform chosen (an index)."""
+    pull = _Pull(session, cache, limits, report)
+    what = "manifest"
+    data, media_type, digest = pull.manifest(reference.digest or reference.tag or "latest", what,
+                                             digest=reference.digest)
+    canonical = reference.pinned(digest)
+    document = _document(data, what)
+    choice = None
+    if media_type in INDEX_TYPES or (not media_type and "manifests" in document):
+        descriptor = choose_platform(document, f"docker://{reference}")
+        found = descriptor.get("platform")
+        choice = (f"{found.get('os', '?')}/{found.get('architecture', '?')}" if isinstance(found, dict)
+                  else "no platform")
+        what = f"the {choice} image's manifest"
+        child_digest = descriptor.get("digest")
+        _digest_parts(child_digest, what)
+        assert isinstance(child_digest, str)
+        data, media_type, digest = pull.manifest(child_digest, what, digest=child_digest)
+        document = _document(data, what)
+    if media_type not in MANIFEST_TYPES and not (not media_type and "layers" in document):
+        raise session.fail(f"{what}: unsupported manifest media type {json.dumps(media_type)} (expected an OCI or "
+                           "Docker v2 image manifest or index)")
+    layers = document.get("layers")
+    config = document.get("config")
+    if not isinstance(layers, list) or not isinstance(config, dict):
+        raise session.fail(f"{what}: an image manifest without \"config\" and \"layers\"")
+    if len(layers) > limits.max_layers:
+        raise session.fail(f"{what}: {len(layers)} layers, more than the limit of {limits.max_layers}")
+    blobs = [(config, "config", "its config")] + [
+        (layer, f"layer {i}", f"layer {i + 1} of {len(layers)}") for i, layer in enumerate(layers)]
+    for descriptor, where, _ in blobs:
+        if not isinstance(descriptor, dict):
+            raise session.fail(f"{what}: {where}: not a descriptor")
+    missing = [b for b in blobs if not cache.has(str(b[0].get("digest")), _size(b[0], b[1]))]
+    total = sum(_size(b[0], b[1]) for b in missing)
+    if report is not None and total >= PROGRESS_FROM:
+        report(f"pulling docker://{reference} from {session.host}: {len(missing)} blob(s), {_megabytes(total)}")
+    for descriptor, where, position in blobs:
+        pull.blob(descriptor, where, position)
+    chosen = {"mediaType": media_type or OCI_MANIFEST, "digest": digest, "size": len(data)}
+    return chosen, canonical, choice

@@ -1,0 +1,544 @@
+"""Pulling bundle and index images from a registry (``docker://REF``), at the HTTP level against a local registry
+the test controls (tests/support/registry_server.py): what is asked, with which credentials, what is kept, and
+the exact messages when a registry refuses, breaks off or lies."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import ssl
+import stat
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from common.bundle.registryv1 import pull
+from common.bundle.registryv1.catalog import load_catalog
+from common.bundle.registryv1.imageref import ImageReference, ImageReferenceError, parse_reference
+from common.bundle.registryv1.model import BundleInputError
+from common.bundle.registryv1.registries import CredentialsError, RegistryConfigError, credentials, registries_conf
+from common.bundle.registryv1.source import is_bundle, load_bundle
+from common.contract import api
+from common.testing.memcluster import MemCluster
+from tests.producer.helpers import cosctl
+from tests.registryv1.bundles import Layout, bundle_image_layout, files_layer, tree_files, write_bundle
+from tests.support.registry_server import DOCKER_MANIFEST, Registry
+from tests.webhook.support import CA
+
+ACCEPTED = ("application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, "
+            "application/vnd.docker.distribution.manifest.list.v2+json, "
+            "application/vnd.docker.distribution.manifest.v2+json")
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME of the test's own, and no containers configuration but what the test writes."""
+    home = tmp_path / "home"
+    (home / ".config" / "containers").mkdir(parents=True)
+    for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "REGISTRY_AUTH_FILE", "DOCKER_CONFIG",
+                 "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("COSCTL_CACHE_DIR", str(tmp_path / "cache"))
+    conf = tmp_path / "registries.conf"
+    conf.write_text("")
+    monkeypatch.setenv("CONTAINERS_REGISTRIES_CONF", str(conf))
+    return home
+
+
+@pytest.fixture
+def ca(tmp_path: Path) -> CA:
+    (tmp_path / "ca").mkdir()
+    return CA(tmp_path / "ca")
+
+
+def trust(home: Path, ca: CA, registry: Registry) -> None:
+    directory = home / ".config" / "containers" / "certs.d" / registry.host
+    directory.mkdir(parents=True)
+    (directory / "ca.crt").write_bytes(ca.ca_file.read_bytes())
+
+
+@pytest.fixture
+def registry(ca: CA, home: Path) -> Iterator[Registry]:
+    with Registry(ca) as server:
+        trust(home, ca, server)
+        yield server
+
+
+@pytest.fixture
+def bundle_dir(tmp_path: Path) -> Path:
+    return write_bundle(tmp_path / "bundle")
+
+
+def push_bundle(registry: Registry, bundle_dir: Path, tmp_path: Path, repo: str = "op/demo-bundle",
+                tag: str = "v1") -> str:
+    layout = bundle_image_layout(tmp_path / f"layout-{repo.replace('/', '-')}-{tag}", bundle_dir)
+    return registry.push_layout(repo, tag, layout)
+
+
+def write_auth(path: Path, entries: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"auths": entries}))
+    return path
+
+
+def basic_entry(user: str, password: str) -> dict[str, str]:
+    return {"auth": base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def manifest_and_blob_paths(registry: Registry) -> list[tuple[str, str]]:
+    return [(r.method, r.path) for r in registry.requests]
+
+
+# --- references ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("docker://quay.io/org/op-bundle:v1.2.3", ImageReference("quay.io", "org/op-bundle", "v1.2.3", None)),
+    ("docker://busybox", ImageReference("docker.io", "library/busybox", "latest", None)),
+    ("docker://org/app", ImageReference("docker.io", "org/app", "latest", None)),
+    ("docker://index.docker.io/org/app:1", ImageReference("docker.io", "org/app", "1", None)),
+    ("docker://localhost:5000/app", ImageReference("localhost:5000", "app", "latest", None)),
+    ("docker://127.0.0.1:5000/a/b/c@sha256:" + "a" * 64,
+     ImageReference("127.0.0.1:5000", "a/b/c", None, "sha256:" + "a" * 64)),
+    ("docker://r.io/app:v1@sha256:" + "b" * 64, ImageReference("r.io", "app", "v1", "sha256:" + "b" * 64)),
+])
+def test_references_are_normalised_as_docker_does(text: str, expected: ImageReference) -> None:
+    assert parse_reference(text) == expected
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("docker://", "image reference 'docker://': empty (write docker://REGISTRY/REPOSITORY[:TAG][@DIGEST])"),
+    ("docker://quay.io/Org/app", "image reference 'docker://quay.io/Org/app': invalid repository 'Org/app' "
+     "(lower-case letters, digits and separators '.', '_', '__', '-', in components joined by '/')"),
+    ("docker://quay.io/app:-x", "image reference 'docker://quay.io/app:-x': invalid tag '-x' (letters, digits, '_', "
+     "'.', '-', at most 128, not starting with '.' or '-')"),
+    ("docker://quay.io/app@sha256:abc", "image reference 'docker://quay.io/app@sha256:abc': invalid digest "
+     "'sha256:abc' (sha256:<64 hex> or sha512:<128 hex>, lower case)"),
+    ("docker://quay.io/app@md5:" + "a" * 32, f"image reference 'docker://quay.io/app@md5:{'a' * 32}': invalid "
+     f"digest 'md5:{'a' * 32}' (sha256:<64 hex> or sha512:<128 hex>, lower case)"),
+])
+def test_malformed_references_are_refused_naming_the_part(text: str, message: str) -> None:
+    with pytest.raises(ImageReferenceError) as caught:
+        parse_reference(text)
+    assert str(caught.value) == message
+
+
+def test_an_image_reference_is_a_bundle_input_without_any_request() -> None:
+    assert is_bundle("docker://quay.io/org/app:v1")
+
+
+# --- pulling ----------------------------------------------------------------------------------------------------
+
+
+def test_a_bundle_pulled_by_tag_is_the_bundle_on_disk(registry: Registry, bundle_dir: Path, tmp_path: Path) -> None:
+    digest = push_bundle(registry, bundle_dir, tmp_path)
+    heard: list[str] = []
+    pulled = load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}", heard.append)
+    local = load_bundle(bundle_dir)
+    assert (pulled.csv, pulled.crds, pulled.others, pulled.annotations) == (
+        local.csv, local.crds, local.others, local.annotations)
+    assert pulled.image == f"{registry.host}/op/demo-bundle@{digest}"
+    assert pulled.source == f"docker://{registry.host}/op/demo-bundle:v1"
+    assert heard == [f"pulled docker://{registry.host}/op/demo-bundle:v1 ({registry.host}/op/demo-bundle@{digest})"]
+    first = registry.requests[0]
+    assert (first.method, first.path, first.headers["accept"]) == ("GET", "/v2/op/demo-bundle/manifests/v1", ACCEPTED)
+    assert all(r.method == "GET" and r.status == 200 for r in registry.requests)
+
+
+def test_blobs_come_from_the_cache_and_a_digest_is_read_offline(registry: Registry, bundle_dir: Path,
+                                                                tmp_path: Path) -> None:
+    digest = push_bundle(registry, bundle_dir, tmp_path)
+    load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}")
+    assert len(registry.requests) == 3   # the manifest, its config, its one layer
+    registry.requests.clear()
+    load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}")
+    assert manifest_and_blob_paths(registry) == [("GET", "/v2/op/demo-bundle/manifests/v1")]  # tags move: asked
+    registry.requests.clear()
+    heard: list[str] = []
+    again = load_bundle(f"docker://{registry.ref('op/demo-bundle', digest)}", heard.append)
+    assert registry.requests == []
+    assert heard == [f"pulled docker://{registry.host}/op/demo-bundle@{digest}"]   # the digest is said already
+    assert again.image == f"{registry.host}/op/demo-bundle@{digest}"
+    layouts = tmp_path / "cache" / "layouts"
+    assert list(layouts.iterdir()) == []   # scratch layouts are removed
+
+
+def test_a_multi_platform_image_is_narrowed_to_this_machines_platform(registry: Registry, tmp_path: Path) -> None:
+    os_name, arch = pull.host_platform()
+    other = "s390x" if arch != "s390x" else "amd64"
+    layout = Layout(tmp_path / "multi")
+
+    def image(marker: str) -> dict[str, Any]:
+        files = tree_files(write_bundle(tmp_path / marker))
+        files["manifests/marker.yaml"] = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {marker}\n".encode()
+        return layout.image([layout.layer(files_layer(files))])
+
+    mine, theirs = image("mine"), image("theirs")
+    index = layout.index([{**theirs, "platform": {"os": "linux", "architecture": other}},
+                          {**mine, "platform": {"os": os_name, "architecture": arch}}])
+    layout.finish([index])
+    digest = registry.push_layout("op/multi", "v1", layout.root)
+    heard: list[str] = []
+    bundle = load_bundle(f"docker://{registry.ref('op/multi', 'v1')}", heard.append)
+    assert [o["metadata"]["name"] for o in bundle.others if o["kind"] == "ConfigMap"] == ["demo-config", "mine"]
+    assert bundle.image == f"{registry.host}/op/multi@{digest}"   # the index's digest, as OLM v1 records it
+    assert heard == [f"pulled docker://{registry.host}/op/multi:v1 ({registry.host}/op/multi@{digest}, "
+                     f"{os_name}/{arch})"]
+    assert not any(theirs["digest"] in r.path for r in registry.requests)
+
+
+def test_a_docker_v2_manifest_is_pulled(registry: Registry, bundle_dir: Path, tmp_path: Path) -> None:
+    layout = bundle_image_layout(tmp_path / "layout", bundle_dir)
+    index = json.loads((layout / "index.json").read_text())
+    manifest_path = layout / "blobs" / "sha256" / index["manifests"][0]["digest"].split(":")[1]
+    manifest = json.loads(manifest_path.read_text())
+    manifest["mediaType"] = DOCKER_MANIFEST
+    manifest["config"]["mediaType"] = "application/vnd.docker.container.image.v1+json"
+    for layer in manifest["layers"]:
+        layer["mediaType"] = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+    for descriptor in [manifest["config"], *manifest["layers"]]:
+        registry.put_blob("op/v2", (layout / "blobs" / "sha256" / descriptor["digest"].split(":")[1]).read_bytes())
+    digest = registry.put_manifest("op/v2", json.dumps(manifest).encode(), DOCKER_MANIFEST, tag="v1")
+    bundle = load_bundle(f"docker://{registry.ref('op/v2', 'v1')}")
+    assert bundle.image == f"{registry.host}/op/v2@{digest}"
+    assert bundle.csv == load_bundle(bundle_dir).csv
+
+
+def test_a_catalog_is_pulled_from_its_index_image(registry: Registry, tmp_path: Path) -> None:
+    catalog = {"schema": "olm.package", "name": "demo", "defaultChannel": "stable"}
+    layout = Layout(tmp_path / "catalog")
+    layer = layout.layer(files_layer({"configs/demo/catalog.json": json.dumps(catalog).encode()}))
+    layout.finish([layout.image([layer], labels={"operators.operatorframework.io.index.configs.v1": "/configs"})])
+    registry.push_layout("op/catalog", "latest", layout.root)
+    heard: list[str] = []
+    loaded = load_catalog(f"docker://{registry.ref('op/catalog')}", package="demo", report=heard.append)
+    assert loaded.package_names() == ["demo"]
+    assert loaded.source == f"docker://{registry.host}/op/catalog:latest"
+    assert heard[0].startswith(f"unpacking the catalog of image docker://{registry.host}/op/catalog:latest "
+                               f"({registry.host}/op/catalog@sha256:")
+
+
+# --- authentication ---------------------------------------------------------------------------------------------
+
+
+def test_anonymous_bearer_tokens_for_a_public_repository(ca: CA, home: Path, bundle_dir: Path,
+                                                         tmp_path: Path) -> None:
+    with Registry(ca, auth="bearer", public_repos=["op/demo-bundle"]) as registry:
+        trust(home, ca, registry)
+        push_bundle(registry, bundle_dir, tmp_path)
+        load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}")
+        token = [r for r in registry.requests if r.path == "/token"]
+        assert len(token) == 1
+        assert token[0].query == {"scope": ["repository:op/demo-bundle:pull"], "service": ["test-registry"]}
+        assert "authorization" not in token[0].headers
+        assert all(r.headers.get("authorization", "").startswith("Bearer ") for r in registry.requests
+                   if r.path.startswith("/v2/") and r.status == 200)
+
+
+def test_credentials_from_the_auth_file_go_to_the_token_service_only(ca: CA, home: Path, bundle_dir: Path,
+                                                                      tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    with Registry(ca, auth="bearer", users={"alice": "s3cret"}, token_ttl_requests=1, redirect_blobs=True) as registry:
+        trust(home, ca, registry)
+        push_bundle(registry, bundle_dir, tmp_path)
+        auth = write_auth(tmp_path / "auth.json", {registry.host: basic_entry("alice", "s3cret")})
+        monkeypatch.setenv("REGISTRY_AUTH_FILE", str(auth))
+        load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}")
+        basic = "Basic " + base64.b64encode(b"alice:s3cret").decode()
+        assert {r.path for r in registry.requests if r.headers.get("authorization") == basic} == {"/token"}
+        # each token serves one request here: a fresh 401 fetches a new one
+        assert len([r for r in registry.requests if r.path == "/token"]) == 3
+        storage = [r for r in registry.requests if r.path.startswith("/storage/")]
+        assert len(storage) == 2 and all("authorization" not in r.headers and r.status == 200 for r in storage)
+
+
+def test_no_credentials_for_a_private_repository(ca: CA, home: Path, bundle_dir: Path, tmp_path: Path) -> None:
+    with Registry(ca, auth="bearer", users={"alice": "s3cret"}) as registry:
+        trust(home, ca, registry)
+        push_bundle(registry, bundle_dir, tmp_path)
+        with pytest.raises(BundleInputError) as caught:
+            load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}")
+    files = f"{home}/.config/containers/auth.json, {home}/.docker/config.json"
+    assert str(caught.value) == (
+        f"docker://{registry.host}/op/demo-bundle:v1: access denied by {registry.host} (HTTP 401: DENIED: "
+        f"requested access to the resource is denied), asked anonymously (no credentials for it in {files})")
+
+
+def test_basic_authentication(ca: CA, home: Path, bundle_dir: Path, tmp_path: Path) -> None:
+    with Registry(ca, auth="basic", users={"alice": "s3cret"}) as registry:
+        trust(home, ca, registry)
+        push_bundle(registry, bundle_dir, tmp_path)
+        ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+        with pytest.raises(BundleInputError) as caught:
+            load_bundle(ref)
+        assert str(caught.value) == (
+            f"{ref}: {registry.host} asks for a user name and password, and no credentials for it are in "
+            f"{home}/.config/containers/auth.json, {home}/.docker/config.json (podman login or docker login writes "
+            "them)")
+        write_auth(home / ".docker" / "config.json", {"https://" + registry.host: basic_entry("alice", "wrong")})
+        with pytest.raises(BundleInputError) as caught:
+            load_bundle(ref)
+        assert str(caught.value) == (
+            f"{ref}: access denied by {registry.host} (HTTP 401: UNAUTHORIZED: authentication required), asked with "
+            f"the credentials of {home}/.docker/config.json (auths {registry.host})")
+        assert "wrong" not in str(caught.value)
+        write_auth(home / ".config" / "containers" / "auth.json",
+                   {f"{registry.host}/op": basic_entry("alice", "s3cret")})
+        assert load_bundle(ref).package_name == "demo"
+
+
+def test_credentials_are_looked_up_most_specific_first(tmp_path: Path, home: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    auth = write_auth(tmp_path / "auth.json", {
+        "r.io": basic_entry("registry", "1"), "r.io/org": basic_entry("org", "2"),
+        "r.io/org/app": {"username": "app", "password": "3"}, "https://index.docker.io/v1/": basic_entry("hub", "4")})
+    monkeypatch.setenv("REGISTRY_AUTH_FILE", str(auth))
+
+    def user(text: str) -> str | None:
+        found = credentials(parse_reference(text))
+        return None if found is None else found.username
+
+    assert [user("r.io/org/app"), user("r.io/org/other"), user("r.io/x"), user("busybox"), user("q.io/a")] == [
+        "app", "org", "registry", "hub", None]
+
+
+def test_a_credential_helper_is_run_as_docker_runs_it(tmp_path: Path, home: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    helpers = tmp_path / "bin"
+    helpers.mkdir()
+    script = helpers / "docker-credential-test"
+    script.write_text('#!/bin/sh\nread server\nif [ "$server" = r.io ]; then\n'
+                      '  echo \'{"ServerURL":"r.io","Username":"robot","Secret":"xyz"}\'\n'
+                      'else\n  echo "credentials not found in native keychain"; exit 1\nfi\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{helpers}{os.pathsep}{os.environ['PATH']}")
+    config = home / ".docker" / "config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"credHelpers": {"r.io": "test"}, "credsStore": "test"}))
+    found = credentials(parse_reference("r.io/app"))
+    assert found is not None and (found.username, found.password, found.source) == (
+        "robot", "xyz", f"{config} (credHelpers r.io)")
+    assert credentials(parse_reference("q.io/app")) is None
+    config.write_text(json.dumps({"credHelpers": {"r.io": "missing"}}))
+    with pytest.raises(CredentialsError) as caught:
+        credentials(parse_reference("r.io/app"))
+    assert str(caught.value) == f"{config} (credHelpers r.io): credential helper docker-credential-missing is not " \
+        "installed"
+
+
+def test_an_identity_token_is_refused_with_what_to_do(tmp_path: Path, home: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    auth = write_auth(tmp_path / "auth.json", {"r.io": {"auth": "", "identitytoken": "refresh-me"}})
+    monkeypatch.setenv("REGISTRY_AUTH_FILE", str(auth))
+    with pytest.raises(CredentialsError) as caught:
+        credentials(parse_reference("r.io/app"))
+    assert str(caught.value) == (
+        f"{auth} (auths r.io): an identity token (OAuth2 refresh token), which cosctl does not use: log in with a "
+        "user name and password or token (podman login, docker login -u)")
+    assert "refresh-me" not in str(caught.value)
+
+
+# --- what a registry does wrong ----------------------------------------------------------------------------------
+
+
+def test_a_blob_that_does_not_match_its_digest_is_refused_and_not_kept(registry: Registry, bundle_dir: Path,
+                                                                       tmp_path: Path) -> None:
+    push_bundle(registry, bundle_dir, tmp_path)
+    manifest = json.loads(_manifest(registry, "op/demo-bundle", "v1"))
+    layer = manifest["layers"][0]["digest"]
+    registry.corrupt_blob(layer)
+    ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+    with pytest.raises(BundleInputError) as caught:
+        load_bundle(ref)
+    assert str(caught.value).startswith(f"{ref}: layer 0: blob {layer} from {registry.host} does not match its digest "
+                                        "(its content hashes to sha256:")
+    assert not (tmp_path / "cache" / "blobs" / "sha256" / layer.split(":")[1]).exists()
+    registry.clear_faults()
+    assert load_bundle(ref).package_name == "demo"
+
+
+def _manifest(registry: Registry, repo: str, tag: str) -> bytes:
+    """The manifest as the registry holds it, read past the client (its requests forgotten)."""
+    request = urllib.request.Request(f"{registry.url}/v2/{repo}/manifests/{tag}", headers={"Accept": ACCEPTED})
+    context = ssl.create_default_context(cafile=str(Path(os.environ["HOME"]) / ".config" / "containers" / "certs.d"
+                                                    / registry.host / "ca.crt"))
+    with urllib.request.urlopen(request, context=context) as response:
+        data: bytes = response.read()
+    registry.requests.clear()
+    return data
+
+
+def test_a_download_cut_short_is_tried_again(registry: Registry, bundle_dir: Path, tmp_path: Path) -> None:
+    push_bundle(registry, bundle_dir, tmp_path)
+    layer = json.loads(_manifest(registry, "op/demo-bundle", "v1"))["layers"][0]["digest"]
+    registry.truncate_blob(layer, times=2)
+    registry.fail_next(1, status=503, retry_after=0)
+    assert load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}").package_name == "demo"
+    assert [r.status for r in registry.requests if r.path.endswith(layer)] == [200, 200, 200]
+    assert registry.requests[0].status == 503
+
+
+def test_a_download_that_always_breaks_off_is_given_up(registry: Registry, bundle_dir: Path, tmp_path: Path) -> None:
+    push_bundle(registry, bundle_dir, tmp_path)
+    layer = json.loads(_manifest(registry, "op/demo-bundle", "v1"))["layers"][0]["digest"]
+    size = json.loads(_manifest(registry, "op/demo-bundle", "v1"))["layers"][0]["size"]
+    registry.truncate_blob(layer)
+    ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+    with pytest.raises(BundleInputError) as caught:
+        load_bundle(ref)
+    assert str(caught.value) == (f"{ref}: layer 0: the download of blob {layer} ({size} bytes) broke off: Connection "
+                                 f"broken: IncompleteRead({size // 2} bytes read, {size - size // 2} more expected) "
+                                 "(after 4 attempts)")
+
+
+def test_not_found(registry: Registry) -> None:
+    ref = f"docker://{registry.ref('op/nothing', 'v9')}"
+    with pytest.raises(BundleInputError) as caught:
+        load_bundle(ref)
+    assert str(caught.value) == (f"{ref}: not found: {registry.host} has no manifest v9 in repository op/nothing "
+                                 "(MANIFEST_UNKNOWN: manifest unknown)")
+
+
+def test_a_manifest_that_does_not_match_its_digest(registry: Registry) -> None:
+    body = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                       "config": {}, "layers": []}).encode()
+    digest = registry.put_manifest("op/lie", body, "application/vnd.oci.image.manifest.v1+json", tag="v1")
+    registry.corrupt_blob(digest)
+    for ref in (f"docker://{registry.host}/op/lie@{digest}", f"docker://{registry.ref('op/lie', 'v1')}"):
+        with pytest.raises(BundleInputError) as caught:
+            load_bundle(ref)
+        assert str(caught.value).startswith(f"{ref}: manifest: the manifest {registry.host} sent does not match its "
+                                            f"digest {digest} (it hashes to sha256:")
+
+
+def test_schema_1_manifests_are_refused(ca: CA, home: Path) -> None:
+    schema1 = "application/vnd.docker.distribution.manifest.v1+prettyjws"
+    with Registry(ca, strict_accept=False) as registry:   # one that answers whatever the client accepts
+        trust(home, ca, registry)
+        registry.put_manifest("op/old", json.dumps({"schemaVersion": 1}).encode(), schema1, tag="v1")
+        ref = f"docker://{registry.ref('op/old', 'v1')}"
+        with pytest.raises(BundleInputError) as caught:
+            load_bundle(ref)
+    assert str(caught.value) == (f"{ref}: manifest: a Docker schema 1 manifest, which is no longer supported (push the "
+                                 "image again with a current tool)")
+
+
+def test_an_untrusted_certificate_says_where_to_put_the_ca(ca: CA, home: Path) -> None:
+    with Registry(ca) as registry:
+        ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+        with pytest.raises(BundleInputError) as caught:
+            load_bundle(ref)
+    text = str(caught.value)
+    assert text.startswith(f"{ref}: cannot verify the TLS certificate of {registry.host} ([SSL: "
+                           "CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+    assert text.endswith(f"trust its CA with a file ending in .crt in one of {home}/.config/containers/certs.d/"
+                         f"{registry.host}, /etc/containers/certs.d/{registry.host}, /etc/docker/certs.d/"
+                         f"{registry.host} (as podman and skopeo read it), or mark the registry insecure in "
+                         "registries.conf")
+
+
+# --- registries.conf ----------------------------------------------------------------------------------------------
+
+
+def test_a_mirror_serves_first_and_the_registry_when_the_mirror_fails(ca: CA, home: Path, bundle_dir: Path,
+                                                                      tmp_path: Path) -> None:
+    with Registry(ca) as primary, Registry(plain_http=True) as mirror:
+        trust(home, ca, primary)
+        digest = push_bundle(primary, bundle_dir, tmp_path)
+        push_bundle(mirror, bundle_dir, tmp_path, repo="mirrored/op/demo-bundle")
+        Path(os.environ["CONTAINERS_REGISTRIES_CONF"]).write_text(
+            f'[[registry]]\nlocation = "{primary.host}"\n[[registry.mirror]]\nlocation = "{mirror.host}/mirrored"\n'
+            'insecure = true\n')
+        bundle = load_bundle(f"docker://{primary.ref('op/demo-bundle', 'v1')}")
+        assert bundle.image == f"{primary.host}/op/demo-bundle@{digest}"   # the name asked for, not the mirror's
+        assert primary.requests == [] and mirror.requests[0].path == "/v2/mirrored/op/demo-bundle/manifests/v1"
+        mirror.requests.clear()
+        with pytest.raises(BundleInputError) as caught:
+            load_bundle(f"docker://{primary.ref('op/demo-bundle', 'v2')}")
+        assert str(caught.value) == (
+            f"docker://{primary.host}/op/demo-bundle:v2: not found: {primary.host} has no manifest v2 in repository "
+            f"op/demo-bundle (MANIFEST_UNKNOWN: manifest unknown); before it: docker://{primary.host}/op/demo-bundle:"
+            f"v2 (mirror {mirror.host}/mirrored/op/demo-bundle): not found: {mirror.host} has no manifest v2 in "
+            "repository mirrored/op/demo-bundle (MANIFEST_UNKNOWN: manifest unknown)")
+
+
+def test_digest_only_mirrors_and_blocked_registries(home: Path) -> None:
+    conf = Path(os.environ["CONTAINERS_REGISTRIES_CONF"])
+    conf.write_text('[[registry]]\nprefix = "r.io/team"\nlocation = "internal.example/r-team"\n'
+                    '[[registry.mirror]]\nlocation = "m.example/r"\npull-from-mirror = "digest-only"\n'
+                    '[[registry]]\nlocation = "bad.io"\nblocked = true\n')
+    found = registries_conf()
+    by_tag = found.endpoints(parse_reference("r.io/team/app:v1"))
+    by_digest = found.endpoints(parse_reference("r.io/team/app@sha256:" + "a" * 64))
+    assert [e.name for e in by_tag] == ["internal.example/r-team/app"]
+    assert [(e.name, e.mirror) for e in by_digest] == [("m.example/r/app", True), ("internal.example/r-team/app",
+                                                                                   False)]
+    assert [e.name for e in found.endpoints(parse_reference("r.io/other:v1"))] == ["r.io/other"]
+    with pytest.raises(RegistryConfigError) as caught:
+        found.endpoints(parse_reference("bad.io/app:v1"))
+    assert str(caught.value) == f"bad.io/app:v1: pulling from bad.io is blocked by {conf}"
+    conf.write_text('[[registry]]\nlocation = "https://r.io"\n')
+    with pytest.raises(RegistryConfigError) as caught:
+        registries_conf()
+    assert str(caught.value) == f"{conf}: [[registry]] #1: 'https://r.io': a location has no scheme (write " \
+        "host[:port][/path])"
+
+
+def test_an_insecure_registry_over_plain_http(home: Path, bundle_dir: Path, tmp_path: Path) -> None:
+    with Registry(plain_http=True) as registry:
+        push_bundle(registry, bundle_dir, tmp_path)
+        ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+        with pytest.raises(BundleInputError) as caught:
+            load_bundle(ref)
+        assert str(caught.value).startswith(f"{ref}: TLS with {registry.host} failed: ")
+        Path(os.environ["CONTAINERS_REGISTRIES_CONF"]).write_text(
+            f'[[registry]]\nlocation = "{registry.host}"\ninsecure = true\n')
+        assert load_bundle(ref).package_name == "demo"
+
+
+def test_a_manifest_over_the_limit_is_refused(registry: Registry) -> None:
+    big = json.dumps({"schemaVersion": 2, "layers": [], "pad": "x" * (5 << 20)}).encode()
+    registry.put_manifest("op/big", big, "application/vnd.oci.image.manifest.v1+json", tag="v1")
+    ref = f"docker://{registry.ref('op/big', 'v1')}"
+    with pytest.raises(BundleInputError) as caught:
+        load_bundle(ref)
+    assert str(caught.value) == f"{ref}: manifest: {len(big)} bytes, more than the limit of {4 << 20} for a manifest"
+
+
+
+# --- cosctl ---------------------------------------------------------------------------------------------------
+
+
+def test_publish_of_a_pulled_bundle_records_its_digest_and_pulls_once(registry: Registry, bundle_dir: Path,
+                                                                      tmp_path: Path) -> None:
+    digest = push_bundle(registry, bundle_dir, tmp_path)
+    ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+    mc = MemCluster()
+    code, out, err = cosctl("publish", ref, "-n", "demo-system", cluster=mc)
+    assert (code, err) == (0, f"cosctl publish: pulled {ref} ({registry.host}/op/demo-bundle@{digest})\n")
+    assert out.splitlines()[-1] == "ClusterObjectSet demo-1 (revision 1) created"
+    assert len(registry.requests) == 3   # the manifest, the config, the layer: once
+    [cos] = mc.objects(api.API_VERSION, api.KIND)
+    assert cos["metadata"]["annotations"][api.ANNOTATION_BUNDLE_REFERENCE] == f"{registry.host}/op/demo-bundle@{digest}"
+    # the same content from a directory: the revision no longer says it came from that image
+    code, out, err = cosctl("publish", str(bundle_dir), cluster=mc)
+    assert (code, out.splitlines()[-1]) == (0, "unchanged content: ClusterObjectSet demo-1 (revision 1) updated in "
+                                               "place (mutable fields only)")
+    [cos] = mc.objects(api.API_VERSION, api.KIND)
+    assert api.ANNOTATION_BUNDLE_REFERENCE not in cos["metadata"]["annotations"]
+    code, out, err = cosctl("diff", ref, cluster=mc)
+    assert (code, err) == (0, f"cosctl diff: pulled {ref} ({registry.host}/op/demo-bundle@{digest})\n"
+                              "cosctl diff: bundle demo-operator.v1.0.0 rendered for namespace demo-system (options "
+                              "kept from demo-1)\n")
+
+
+def test_render_of_an_image_that_cannot_be_pulled_exits_2(registry: Registry) -> None:
+    ref = f"docker://{registry.ref('op/nothing', 'v1')}"
+    assert cosctl("render", ref, "-n", "demo-system") == (
+        2, "", f"cosctl render: {ref}: not found: {registry.host} has no manifest v1 in repository op/nothing "
+               "(MANIFEST_UNKNOWN: manifest unknown)\n")
