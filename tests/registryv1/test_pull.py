@@ -111,6 +111,12 @@ def test_references_are_normalised_as_docker_does(text: str, expected: ImageRefe
     assert parse_reference(text) == expected
 
 
+def test_docker_hub_is_asked_where_its_api_answers() -> None:
+    assert [parse_reference(t).api_host for t in ("docker://busybox", "docker://index.docker.io/a/b", "docker://q.io/a",
+                                                  "docker://localhost:5000/a")] == [
+        "registry-1.docker.io", "registry-1.docker.io", "q.io", "localhost:5000"]
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("docker://", "image reference 'docker://': empty (write docker://REGISTRY/REPOSITORY[:TAG][@DIGEST])"),
     ("docker://quay.io/Org/app", "image reference 'docker://quay.io/Org/app': invalid repository 'Org/app' "

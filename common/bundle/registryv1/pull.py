@@ -269,8 +269,9 @@ class _Session:
     pools: dict[str, urllib3.PoolManager] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.host, _, self.repository = self.endpoint.name.partition("/")
-        self.certs = certificates(self.host)
+        named = parse_reference(self.endpoint.name)
+        self.host, self.repository = named.api_host, named.repository   # Docker Hub answers elsewhere
+        self.certs = certificates(named.registry)
 
     @property
     def shown(self) -> str:
