@@ -20,7 +20,13 @@ from common.bundle.registryv1 import pull
 from common.bundle.registryv1.catalog import load_catalog
 from common.bundle.registryv1.imageref import ImageReference, ImageReferenceError, parse_reference
 from common.bundle.registryv1.model import BundleInputError
-from common.bundle.registryv1.registries import CredentialsError, RegistryConfigError, credentials, registries_conf
+from common.bundle.registryv1.registries import (
+    CredentialsError,
+    Endpoint,
+    RegistryConfigError,
+    credentials,
+    registries_conf,
+)
 from common.bundle.registryv1.source import is_bundle, load_bundle
 from common.contract import api
 from common.testing.memcluster import MemCluster
@@ -102,6 +108,8 @@ def manifest_and_blob_paths(registry: Registry) -> list[tuple[str, str]]:
     ("docker://busybox", ImageReference("docker.io", "library/busybox", "latest", None)),
     ("docker://org/app", ImageReference("docker.io", "org/app", "latest", None)),
     ("docker://index.docker.io/org/app:1", ImageReference("docker.io", "org/app", "1", None)),
+    ("docker://docker.io/busybox", ImageReference("docker.io", "library/busybox", "latest", None)),
+    ("docker://index.docker.io/busybox:1", ImageReference("docker.io", "library/busybox", "1", None)),
     ("docker://localhost:5000/app", ImageReference("localhost:5000", "app", "latest", None)),
     ("docker://127.0.0.1:5000/a/b/c@sha256:" + "a" * 64,
      ImageReference("127.0.0.1:5000", "a/b/c", None, "sha256:" + "a" * 64)),
@@ -123,6 +131,8 @@ def test_docker_hub_is_asked_where_its_api_answers() -> None:
      "(lower-case letters, digits and separators '.', '_', '__', '-', in components joined by '/')"),
     ("docker://quay.io/app:-x", "image reference 'docker://quay.io/app:-x': invalid tag '-x' (letters, digits, '_', "
      "'.', '-', at most 128, not starting with '.' or '-')"),
+    ("docker://quay.io/app:v\u00e9", "image reference 'docker://quay.io/app:v\u00e9': invalid tag 'v\u00e9' (letters, "
+     "digits, '_', '.', '-', at most 128, not starting with '.' or '-')"),
     ("docker://quay.io/app@sha256:abc", "image reference 'docker://quay.io/app@sha256:abc': invalid digest "
      "'sha256:abc' (sha256:<64 hex> or sha512:<128 hex>, lower case)"),
     ("docker://quay.io/app@md5:" + "a" * 32, f"image reference 'docker://quay.io/app@md5:{'a' * 32}': invalid "
@@ -302,7 +312,7 @@ def test_credentials_are_looked_up_most_specific_first(tmp_path: Path, home: Pat
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     auth = write_auth(tmp_path / "auth.json", {
         "r.io": basic_entry("registry", "1"), "r.io/org": basic_entry("org", "2"),
-        "r.io/org/app": {"username": "app", "password": "3"}, "https://index.docker.io/v1/": basic_entry("hub", "4")})
+        "r.io/org/app": {"username": "app", "password": "3"}, "registry-1.docker.io": basic_entry("hub", "4")})
     monkeypatch.setenv("REGISTRY_AUTH_FILE", str(auth))
 
     def user(text: str) -> str | None:
@@ -329,6 +339,10 @@ def test_a_credential_helper_is_run_as_docker_runs_it(tmp_path: Path, home: Path
     found = credentials(parse_reference("r.io/app"))
     assert found is not None and (found.username, found.password, found.source) == (
         "robot", "xyz", f"{config} (credHelpers r.io)")
+    # what `docker login` writes with a credential store: an empty entry that says "ask the store"
+    config.write_text(json.dumps({"auths": {"r.io": {}}, "credsStore": "test"}))
+    found = credentials(parse_reference("r.io/app"))
+    assert found is not None and (found.username, found.source) == ("robot", f"{config} (credsStore)")
     assert credentials(parse_reference("q.io/app")) is None
     config.write_text(json.dumps({"credHelpers": {"r.io": "missing"}}))
     with pytest.raises(CredentialsError) as caught:
@@ -477,8 +491,16 @@ def test_digest_only_mirrors_and_blocked_registries(home: Path) -> None:
     conf = Path(os.environ["CONTAINERS_REGISTRIES_CONF"])
     conf.write_text('[[registry]]\nprefix = "r.io/team"\nlocation = "internal.example/r-team"\n'
                     '[[registry.mirror]]\nlocation = "m.example/r"\npull-from-mirror = "digest-only"\n'
-                    '[[registry]]\nlocation = "bad.io"\nblocked = true\n')
+                    '[[registry]]\nlocation = "bad.io"\nblocked = true\n'
+                    '[[registry]]\nlocation = "o.io"\nmirror-by-digest-only = true\n'   # what OpenShift writes
+                    '[[registry.mirror]]\nlocation = "m.example/o"\n'
+                    '[[registry]]\nprefix = "*.example.com"\ninsecure = true\n')
     found = registries_conf()
+    assert [e.name for e in found.endpoints(parse_reference("o.io/a:v1"))] == ["o.io/a"]
+    assert [e.name for e in found.endpoints(parse_reference("o.io/a@sha256:" + "a" * 64))] == ["m.example/o/a",
+                                                                                           "o.io/a"]
+    assert found.endpoints(parse_reference("reg.example.com/team/app:v1")) == [
+        Endpoint("reg.example.com/team/app", insecure=True)]
     by_tag = found.endpoints(parse_reference("r.io/team/app:v1"))
     by_digest = found.endpoints(parse_reference("r.io/team/app@sha256:" + "a" * 64))
     assert [e.name for e in by_tag] == ["internal.example/r-team/app"]
@@ -548,3 +570,59 @@ def test_render_of_an_image_that_cannot_be_pulled_exits_2(registry: Registry) ->
     assert cosctl("render", ref, "-n", "demo-system") == (
         2, "", f"cosctl render: {ref}: not found: {registry.host} has no manifest v1 in repository op/nothing "
                "(MANIFEST_UNKNOWN: manifest unknown)\n")
+
+
+def test_a_damaged_cached_blob_is_downloaded_again(registry: Registry, bundle_dir: Path, tmp_path: Path) -> None:
+    push_bundle(registry, bundle_dir, tmp_path)
+    ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+    load_bundle(ref)
+    layer = json.loads(_manifest(registry, "op/demo-bundle", "v1"))["layers"][0]["digest"]
+    cached = tmp_path / "cache" / "blobs" / "sha256" / layer.split(":")[1]
+    data = bytearray(cached.read_bytes())
+    data[-1] ^= 0xFF
+    cached.write_bytes(bytes(data))
+    assert load_bundle(ref).package_name == "demo"
+    assert [r.path for r in registry.requests] == ["/v2/op/demo-bundle/manifests/v1",
+                                                   f"/v2/op/demo-bundle/blobs/{layer}"]
+
+
+def test_a_cache_that_cannot_hold_blobs_is_named(registry: Registry, bundle_dir: Path, tmp_path: Path) -> None:
+    push_bundle(registry, bundle_dir, tmp_path)
+    (tmp_path / "cache" / "blobs").mkdir(parents=True)
+    (tmp_path / "cache" / "blobs" / "sha256").write_text("not a directory")
+    ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+    with pytest.raises(BundleInputError) as caught:
+        load_bundle(ref)
+    assert str(caught.value) == (f"{ref}: the image cache {tmp_path / 'cache'}: File exists (set COSCTL_CACHE_DIR to a "
+                                 "writable directory, or delete this one: it only holds downloads)")
+
+
+def test_what_a_registry_cannot_mean_names_the_reference(registry: Registry) -> None:
+    registry.put_manifest("op/html", b"<html>maintenance</html>", "application/vnd.oci.image.manifest.v1+json",
+                          tag="v1")
+    ref = f"docker://{registry.ref('op/html', 'v1')}"
+    with pytest.raises(BundleInputError) as caught:
+        load_bundle(ref)
+    assert str(caught.value) == f"{ref}: manifest: not valid JSON (Expecting value: line 1 column 1 (char 0))"
+    hostile = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+               "config": {"digest": "sha256:../../etc", "size": 1}, "layers": []}
+    registry.put_manifest("op/hostile", json.dumps(hostile).encode(), "application/vnd.oci.image.manifest.v1+json",
+                          tag="v1")
+    ref = f"docker://{registry.ref('op/hostile', 'v1')}"
+    with pytest.raises(BundleInputError) as caught:
+        load_bundle(ref)
+    assert str(caught.value) == f'{ref}: config: unsupported or malformed digest "sha256:../../etc"'
+
+
+def test_retry_after(registry: Registry, bundle_dir: Path, tmp_path: Path) -> None:
+    push_bundle(registry, bundle_dir, tmp_path)
+    ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+    registry.fail_next(1, status=503, retry_after="nan")   # not a number of seconds: the backoff
+    assert load_bundle(ref).package_name == "demo"
+    registry.fail_next(1, status=429, retry_after=3600)   # not waited for: said at once
+    with pytest.raises(BundleInputError) as caught:
+        load_bundle(ref)
+    assert str(caught.value) == (
+        f"{ref}: {registry.host} answered HTTP 429 to GET /v2/op/demo-bundle/manifests/v1: TOOMANYREQUESTS: too many "
+        "requests; it asks to wait 3600 s before trying again (a rate limit: try later, or log in to the registry, "
+        "which usually allows more)")

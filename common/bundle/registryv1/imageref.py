@@ -26,7 +26,7 @@ _COMPONENT: Final = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _DOMAIN_PART: Final = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
 _DOMAIN: Final = re.compile(rf"{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?|\[[a-fA-F0-9:]+\](?::[0-9]+)?")
 _PATH: Final = re.compile(rf"{_COMPONENT}(?:/{_COMPONENT})*")
-_TAG: Final = re.compile(r"[\w][\w.-]{0,127}")
+_TAG: Final = re.compile(r"[\w][\w.-]{0,127}", re.ASCII)
 _DIGEST: Final = re.compile(r"(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})")
 
 
@@ -106,6 +106,8 @@ def parse_reference(text: str) -> ImageReference:
             repository = f"library/{name}"
     if registry == "index.docker.io":
         registry = DOCKER_HUB
+    if registry == DOCKER_HUB and "/" not in repository:
+        repository = f"library/{repository}"   # docker.io/busybox is docker.io/library/busybox
     if not repository or not _PATH.fullmatch(repository):
         raise ImageReferenceError(f"{shown}: invalid repository {repository!r} (lower-case letters, digits and "
                                   "separators '.', '_', '__', '-', in components joined by '/')")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -67,7 +68,8 @@ DOCKER_SCHEMA1: Final = ("application/vnd.docker.distribution.manifest.v1+json",
                          "application/vnd.docker.distribution.manifest.v1+prettyjws")
 ACCEPT: Final = ", ".join((OCI_INDEX, OCI_MANIFEST, DOCKER_LIST, DOCKER_MANIFEST))
 ATTEMPTS: Final = 4
-MAX_RETRY_AFTER: Final = 30.0  # seconds: a longer Retry-After is not waited for
+MAX_RETRY_AFTER: Final = 30.0  # seconds: a longer Retry-After is not waited for: the pull fails, saying so
+MAX_TOKEN_BYTES: Final = 1 << 20  # a token service's answer (a JWT is a few KiB)
 MAX_REDIRECTS: Final = 5
 TIMEOUT: Final = urllib3.Timeout(connect=30.0, read=120.0)
 PROGRESS_EVERY: Final = 5.0  # seconds between progress lines of one download
@@ -86,6 +88,11 @@ def _backoff(attempt: int) -> float:
 
 class ImagePullError(BundleInputError):
     """The image cannot be pulled; the message names the reference, the registry and why (never a credential)."""
+
+
+class _Malformed(Exception):
+    """What a registry sent cannot be meant (a malformed digest or size, a document that is no JSON object): said
+    as an :class:`ImagePullError` naming the reference and the registry."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +128,14 @@ def cache_dir() -> Path:
 def _digest_parts(digest: Any, what: str) -> tuple[str, str]:
     match = _DIGEST.fullmatch(digest) if isinstance(digest, str) else None
     if match is None:
-        raise ImagePullError(f"{what}: unsupported or malformed digest {json.dumps(digest)[:150]}")
+        raise _Malformed(f"{what}: unsupported or malformed digest {json.dumps(digest)[:150]}")
     return (match.group(1) or match.group(3)), (match.group(2) or match.group(4))
 
 
 def _size(descriptor: dict[str, Any], what: str) -> int:
     size = descriptor.get("size")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise ImagePullError(f"{what}: a descriptor without a valid size ({json.dumps(size)[:80]})")
+        raise _Malformed(f"{what}: a descriptor without a valid size ({json.dumps(size)[:80]})")
     return size
 
 
@@ -175,10 +182,20 @@ class _Cache:
         return data
 
     def has(self, digest: str, size: int) -> bool:
-        """Whether the blob is cached whole (its digest is checked again when the layout is read)."""
+        """Whether the blob is cached whole and matches its digest; a damaged one is removed (downloaded again)."""
         path = self.path(digest)
         try:
-            return path.is_file() and path.stat().st_size == size
+            if not path.is_file() or path.stat().st_size != size:
+                return False
+            algorithm, hexdigest = _digest_parts(digest, "blob")
+            hasher = hashlib.new(algorithm)
+            with path.open("rb") as handle:
+                while chunk := handle.read(_CHUNK):
+                    hasher.update(chunk)
+            if hasher.hexdigest() == hexdigest:
+                return True
+            path.unlink(missing_ok=True)
+            return False
         except OSError:
             return False
 
@@ -200,9 +217,9 @@ class _Cache:
             Path(handle.name).unlink(missing_ok=True)
             raise
 
-    @contextlib.contextmanager
-    def layout(self, manifest: dict[str, Any]) -> Iterator[Path]:
-        """A scratch OCI layout listing only ``manifest`` (a descriptor), its blobs those of the cache."""
+    def layout(self, manifest: dict[str, Any]) -> Path:
+        """A scratch OCI layout listing only ``manifest`` (a descriptor), its blobs those of the cache; the caller
+        removes it. Raises ``OSError`` when the cache cannot hold it."""
         (self.root / "layouts").mkdir(exist_ok=True)
         directory = Path(tempfile.mkdtemp(prefix="pull-", dir=self.root / "layouts"))
         try:
@@ -210,9 +227,10 @@ class _Cache:
             (directory / "index.json").write_text(json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX,
                                                               "manifests": [manifest]}))
             (directory / "blobs").symlink_to(self.root / "blobs", target_is_directory=True)
-            yield directory
-        finally:
+        except OSError:
             shutil.rmtree(directory, ignore_errors=True)
+            raise
+        return directory
 
     def close(self) -> None:
         if self.scratch is not None:
@@ -314,9 +332,9 @@ class _Session:
 
     # -- requests --
 
-    def get(self, path: str, *, accept: str | None = None, stream: bool = False) -> urllib3.BaseHTTPResponse:
+    def get(self, path: str, *, accept: str | None = None) -> urllib3.BaseHTTPResponse:
         """GET ``path`` of the API (``/v2/...``), authenticating, retrying and following redirects; the response
-        is 200 (its body unread when ``stream``) or an :class:`ImagePullError` is raised."""
+        is 200, its body unread (the caller reads it, bounded), or an :class:`ImagePullError` is raised."""
         url = f"{self.scheme}://{self.host}{path}"
         authenticated = False
         attempt = 0
@@ -327,47 +345,58 @@ class _Session:
             if accept:
                 headers["Accept"] = accept
             same = urllib.parse.urlsplit(url)
-            if self.authorization and same.netloc == self.host and same.path.startswith("/v2/"):
-                headers["Authorization"] = self.authorization
-            response = self._send(url, headers, stream, attempt)
+            if (self.authorization and same.scheme == self.scheme and same.netloc == self.host
+                    and same.path.startswith("/v2/")):
+                headers["Authorization"] = self.authorization   # never to another place, never over a downgrade
+            response = self._send(url, headers, attempt)
             if response is None:
                 if redirects == 0:   # the scheme may have changed (an insecure registry speaking plain HTTP)
                     url = f"{self.scheme}://{self.host}{path}"
                 continue
             if response.status in (301, 302, 303, 307, 308):
                 location = response.headers.get("Location")
-                response.drain_conn()
-                response.release_conn()
+                _discard(response)
                 redirects += 1
                 if not location or redirects > MAX_REDIRECTS:
                     raise self.fail(f"{self.host} redirected {path} too often or nowhere")
-                url = urllib.parse.urljoin(url, location)
+                try:
+                    url = urllib.parse.urljoin(url, location)
+                    urllib.parse.urlsplit(url).port   # noqa: B018 - a malformed port or IPv6 host raises here
+                except ValueError:
+                    raise self.fail(f"{self.host} redirected {path} to a malformed URL") from None
+                if urllib.parse.urlsplit(url).scheme not in ("https", "http"):
+                    raise self.fail(f"{self.host} redirected {path} to a URL that is not HTTP(S)")
                 continue
             if response.status == 401 and not authenticated:
                 challenge = response.headers.get("WWW-Authenticate", "")
-                response.drain_conn()
-                response.release_conn()
+                _discard(response)
                 self._authenticate(challenge)
                 authenticated = True
                 attempt = 0
                 continue
-            if response.status in _RETRIED_STATUS and attempt < ATTEMPTS:
+            if response.status in _RETRIED_STATUS:
                 wait = self._retry_after(response, attempt)
-                response.drain_conn()
-                response.release_conn()
-                time.sleep(wait)
-                continue
+                if wait is None:
+                    body = _discard(response)
+                    detail = _registry_errors(body)
+                    raise self.fail(f"{self.host} answered HTTP {response.status} to GET {path}"
+                                    + (f": {detail}" if detail else "")
+                                    + f"; it asks to wait {response.headers.get('Retry-After')} s before trying again "
+                                    "(a rate limit: try later, or log in to the registry, which usually allows "
+                                    "more)")
+                if attempt < ATTEMPTS:
+                    _discard(response)
+                    time.sleep(wait)
+                    continue
             if response.status == 200:
                 return response
-            body = response.data if not stream else response.read(65536)
-            response.release_conn()
+            body = _discard(response)
             raise self._status_error(response.status, path, body)
 
-    def _send(self, url: str, headers: dict[str, str], stream: bool,
-              attempt: int) -> urllib3.BaseHTTPResponse | None:
+    def _send(self, url: str, headers: dict[str, str], attempt: int) -> urllib3.BaseHTTPResponse | None:
         scheme, netloc = urllib.parse.urlsplit(url)[:2]
         try:
-            return self._pool(scheme, netloc).request("GET", url, headers=headers, preload_content=not stream,
+            return self._pool(scheme, netloc).request("GET", url, headers=headers, preload_content=False,
                                                       redirect=False)
         except urllib3.exceptions.SSLError as exc:
             if self.endpoint.insecure and scheme == "https" and netloc == self.host and self.scheme == "https":
@@ -390,12 +419,17 @@ class _Session:
         return f"TLS with {netloc} failed: {text}"
 
     @staticmethod
-    def _retry_after(response: urllib3.BaseHTTPResponse, attempt: int) -> float:
+    def _retry_after(response: urllib3.BaseHTTPResponse, attempt: int) -> float | None:
+        """Seconds to wait before trying again: the registry's ``Retry-After`` (in seconds; ``None`` when it asks
+        for more than :data:`MAX_RETRY_AFTER`), else the backoff."""
         value = response.headers.get("Retry-After", "")
         try:
-            return min(max(float(value), 0.0), MAX_RETRY_AFTER)
+            seconds = float(value)
         except ValueError:
             return _backoff(attempt)
+        if not math.isfinite(seconds):
+            return _backoff(attempt)
+        return None if seconds > MAX_RETRY_AFTER else max(seconds, 0.0)
 
     def _status_error(self, status: int, path: str, body: bytes) -> ImagePullError:
         detail = _registry_errors(body)
@@ -429,7 +463,11 @@ class _Session:
             raise self.fail(f"{self.host} asks for authentication this client does not speak "
                             f"({(scheme or 'none')!r}; Bearer and Basic are supported)")
         realm = params["realm"]
-        split = urllib.parse.urlsplit(realm)
+        try:
+            split = urllib.parse.urlsplit(realm)
+            split.port   # noqa: B018 - a malformed port or IPv6 host raises here
+        except ValueError:
+            raise self.fail(f"{self.host}'s token service {realm[:200]!r} is not a well-formed URL") from None
         if split.scheme not in ("https", "http") or not split.netloc:
             raise self.fail(f"{self.host}'s token service {realm!r} is not an HTTP(S) URL")
         query = {"scope": f"repository:{self.repository}:pull"}
@@ -446,7 +484,7 @@ class _Session:
         for attempt in range(1, ATTEMPTS + 1):
             try:
                 response = self._pool(split.scheme, split.netloc).request("GET", url, headers=headers,
-                                                                          redirect=True)
+                                                                          redirect=False, preload_content=False)
             except urllib3.exceptions.SSLError as exc:
                 raise self.fail(self._tls_problem(split.netloc, exc)) from None
             except urllib3.exceptions.HTTPError as exc:
@@ -454,23 +492,42 @@ class _Session:
                     raise self.fail(f"cannot reach the token service {split.netloc}: {_reason(exc)}") from None
                 time.sleep(_backoff(attempt))
                 continue
-            if response.status not in _RETRIED_STATUS or attempt == ATTEMPTS:
+            wait = self._retry_after(response, attempt) if response.status in _RETRIED_STATUS else None
+            if wait is None or attempt == ATTEMPTS:
                 break
-            time.sleep(self._retry_after(response, attempt))
+            _discard(response)
+            time.sleep(wait)
         assert response is not None
+        body = _discard(response, MAX_TOKEN_BYTES + 1)
         if response.status != 200:
-            detail = _registry_errors(response.data)
+            detail = _registry_errors(body)
             used = f"the credentials of {creds.source}" if creds else "no credentials (anonymous)"
             raise self.fail(f"the token service {split.netloc} refused a pull token for {self.repository} with "
                             f"{used} (HTTP {response.status}{': ' + detail if detail else ''})")
         try:
-            answer = json.loads(response.data)
-            token = answer.get("token") or answer.get("access_token")
-        except (ValueError, AttributeError):
+            answer = json.loads(body) if len(body) <= MAX_TOKEN_BYTES else None
+            token = answer.get("token") or answer.get("access_token") if isinstance(answer, dict) else None
+        except ValueError:
             token = None
         if not isinstance(token, str) or not token:
             raise self.fail(f"the token service {split.netloc} answered no token")
         self.authorization = f"Bearer {token}"
+
+
+def _discard(response: urllib3.BaseHTTPResponse, limit: int = 65536) -> bytes:
+    """Read at most ``limit`` bytes of a body that is not kept (an error's, a redirect's, a challenge's) and let
+    the connection go: back to the pool when the body ended, closed when there is more (an endless body must not
+    hold the pull)."""
+    try:
+        data = response.read(limit)
+        ended = response.read(1) == b""
+    except urllib3.exceptions.HTTPError:
+        data, ended = b"", False
+    if ended:
+        response.release_conn()
+    else:
+        response.close()
+    return data
 
 
 def _reason(exc: Exception) -> str:
@@ -495,11 +552,12 @@ def choose_platform(index: dict[str, Any], what: str) -> dict[str, Any]:
     """The descriptor of the one image of ``index`` to pull (see the module's docstring)."""
     manifests = index.get("manifests")
     if not isinstance(manifests, list):
-        raise ImagePullError(f"{what}: an image index without a \"manifests\" list")
-    images = [m for m in manifests if isinstance(m, dict) and (m.get("annotations") or {}).get(
-        "vnd.docker.reference.type") != "attestation-manifest"]
+        raise _Malformed(f"{what}: an image index without a \"manifests\" list")
+    images = [m for m in manifests if isinstance(m, dict) and not (
+        isinstance(m.get("annotations"), dict) and m["annotations"].get("vnd.docker.reference.type")
+        == "attestation-manifest")]
     if not images:
-        raise ImagePullError(f"{what}: the image index lists no image")
+        raise _Malformed(f"{what}: lists no image")
 
     def platform_of(descriptor: dict[str, Any]) -> tuple[str, str]:
         found = descriptor.get("platform")
@@ -531,7 +589,7 @@ class _Pull:
             if cached is not None:
                 return cached, _media_type(cached, None), digest
         path = f"/v2/{self.session.repository}/manifests/{reference}"
-        response = self.session.get(path, accept=ACCEPT, stream=True)
+        response = self.session.get(path, accept=ACCEPT)
         declared = response.headers.get("Content-Length")
         if declared is not None and declared.isdigit() and int(declared) > self.limits.max_json_bytes:
             response.release_conn()
@@ -590,7 +648,7 @@ class _Pull:
                 time.sleep(_backoff(attempt))
 
     def _download(self, digest: str, algorithm: str, hexdigest: str, size: int, what: str, position: str) -> None:
-        response = self.session.get(f"/v2/{self.session.repository}/blobs/{digest}", stream=True)
+        response = self.session.get(f"/v2/{self.session.repository}/blobs/{digest}")
         hasher = hashlib.new(algorithm)
         received = 0
         started = last = time.monotonic()
@@ -643,10 +701,10 @@ def _media_type(data: bytes, header: str | None) -> str:
 def _document(data: bytes, what: str) -> dict[str, Any]:
     try:
         document = json.loads(data)
-    except ValueError as exc:
-        raise ImagePullError(f"{what}: not valid JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:
+        raise _Malformed(f"{what}: not valid JSON ({exc})") from None
     if not isinstance(document, dict):
-        raise ImagePullError(f"{what}: not a JSON object")
+        raise _Malformed(f"{what}: not a JSON object")
     return document
 
 
@@ -672,8 +730,15 @@ def pulled(text: str, limits: Limits, report: Report | None = None) -> Iterator[
                     raise
                 failures.append(str(exc))
                 continue
-            with cache.layout(chosen) as layout:
+            try:
+                layout = cache.layout(chosen)
+            except OSError as exc:
+                raise session.fail(f"the image cache {cache.root}: {exc.strerror or exc} (set COSCTL_CACHE_DIR to "
+                                   "a writable directory, or delete this one: it only holds downloads)") from None
+            try:
                 yield PulledImage(reference, canonical, layout, choice, endpoint.name)
+            finally:
+                shutil.rmtree(layout, ignore_errors=True)
             return
     finally:
         cache.close()
@@ -683,6 +748,17 @@ def _fetch(session: _Session, cache: _Cache, reference: ImageReference, limits: 
            report: Report | None) -> tuple[dict[str, Any], ImageReference, str | None]:
     """Pull ``reference`` through ``session`` into the cache: the chosen image's descriptor, the reference by
     the digest of what ``reference`` names, the platform chosen (an index)."""
+    try:
+        return _fetch_checked(session, cache, reference, limits, report)
+    except _Malformed as exc:
+        raise session.fail(str(exc)) from None
+    except OSError as exc:
+        raise session.fail(f"the image cache {cache.root}: {exc.strerror or exc} (set COSCTL_CACHE_DIR to a "
+                           "writable directory, or delete this one: it only holds downloads)") from None
+
+
+def _fetch_checked(session: _Session, cache: _Cache, reference: ImageReference, limits: Limits,
+                   report: Report | None) -> tuple[dict[str, Any], ImageReference, str | None]:
     pull = _Pull(session, cache, limits, report)
     what = "manifest"
     data, media_type, digest = pull.manifest(reference.digest or reference.tag or "latest", what,
@@ -691,7 +767,7 @@ def _fetch(session: _Session, cache: _Cache, reference: ImageReference, limits: 
     document = _document(data, what)
     choice = None
     if media_type in INDEX_TYPES or (not media_type and "manifests" in document):
-        descriptor = choose_platform(document, f"docker://{reference}")
+        descriptor = choose_platform(document, "the image index")
         found = descriptor.get("platform")
         choice = (f"{found.get('os', '?')}/{found.get('architecture', '?')}" if isinstance(found, dict)
                   else "no platform")
@@ -715,6 +791,8 @@ def _fetch(session: _Session, cache: _Cache, reference: ImageReference, limits: 
     for descriptor, where, _ in blobs:
         if not isinstance(descriptor, dict):
             raise session.fail(f"{what}: {where}: not a descriptor")
+        _digest_parts(descriptor.get("digest"), where)   # names no file before it is checked
+        _size(descriptor, where)
     missing = [b for b in blobs if not cache.has(str(b[0].get("digest")), _size(b[0], b[1]))]
     total = sum(_size(b[0], b[1]) for b in missing)
     if report is not None and total >= PROGRESS_FROM:

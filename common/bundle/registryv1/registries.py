@@ -84,6 +84,7 @@ class _Registry:
     blocked: bool = False
     mirrors: tuple[_Mirror, ...] = ()
     source: str = ""
+    mirror_by_digest_only: bool = False
 
 
 @dataclass(slots=True)
@@ -104,12 +105,13 @@ class RegistriesConf:
         rest = _rest(reference.name, entry.prefix)
         found: list[Endpoint] = []
         for mirror in entry.mirrors:
-            wanted = mirror.pull_from_mirror
+            wanted = "digest-only" if entry.mirror_by_digest_only else mirror.pull_from_mirror
             if (wanted == "digest-only" and reference.digest is None) or (
                     wanted == "tag-only" and reference.digest is not None):
                 continue
             found.append(Endpoint(mirror.location + rest, mirror.insecure, mirror=True))
-        found.append(Endpoint(entry.location + rest, entry.insecure))
+        # a wildcard prefix without a location rewrites nothing: its settings apply to the name as it is
+        found.append(Endpoint(entry.location + rest if entry.location else reference.name, entry.insecure))
         return found
 
     def _match(self, name: str) -> _Registry | None:
@@ -213,10 +215,14 @@ def _read_conf(path: Path, conf: RegistriesConf) -> None:
                 raise RegistryConfigError(f"{at} pull-from-mirror: {how!r} (one of {', '.join(PULL_FROM_MIRROR)})")
             mirrors.append(_Mirror(_location(_str(mirror.get("location"), f"{at} location"), at),
                                    _bool(mirror.get("insecure", False), f"{at} insecure"), how))
-        conf.registries[prefix] = _Registry(prefix, location or prefix, _bool(entry.get("insecure", False),
-                                                                              f"{where} insecure"),
-                                            _bool(entry.get("blocked", False), f"{where} blocked"), tuple(mirrors),
-                                            str(path))
+        if prefix.startswith("*.") and location:
+            raise RegistryConfigError(f"{where}: a wildcard prefix {prefix!r} cannot have a location")
+        conf.registries[prefix] = _Registry(
+            prefix, location if location or prefix.startswith("*.") else prefix,
+            _bool(entry.get("insecure", False), f"{where} insecure"), _bool(entry.get("blocked", False),
+                                                                            f"{where} blocked"),
+            tuple(mirrors), str(path), _bool(entry.get("mirror-by-digest-only", False),
+                                             f"{where} mirror-by-digest-only"))
 
 
 def registries_conf() -> RegistriesConf:
@@ -287,12 +293,12 @@ def auth_files() -> list[Path]:
 
 
 def _normalised(key: str) -> str:
-    """An auth file key as containers/image compares it: no scheme; a legacy key with a path keeps its host."""
-    if key == DOCKER_HUB_AUTH_KEY:
-        return DOCKER_HUB
+    """An auth file key as containers/image compares it: no scheme; a legacy key with a path keeps its host;
+    Docker Hub's names are one registry."""
     if "://" in key:
         key = key.split("://", 1)[1].split("/", 1)[0]
-    return key.rstrip("/")
+    key = key.rstrip("/")
+    return DOCKER_HUB if key in ("index.docker.io", "registry-1.docker.io") else key
 
 
 def _keys(reference: ImageReference) -> Iterator[str]:
@@ -318,7 +324,7 @@ def credentials(reference: ImageReference) -> Credentials | None:
         for key in _keys(reference):
             if isinstance(helpers, dict) and isinstance(helpers.get(key), str):
                 return _from_helper(helpers[key], reference, f"{path} (credHelpers {key})")
-            if key in entries:
+            if key in entries and entries[key] != {}:   # an empty entry: docker login's mark for credsStore
                 return _from_entry(entries[key], f"{path} (auths {key})")
         store = document.get("credsStore")
         if isinstance(store, str) and store:
