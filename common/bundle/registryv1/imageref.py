@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from common.bundle.registryv1.model import BundleInputError
+from common.bundle.registryv1.oci import digest_parts
 
 DOCKER_TRANSPORT: Final = "docker://"
 DOCKER_HUB: Final = "docker.io"
@@ -27,7 +28,6 @@ _DOMAIN_PART: Final = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
 _DOMAIN: Final = re.compile(rf"{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?|\[[a-fA-F0-9:]+\](?::[0-9]+)?")
 _PATH: Final = re.compile(rf"{_COMPONENT}(?:/{_COMPONENT})*")
 _TAG: Final = re.compile(r"[\w][\w.-]{0,127}", re.ASCII)
-_DIGEST: Final = re.compile(r"(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})")
 
 
 class ImageReferenceError(BundleInputError):
@@ -85,7 +85,7 @@ def parse_reference(text: str) -> ImageReference:
     if not raw:
         raise ImageReferenceError(f"{shown}: empty (write docker://REGISTRY/REPOSITORY[:TAG][@DIGEST])")
     remainder, at, digest = raw.partition("@")
-    if at and not _DIGEST.fullmatch(digest):
+    if at and digest_parts(digest) is None:
         raise ImageReferenceError(f"{shown}: invalid digest {digest!r} (sha256:<64 hex> or sha512:<128 hex>, "
                                   "lower case)")
     name, tag = remainder, None

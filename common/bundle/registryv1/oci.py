@@ -134,6 +134,16 @@ _HEADER_RECORD_TYPES: Final = frozenset({tarfile.GNUTYPE_LONGNAME, tarfile.GNUTY
 # --- recognising a layout ------------------------------------------------------------------------------------
 
 
+def digest_parts(digest: object) -> tuple[str, str] | None:
+    """A content digest as the algorithm and hex digest it names (``sha256``/``sha512``, lower-case hex of the
+    right length: what this code can check, and safe as a file name), or ``None`` for anything else. The one
+    reading of digests for layouts, registries and image references."""
+    match = _DIGEST.fullmatch(digest) if isinstance(digest, str) else None
+    if match is None:
+        return None
+    return (match.group(1) or match.group(3)), (match.group(2) or match.group(4))
+
+
 def is_layout_dir(path: str | Path) -> bool:
     """A directory with ``oci-layout`` and ``index.json``, whatever they are: one that is not a regular file (a
     directory, a FIFO) is refused when the layout is read, naming it, not taken for some other directory."""
@@ -331,11 +341,10 @@ class _Layout:
     def blob_name(self, descriptor: Any, what: str) -> str:
         if not isinstance(descriptor, dict) or not isinstance(descriptor.get("digest"), str):
             raise self.fail(f"{what}: a descriptor without a digest")
-        match = _DIGEST.fullmatch(descriptor["digest"])
-        if not match:
+        parts = digest_parts(descriptor["digest"])
+        if parts is None:
             raise self.fail(f"{what}: unsupported or malformed digest {json.dumps(descriptor['digest'])}")
-        algorithm = match.group(1) or match.group(3)
-        hexdigest = match.group(2) or match.group(4)
+        algorithm, hexdigest = parts
         name = f"blobs/{algorithm}/{hexdigest}"
         size = self.store.size(name)
         if size is None:

@@ -46,7 +46,7 @@ import urllib3
 
 from common.bundle.registryv1.imageref import ImageReference, parse_reference
 from common.bundle.registryv1.model import BundleInputError
-from common.bundle.registryv1.oci import INDEX_TYPES, MANIFEST_TYPES, OCI_LAYOUT, Limits
+from common.bundle.registryv1.oci import INDEX_TYPES, MANIFEST_TYPES, OCI_LAYOUT, Limits, digest_parts
 from common.bundle.registryv1.registries import (
     Certificates,
     Credentials,
@@ -75,7 +75,6 @@ TIMEOUT: Final = urllib3.Timeout(connect=30.0, read=120.0)
 PROGRESS_EVERY: Final = 5.0  # seconds between progress lines of one download
 PROGRESS_FROM: Final = 8 << 20  # bytes: smaller downloads report nothing while they run
 _CHUNK: Final = 1 << 16
-_DIGEST: Final = re.compile(r"(sha256):([a-f0-9]{64})|(sha512):([a-f0-9]{128})")
 _RETRIED_STATUS: Final = frozenset({429, 500, 502, 503, 504})
 _ARCHES: Final = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "ppc64le": "ppc64le",
                   "s390x": "s390x", "armv7l": "arm"}
@@ -126,10 +125,10 @@ def cache_dir() -> Path:
 
 
 def _digest_parts(digest: Any, what: str) -> tuple[str, str]:
-    match = _DIGEST.fullmatch(digest) if isinstance(digest, str) else None
-    if match is None:
+    parts = digest_parts(digest)
+    if parts is None:
         raise _Malformed(f"{what}: unsupported or malformed digest {json.dumps(digest)[:150]}")
-    return (match.group(1) or match.group(3)), (match.group(2) or match.group(4))
+    return parts
 
 
 def _size(descriptor: dict[str, Any], what: str) -> int:
@@ -602,7 +601,7 @@ class _Pull:
                                     "image again with a current tool)")
         if digest is None:
             header = response.headers.get("Docker-Content-Digest")
-            digest = header if header and _DIGEST.fullmatch(header) else "sha256:" + hashlib.sha256(data).hexdigest()
+            digest = header if header and digest_parts(header) else "sha256:" + hashlib.sha256(data).hexdigest()
         algorithm, hexdigest = _digest_parts(digest, what)
         actual = hashlib.new(algorithm, data).hexdigest()
         if actual != hexdigest:
