@@ -58,11 +58,6 @@ class ImageReference:
         """The reference by ``digest``, as OLM v1 records a bundle it pulled (``name@digest``, tag dropped)."""
         return ImageReference(self.registry, self.repository, None, digest)
 
-    def with_name(self, name: str) -> ImageReference:
-        """The same tag and digest in the repository ``name`` (``registry/repository``): where a mirror holds it."""
-        registry, _, repository = name.partition("/")
-        return ImageReference(registry, repository, self.tag, self.digest)
-
     def __str__(self) -> str:
         text = self.name
         if self.tag is not None:

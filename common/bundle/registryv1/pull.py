@@ -104,7 +104,6 @@ class PulledImage:
     canonical: ImageReference
     layout: Path
     platform: str | None = None
-    endpoint: str = ""
 
 
 def described(image: PulledImage) -> str:
@@ -275,7 +274,6 @@ class _Session:
 
     endpoint: Endpoint
     asked: ImageReference
-    report: Report | None
     host: str = ""
     repository: str = ""
     scheme: str = "https"
@@ -626,13 +624,11 @@ class _Pull:
         return b"".join(chunks)
 
     def blob(self, descriptor: dict[str, Any], what: str, position: str) -> None:
-        """Have the blob in the cache, downloaded and checked unless it is there already."""
+        """Download the blob (one the cache lacks) into the cache, checked."""
         digest = descriptor.get("digest")
         algorithm, hexdigest = _digest_parts(digest, what)
         size = _size(descriptor, what)
         assert isinstance(digest, str)
-        if self.cache.has(digest, size):
-            return
         if self.downloaded + size > self.limits.max_stream_bytes:
             raise self.session.fail(f"{what}: the image's blobs come to more than the limit of "
                                     f"{self.limits.max_stream_bytes} bytes")
@@ -719,7 +715,7 @@ def pulled(text: str, limits: Limits, report: Report | None = None) -> Iterator[
     try:
         failures: list[str] = []
         for endpoint in endpoints:
-            session = _Session(endpoint, reference, report)
+            session = _Session(endpoint, reference)
             try:
                 chosen, canonical, choice = _fetch(session, cache, reference, limits, report)
             except ImagePullError as exc:
@@ -732,10 +728,9 @@ def pulled(text: str, limits: Limits, report: Report | None = None) -> Iterator[
             try:
                 layout = cache.layout(chosen)
             except OSError as exc:
-                raise session.fail(f"the image cache {cache.root}: {exc.strerror or exc} (set COSCTL_CACHE_DIR to "
-                                   "a writable directory, or delete this one: it only holds downloads)") from None
+                raise _cache_failure(session, cache, exc) from None
             try:
-                yield PulledImage(reference, canonical, layout, choice, endpoint.name)
+                yield PulledImage(reference, canonical, layout, choice)
             finally:
                 shutil.rmtree(layout, ignore_errors=True)
             return
@@ -752,8 +747,12 @@ def _fetch(session: _Session, cache: _Cache, reference: ImageReference, limits: 
     except _Malformed as exc:
         raise session.fail(str(exc)) from None
     except OSError as exc:
-        raise session.fail(f"the image cache {cache.root}: {exc.strerror or exc} (set COSCTL_CACHE_DIR to a "
-                           "writable directory, or delete this one: it only holds downloads)") from None
+        raise _cache_failure(session, cache, exc) from None
+
+
+def _cache_failure(session: _Session, cache: _Cache, exc: OSError) -> ImagePullError:
+    return session.fail(f"the image cache {cache.root}: {exc.strerror or exc} (set COSCTL_CACHE_DIR to a writable "
+                        "directory, or delete this one: it only holds downloads)")
 
 
 def _fetch_checked(session: _Session, cache: _Cache, reference: ImageReference, limits: Limits,
@@ -792,11 +791,15 @@ def _fetch_checked(session: _Session, cache: _Cache, reference: ImageReference, 
             raise session.fail(f"{what}: {where}: not a descriptor")
         _digest_parts(descriptor.get("digest"), where)   # names no file before it is checked
         _size(descriptor, where)
-    missing = [b for b in blobs if not cache.has(str(b[0].get("digest")), _size(b[0], b[1]))]
-    total = sum(_size(b[0], b[1]) for b in missing)
+    missing: dict[str, tuple[dict[str, Any], str, str]] = {}   # by digest: a blob listed twice is fetched once
+    for blob in blobs:
+        blob_digest = str(blob[0]["digest"])
+        if blob_digest not in missing and not cache.has(blob_digest, _size(blob[0], blob[1])):
+            missing[blob_digest] = blob
+    total = sum(_size(b[0], b[1]) for b in missing.values())
     if report is not None and total >= PROGRESS_FROM:
         report(f"pulling docker://{reference} from {session.host}: {len(missing)} blob(s), {_megabytes(total)}")
-    for descriptor, where, position in blobs:
+    for descriptor, where, position in missing.values():
         pull.blob(descriptor, where, position)
     chosen = {"mediaType": media_type or OCI_MANIFEST, "digest": digest, "size": len(data)}
     return chosen, canonical, choice
