@@ -55,6 +55,7 @@ from common.bundle.registryv1.registries import (
     cert_dirs,
     certificates,
     credentials,
+    home,
     registries_conf,
 )
 
@@ -119,8 +120,7 @@ def cache_dir() -> Path:
     explicit = os.environ.get("COSCTL_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path(os.environ.get("HOME") or Path.home()) / ".cache")
-    return Path(base) / "cosctl"
+    return Path(os.environ.get("XDG_CACHE_HOME") or home() / ".cache") / "cosctl"
 
 
 def _digest_parts(digest: Any, what: str) -> tuple[str, str]:

@@ -49,12 +49,13 @@ class CredentialsError(BundleInputError):
     never what they are."""
 
 
-def _home() -> Path:
+def home() -> Path:
+    """``$HOME``, as the containers tools read it (the password database only without it)."""
     return Path(os.environ.get("HOME") or Path.home())
 
 
 def _config_home() -> Path:
-    return Path(os.environ.get("XDG_CONFIG_HOME") or _home() / ".config")
+    return Path(os.environ.get("XDG_CONFIG_HOME") or home() / ".config")
 
 
 # --- registries.conf -------------------------------------------------------------------------------------------
@@ -288,7 +289,7 @@ def auth_files() -> list[Path]:
     files = [Path(primary)] if primary else ([Path(runtime) / "containers" / "auth.json"] if runtime else [])
     files.append(_config_home() / "containers" / "auth.json")
     docker = os.environ.get("DOCKER_CONFIG")
-    files.append(Path(docker) / "config.json" if docker else _home() / ".docker" / "config.json")
+    files.append(Path(docker) / "config.json" if docker else home() / ".docker" / "config.json")
     return files
 
 
