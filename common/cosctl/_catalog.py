@@ -17,7 +17,7 @@ from common.bundle.registryv1.catalog import Catalog, load_catalog
 from common.bundle.registryv1.model import RegistryV1
 from common.bundle.registryv1.resolve import POLICY_CATALOG_PROVIDED, UPGRADE_CONSTRAINT_POLICIES
 from common.contract.objects import Obj
-from common.cosctl._producer import MissingArgument
+from common.cosctl._producer import MissingArgument, reporter
 
 CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an index image's /configs, or what `opm "
                 "render` wrote), an OCI image layout of an index image (a directory or tar, as `skopeo copy "
@@ -70,8 +70,7 @@ def open_catalog(args: argparse.Namespace, bundle: RegistryV1 | None, command: s
     if getattr(args, "bundle_version", None):
         raise MissingArgument("--bundle-version with --catalog: the catalog's upgrade edges are checked against the "
                               "bundle versions the revisions record, so a registry+v1 bundle records its own")
-    catalog = load_catalog(args.catalog, package=bundle.package_name,
-                           report=lambda line: print(f"cosctl {command}: {line}", file=sys.stderr))
+    catalog = load_catalog(args.catalog, package=bundle.package_name, report=reporter(command))
     run = CatalogRun(catalog, bundle, tuple(args.channels or ()), args.upgrade_constraint_policy)
     if precheck:
         check_bundle(catalog, bundle, channels=run.channels, policy=run.policy, installed=None).raise_refusal()

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +39,7 @@ from common.bundle.registryv1.render import NO_PROVIDER
 from common.bundle.registryv1.source import MANIFESTS_DIR, enclosing_bundle, is_bundle, load_bundle
 from common.contract import api
 from common.contract.objects import Obj
-from common.cosctl._producer import MissingArgument, UsageError, load_phases
+from common.cosctl._producer import MissingArgument, UsageError, load_phases, reporter
 
 
 @dataclass(slots=True)
@@ -225,8 +224,3 @@ def peek_bundle(paths: list[str], command: str) -> RegistryV1 | None:
     path = bundle_input(paths)
     return load_bundle(path, reporter(command)) if path is not None else None
 
-
-def reporter(command: str) -> Callable[[str], None]:
-    """How a long read (an image pulled, a large catalog) reports progress: a line on stderr, so that stdout stays
-    the command's output."""
-    return lambda line: print(f"cosctl {command}: {line}", file=sys.stderr)

@@ -245,6 +245,12 @@ class Progress:
                 "finish (it completes or undoes what an interrupted run left)")
 
 
+def reporter(command: str) -> Callable[[str], None]:
+    """How a long read (an image pulled, a large catalog) reports progress: a line on stderr, so that stdout stays
+    the command's output."""
+    return lambda line: print(f"cosctl {command}: {line}", file=sys.stderr)
+
+
 def run(command: str, body: Callable[[], int], *, failure: int = EXIT_FAILED,
         progress: Progress | None = None) -> int:
     """Run a subcommand body, turning every expected failure into a clear message and exit code ``failure``

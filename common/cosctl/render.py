@@ -20,8 +20,8 @@ from common.bundle.registryv1.install import CERT_PROVIDERS, InstallOptions, ren
 from common.bundle.registryv1.render import NO_PROVIDER
 from common.bundle.registryv1.source import load_bundle
 from common.bundle.registryv1.typed import decode
-from common.cosctl._inputs import load_config, reporter
-from common.cosctl._producer import EXIT_OK, EXIT_USAGE, run, to_yaml
+from common.cosctl._inputs import load_config
+from common.cosctl._producer import EXIT_OK, EXIT_USAGE, reporter, run, to_yaml
 
 EXAMPLE = """\
 examples:

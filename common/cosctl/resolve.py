@@ -33,7 +33,7 @@ from common.bundle.registryv1.resolve import (
     resolve,
 )
 from common.cosctl._catalog import CATALOG_HELP
-from common.cosctl._producer import EXIT_OK, add_cluster_arguments, add_namespace_argument, run
+from common.cosctl._producer import EXIT_OK, add_cluster_arguments, add_namespace_argument, reporter, run
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -72,8 +72,7 @@ def _main(args: argparse.Namespace) -> int:
 def _resolve(args: argparse.Namespace) -> int:
     query = make_query(args.package, channels=args.channels or (), version=args.version,
                        policy=args.upgrade_constraint_policy)
-    catalog = load_catalog(args.catalog, package=args.package,
-                           report=lambda line: print(f"cosctl resolve: {line}", file=sys.stderr))
+    catalog = load_catalog(args.catalog, package=args.package, report=reporter("resolve"))
     installed = installed_bundle(owner_revisions(args.connect(args), args.owner)) if args.owner else None
     package = catalog.package(args.package)
     for message in deprecations(package, query.channels, installed.bundle.name if installed else "").messages():
