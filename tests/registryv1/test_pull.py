@@ -10,7 +10,6 @@ import os
 import ssl
 import stat
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from common.contract import api
 from common.testing.memcluster import MemCluster
 from tests.producer.helpers import cosctl
 from tests.registryv1.bundles import Layout, bundle_image_layout, files_layer, tree_files, write_bundle
+from tests.registryv1.pulling import push_bundle, trust
 from tests.support.registry_server import DOCKER_MANIFEST, Registry
 from tests.webhook.support import CA
 
@@ -41,49 +41,8 @@ ACCEPTED = ("application/vnd.oci.image.index.v1+json, application/vnd.oci.image.
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A HOME of the test's own, and no containers configuration but what the test writes."""
-    home = tmp_path / "home"
-    (home / ".config" / "containers").mkdir(parents=True)
-    for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "REGISTRY_AUTH_FILE", "DOCKER_CONFIG",
-                 "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("COSCTL_CACHE_DIR", str(tmp_path / "cache"))
-    conf = tmp_path / "registries.conf"
-    conf.write_text("")
-    monkeypatch.setenv("CONTAINERS_REGISTRIES_CONF", str(conf))
-    return home
-
-
-@pytest.fixture
-def ca(tmp_path: Path) -> CA:
-    (tmp_path / "ca").mkdir()
-    return CA(tmp_path / "ca")
-
-
-def trust(home: Path, ca: CA, registry: Registry) -> None:
-    directory = home / ".config" / "containers" / "certs.d" / registry.host
-    directory.mkdir(parents=True)
-    (directory / "ca.crt").write_bytes(ca.ca_file.read_bytes())
-
-
-@pytest.fixture
-def registry(ca: CA, home: Path) -> Iterator[Registry]:
-    with Registry(ca) as server:
-        trust(home, ca, server)
-        yield server
-
-
-@pytest.fixture
 def bundle_dir(tmp_path: Path) -> Path:
     return write_bundle(tmp_path / "bundle")
-
-
-def push_bundle(registry: Registry, bundle_dir: Path, tmp_path: Path, repo: str = "op/demo-bundle",
-                tag: str = "v1") -> str:
-    layout = bundle_image_layout(tmp_path / f"layout-{repo.replace('/', '-')}-{tag}", bundle_dir)
-    return registry.push_layout(repo, tag, layout)
 
 
 def refusal(ref: str) -> str:

@@ -1,0 +1,42 @@
+"""Fixtures of the tests that pull images: a HOME and containers configuration of the test's own, a CA, and a
+registry over TLS that the HOME trusts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.registryv1.pulling import trust
+from tests.support.registry_server import Registry
+from tests.webhook.support import CA
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME of the test's own, and no containers configuration but what the test writes."""
+    home = tmp_path / "home"
+    (home / ".config" / "containers").mkdir(parents=True)
+    for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "REGISTRY_AUTH_FILE", "DOCKER_CONFIG",
+                 "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("COSCTL_CACHE_DIR", str(tmp_path / "cache"))
+    conf = tmp_path / "registries.conf"
+    conf.write_text("")
+    monkeypatch.setenv("CONTAINERS_REGISTRIES_CONF", str(conf))
+    return home
+
+
+@pytest.fixture
+def ca(tmp_path: Path) -> CA:
+    (tmp_path / "ca").mkdir()
+    return CA(tmp_path / "ca")
+
+
+@pytest.fixture
+def registry(ca: CA, home: Path) -> Iterator[Registry]:
+    with Registry(ca) as server:
+        trust(home, ca, server)
+        yield server
