@@ -63,7 +63,7 @@ _MUTABLE_SPEC = ("progressDeadlineMinutes", "progressionProbes")
 # What a revision says about where its content came from: updated in place when the content itself is unchanged,
 # and carried to the new revision by a rollback, which restores that content.
 PROVENANCE_ANNOTATIONS = (api.ANNOTATION_BUNDLE_VERSION, api.ANNOTATION_PACKAGE_NAME, api.ANNOTATION_BUNDLE_NAME,
-                          api.ANNOTATION_BUNDLE_OPTIONS, api.ANNOTATION_BUNDLE_REFERENCE)
+                          api.ANNOTATION_BUNDLE_OPTIONS, api.ANNOTATION_BUNDLE_REFERENCE, api.ANNOTATION_BUNDLE_SOURCE)
 # set in place when the publish names them; never removed (a revision must not lose its identity silently)
 _IDENTITY_ANNOTATIONS = (api.ANNOTATION_SERVICE_ACCOUNT_NAME, api.ANNOTATION_SERVICE_ACCOUNT_NAMESPACE)
 

@@ -1,23 +1,33 @@
 """``--catalog``, ``--channel`` and ``--upgrade-constraint-policy``: what publish and diff share to hold a bundle to
-a File-Based Catalog's upgrade edges (:mod:`common.bundle.catalogcheck`). Not a subcommand itself.
+a File-Based Catalog's upgrade edges (:mod:`common.bundle.catalogcheck`); and ``--package`` with ``--version``, to
+have the catalog pick the bundle as OLM v1 resolves a ClusterExtension (:mod:`common.bundle.catalogsource`). Not a
+subcommand itself.
 
 The catalog is read, and what does not depend on the cluster checked (the bundle listed, in the channels),
 before the cluster is contacted; the upgrade edge from the installed bundle is checked once the owner's
-revisions are read."""
+revisions are read. With ``--package``, a catalog given is read before the cluster is contacted too; one kept from
+the owner's latest revision is read once that revision is."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from common.bundle.catalogcheck import CatalogVerdict, check_bundle, installed_bundle
+from common.bundle.catalogcheck import CatalogVerdict, check_bundle, installed_bundle, rolling_out_hint
+from common.bundle.catalogsource import check_pulled, choose_source, image_to_pull, resolve_source
+from common.bundle.publish import owner_revisions
 from common.bundle.registryv1.catalog import Catalog, load_catalog
-from common.bundle.registryv1.model import RegistryV1
+from common.bundle.registryv1.imageref import is_image_reference
+from common.bundle.registryv1.model import BundleInputError, RegistryV1
 from common.bundle.registryv1.resolve import POLICY_CATALOG_PROVIDED, UPGRADE_CONSTRAINT_POLICIES
+from common.bundle.registryv1.source import load_bundle
+from common.cluster.interface import Cluster
+from common.contract import api
 from common.contract.objects import Obj
-from common.cosctl._producer import MissingArgument, reporter
+from common.cosctl._producer import MissingArgument, UsageError, reporter
 
 CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an index image's /configs, or what `opm "
                 "render` wrote), an OCI image layout of an index image (a directory or tar, as `skopeo copy "
@@ -25,17 +35,30 @@ CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an i
                 "[@DIGEST] (a ClusterCatalog's spec.source.image.ref)")
 
 
-def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:
+def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "") -> None:
+    """The catalog options; with ``package`` (what giving ``--package`` does, in the command's words), also
+    ``--package`` and ``--version``."""
     group = parser.add_argument_group(
         "catalog", "Hold a registry+v1 bundle to a File-Based Catalog, as OLM v1 does when it resolves a "
         "ClusterExtension pinned to the bundle's version: the bundle must be the catalog's, in the channels given, "
-        "and an upgrade its channels allow from the installed bundle (replaces, skips, skipRange).")
+        "and an upgrade its channels allow from the installed bundle (replaces, skips, skipRange)."
+        + (" Or name a package instead of a bundle, as a ClusterExtension does: the catalog picks the bundle "
+           "(what cosctl resolve shows), its image is pulled, and the revision records where it came from, so "
+           "that the next --package run keeps --catalog, --channel, --version and --upgrade-constraint-policy "
+           "unless given." if package else ""))
+    if package:
+        group.add_argument("--package", default=None, metavar="NAME",
+                           help=f"{package}: the bundle of package NAME that OLM v1 would install or upgrade to "
+                                "from the catalog (a ClusterExtension's spec.source.catalog.packageName), pulled "
+                                "from the image the catalog names; give no DIR|FILE then")
+        group.add_argument("--version", default=None, metavar="RANGE",
+                           help="with --package: a version range, as spec.source.catalog.version (Masterminds/semver: "
+                                "'>=1.2, <2', '~1.2', '1.2.x'); '' for any version")
     group.add_argument("--catalog", default=None, metavar="DIR|FILE", help=CATALOG_HELP)
     group.add_argument("--channel", dest="channels", action="append", default=None, metavar="NAME",
                        help="a channel the bundle must be in, as a ClusterExtension's spec.source.catalog.channels "
                             "(repeatable; default: any)")
-    group.add_argument("--upgrade-constraint-policy", choices=UPGRADE_CONSTRAINT_POLICIES,
-                       default=POLICY_CATALOG_PROVIDED,
+    group.add_argument("--upgrade-constraint-policy", choices=UPGRADE_CONSTRAINT_POLICIES, default=None,
                        help="CatalogProvided (default): only an upgrade the catalog allows from the installed bundle; "
                             "SelfCertified: any bundle of the package, downgrades included (OLM v1's "
                             "spec.source.catalog.upgradeConstraintPolicy)")
@@ -62,7 +85,7 @@ def open_catalog(args: argparse.Namespace, bundle: RegistryV1 | None, command: s
     cluster is contacted; None without ``--catalog``. Catalog options without a bundle are a usage error
     (``misuse`` says where they belong)."""
     if args.catalog is None:
-        if args.channels or args.upgrade_constraint_policy != POLICY_CATALOG_PROVIDED:
+        if args.channels or args.upgrade_constraint_policy is not None:
             raise MissingArgument("--channel and --upgrade-constraint-policy need --catalog")
         return None
     if bundle is None:
@@ -71,7 +94,8 @@ def open_catalog(args: argparse.Namespace, bundle: RegistryV1 | None, command: s
         raise MissingArgument("--bundle-version with --catalog: the catalog's upgrade edges are checked against the "
                               "bundle versions the revisions record, so a registry+v1 bundle records its own")
     catalog = load_catalog(args.catalog, package=bundle.package_name, report=reporter(command))
-    run = CatalogRun(catalog, bundle, tuple(args.channels or ()), args.upgrade_constraint_policy)
+    run = CatalogRun(catalog, bundle, tuple(args.channels or ()),
+                     args.upgrade_constraint_policy or POLICY_CATALOG_PROVIDED)
     if precheck:
         check_bundle(catalog, bundle, channels=run.channels, policy=run.policy, installed=None).raise_refusal()
     return run
@@ -80,3 +104,79 @@ def open_catalog(args: argparse.Namespace, bundle: RegistryV1 | None, command: s
 def warn_deprecated(verdict: CatalogVerdict | None, command: str) -> None:
     for message in verdict.deprecated if verdict is not None else ():
         print(f"cosctl {command}: warning: deprecated: {message}", file=sys.stderr)
+
+
+@dataclass(frozen=True, slots=True)
+class PackageRun:
+    """``--package``: the bundle the catalog resolved to, pulled, and what was read on the way (the owner's
+    revisions, oldest first, on ``cluster``), with the annotation that records the source on the revision."""
+
+    owner: str
+    cluster: Cluster
+    revisions: list[Obj]
+    bundle: RegistryV1
+    image: str
+    catalog: CatalogRun
+    annotations: dict[str, str]
+
+
+def check_package_arguments(args: argparse.Namespace, inputs: Sequence[str]) -> bool:
+    """Whether ``--package`` is given; what cannot go with it (``inputs``: the command's DIR|FILE arguments, a
+    ``--bundle-version``), or ``--version`` without it, is a usage error."""
+    if args.package is None:
+        if args.version is not None:
+            raise MissingArgument("--version: only with --package (a bundle given by path is its own version)")
+        return False
+    if inputs:
+        raise UsageError(f"--package {args.package} and {' '.join(inputs)}: give one or the other (with --package "
+                         "the catalog picks the bundle)")
+    if getattr(args, "bundle_version", None):
+        raise MissingArgument("--bundle-version with --package: the bundle's own version is recorded")
+    return True
+
+
+def resolve_package(args: argparse.Namespace, command: str, say: Callable[[str], None]) -> PackageRun:
+    """Resolve ``--package`` as OLM v1 resolves a ClusterExtension over the owner's installed bundle, ``say`` which
+    bundle and why, and pull it. Options not given are kept from the owner's latest revision's record."""
+    package = str(args.package)
+    owner = args.owner or package
+    given = load_catalog(args.catalog, package=package, report=reporter(command)) if args.catalog else None
+    cluster = args.connect(args)
+    revisions = owner_revisions(cluster, owner)
+    choice = choose_source(package, catalog=_recordable(args.catalog), channels=args.channels, version=args.version,
+                           policy=args.upgrade_constraint_policy, latest=revisions[-1] if revisions else None)
+    source = choice.source
+    catalog = given if given is not None else _kept_catalog(source.catalog, package, choice.kept_from, command)
+    installed = installed_bundle(revisions)
+    if installed is not None and (rolling := rolling_out_hint(installed)) is not None:
+        print(f"cosctl {command}: warning: {rolling}", file=sys.stderr)
+    resolution = resolve_source(catalog, source, installed)
+    kept = f" ({', '.join(choice.kept)} kept from {choice.kept_from})" if choice.kept_from else ""
+    if installed is not None and installed.bundle.name == resolution.bundle.name:
+        what = f"the installed bundle {resolution.bundle.name} ({resolution.version})"
+    else:
+        what = f"{resolution.bundle.name} ({resolution.version})" + (
+            f" over {installed.bundle.name}" if installed is not None else "")
+    say(f"package {package} resolves to {what} in catalog {catalog.source}{kept}: {resolution.bundle.image}")
+    image = image_to_pull(resolution.bundle)
+    bundle = load_bundle(image, reporter(command))
+    check_pulled(bundle, resolution.bundle, source)
+    return PackageRun(owner, cluster, revisions, bundle, image,
+                      CatalogRun(catalog, bundle, source.channels, source.policy),
+                      {api.ANNOTATION_BUNDLE_SOURCE: source.to_annotation()})
+
+
+def _recordable(catalog: str | None) -> str | None:
+    """The catalog as the revision records it: an image reference as given, a path made absolute (a later run
+    may start elsewhere)."""
+    if catalog is None or is_image_reference(catalog):
+        return catalog
+    return os.path.abspath(os.path.expanduser(catalog))
+
+
+def _kept_catalog(catalog: str, package: str, kept_from: str | None, command: str) -> Catalog:
+    try:
+        return load_catalog(catalog, package=package, report=reporter(command))
+    except BundleInputError as exc:  # not there any more, or its registry refuses: say where it came from
+        raise type(exc)(f"the catalog kept from ClusterObjectSet {kept_from}: {exc} (give --catalog to resolve "
+                        "from another)", exc.hints) from None

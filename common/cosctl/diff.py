@@ -37,7 +37,14 @@ from common.cluster.interface import Cluster, NotFound
 from common.contract import api
 from common.contract.objects import Obj
 from common.contract.serviceaccount import declared
-from common.cosctl._catalog import add_catalog_arguments, open_catalog, warn_deprecated
+from common.cosctl._catalog import (
+    CatalogRun,
+    add_catalog_arguments,
+    check_package_arguments,
+    open_catalog,
+    resolve_package,
+    warn_deprecated,
+)
 from common.cosctl._inputs import add_input_arguments, bundle_input, load_inputs, peek_bundle, system_namespace
 from common.cosctl._producer import ConnectError, UsageError, add_cluster_arguments, run
 
@@ -113,8 +120,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "When B's CustomResourceDefinitions would break custom resources stored under A's (or, with "
                     "--owner, under the cluster's), the refusal publish would give follows the summary; so does "
                     "the refusal of --catalog, for a bundle the catalog does not allow over the installed one.")
-    parser.add_argument("sources", nargs="+", metavar="DIR|FILE|REV",
-                        help="manifests, pack output or bundles on disk, ClusterObjectSet names, or revision numbers")
+    parser.add_argument("sources", nargs="*", metavar="DIR|FILE|REV",
+                        help="manifests, pack output or bundles on disk, ClusterObjectSet names, or revision numbers "
+                             "(none with --package)")
     parser.add_argument("--owner", default=None,
                         help="compare with this owner's latest Active revision; REV numbers are its revisions")
     parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="output format")
@@ -122,7 +130,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="a summary: one line per object with its inserted/deleted line counts, and the totals "
                              "(with -o json: every record without its diff)")
     add_input_arguments(parser)
-    add_catalog_arguments(parser)
+    add_catalog_arguments(parser, package="instead of DIR|FILE, compare the owner's latest Active revision with")
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
 
@@ -183,9 +191,9 @@ def local_phases(paths: list[str], args: argparse.Namespace | None = None, *,
 class _Sides:
     """Lazily connected cluster, shared by both sides."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, cluster: Cluster | None = None) -> None:
         self.args = args
-        self._cluster: Cluster | None = None
+        self._cluster = cluster
 
     @property
     def cluster(self) -> Cluster:
@@ -230,21 +238,33 @@ def latest_active(revisions: list[Obj]) -> Obj | None:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    chosen = None
+    if check_package_arguments(args, args.sources):  # what publish --package would change
+        chosen = resolve_package(args, "diff", lambda line: print(f"cosctl diff: {line}", file=sys.stderr))
+        args.sources = [chosen.image]
+    elif not args.sources:
+        raise UsageError("give two revisions to compare (A B), manifests with --owner OWNER, or --package NAME")
     check_paths(args.sources)
-    sides = _Sides(args)
+    sides = _Sides(args, chosen.cluster if chosen is not None else None)
     local = all(_is_path(s) for s in args.sources)
     paths = [_expanded(s) for s in args.sources]
-    bundle = peek_bundle(paths, "diff") if local and len(paths) == 1 else None
-    owner = args.owner or (bundle.package_name if bundle is not None else None)
-    catalog = open_catalog(args, bundle if owner and local else None, "diff",
-                           misuse="only for `cosctl diff BUNDLE` against the owner's revisions", precheck=False)
+    bundle: RegistryV1 | None
+    catalog: CatalogRun | None
+    owner: str | None
+    if chosen is not None:
+        bundle, owner, catalog = chosen.bundle, chosen.owner, chosen.catalog
+    else:
+        bundle = peek_bundle(paths, "diff") if local and len(paths) == 1 else None
+        owner = args.owner or (bundle.package_name if bundle is not None else None)
+        catalog = open_catalog(args, bundle if owner and local else None, "diff",
+                               misuse="only for `cosctl diff BUNDLE` against the owner's revisions", precheck=False)
     verdict: CatalogVerdict | None = None
     if owner and local:
         if bundle is None:
             b = local_phases(paths, args)  # input problems before the cluster
             revisions = owner_revisions(sides.cluster, owner)
         else:  # the bundle renders with the options publish would keep from the owner's latest revision
-            revisions = owner_revisions(sides.cluster, owner)
+            revisions = chosen.revisions if chosen is not None else owner_revisions(sides.cluster, owner)
             b = local_phases(paths, args, recorded=revisions[-1] if revisions else None, bundle=bundle)
             verdict = catalog.verdict(revisions) if catalog is not None else None
             warn_deprecated(verdict, "diff")

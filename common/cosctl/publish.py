@@ -17,10 +17,19 @@ from common.bundle.dependencies import declared, unmet
 from common.bundle.publish import owner_revisions, publish
 from common.bundle.registryv1.model import RegistryV1
 from common.cluster.interface import Cluster
-from common.cosctl._catalog import add_catalog_arguments, open_catalog, warn_deprecated
+from common.contract.objects import Obj
+from common.cosctl._catalog import (
+    CatalogRun,
+    add_catalog_arguments,
+    check_package_arguments,
+    open_catalog,
+    resolve_package,
+    warn_deprecated,
+)
 from common.cosctl._inputs import add_input_arguments, load_inputs, peek_bundle, system_namespace
 from common.cosctl._producer import (
     EXIT_OK,
+    MissingArgument,
     Progress,
     UsageError,
     add_bundle_arguments,
@@ -46,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "(--crd-upgrade-safety). Runs recovery and retention (newest 5 archived revisions are kept). A "
                     "registry+v1 bundle is rendered as OLM v1 renders it; its owner defaults to its package name "
                     "and options not given are kept from the owner's latest revision.")
-    add_bundle_arguments(parser)
+    add_bundle_arguments(parser, optional_paths="give --package NAME instead")
     add_input_arguments(parser)
     parser.add_argument("--owner", default=None,
                         help="owner name: revisions are named <owner>-<N> (required for plain manifests; default "
@@ -54,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_service_account_argument(parser)
     add_crd_upgrade_safety_argument(parser)
     add_preflight_permissions_argument(parser)
-    add_catalog_arguments(parser)
+    add_catalog_arguments(parser, package="instead of DIR|FILE, publish")
     parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
@@ -66,21 +75,35 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace, progress: Progress) -> int:
-    bundle = peek_bundle(args.paths, "publish")  # a bundle that does not load: said before the cluster is contacted
-    catalog = open_catalog(args, bundle, "publish")  # what the catalog refuses whatever is installed: said first
-    owner = args.owner or (bundle.package_name if bundle is not None else None)
-    if not owner:
-        raise UsageError("--owner is required for plain manifests (a registry+v1 bundle defaults to its package)")
-    if bundle is None:
-        inputs = load_inputs(args, command="publish")  # every manifest problem before the cluster is contacted
-        service_account_in(args.service_account, None)  # a bare name needs a bundle: said before connecting
-        cluster = args.connect(args)
-        revisions = None
-    else:
-        cluster = args.connect(args)
-        revisions = owner_revisions(cluster, owner)
-        inputs = load_inputs(args, command="publish", bundle=bundle,
+    bundle: RegistryV1 | None
+    catalog: CatalogRun | None
+    owner: str | None
+    revisions: list[Obj] | None
+    if check_package_arguments(args, args.paths):  # the catalog picks the bundle, pulled from the image it names
+        chosen = resolve_package(args, "publish", print)
+        bundle, catalog, owner = chosen.bundle, chosen.catalog, chosen.owner
+        cluster, revisions = chosen.cluster, chosen.revisions
+        inputs = load_inputs(args, command="publish", paths=[chosen.image], bundle=bundle,
                              recorded=revisions[-1] if revisions else None)
+        inputs.annotations.update(chosen.annotations)
+    elif not args.paths:
+        raise MissingArgument("give the manifests or bundle to publish (DIR|FILE), or --package NAME")
+    else:
+        bundle = peek_bundle(args.paths, "publish")  # a bundle that does not load: said before the cluster is asked
+        catalog = open_catalog(args, bundle, "publish")  # what the catalog refuses whatever is installed: said first
+        owner = args.owner or (bundle.package_name if bundle is not None else None)
+        if not owner:
+            raise UsageError("--owner is required for plain manifests (a registry+v1 bundle defaults to its package)")
+        if bundle is None:
+            inputs = load_inputs(args, command="publish")  # every manifest problem before the cluster is contacted
+            service_account_in(args.service_account, None)  # a bare name needs a bundle: said before connecting
+            cluster = args.connect(args)
+            revisions = None
+        else:
+            cluster = args.connect(args)
+            revisions = owner_revisions(cluster, owner)
+            inputs = load_inputs(args, command="publish", bundle=bundle,
+                                 recorded=revisions[-1] if revisions else None)
     if inputs.bundle is not None and inputs.options is not None:
         kept = f" (options kept from {inputs.kept_from})" if inputs.kept_from else ""
         print(f"bundle {inputs.bundle.csv_name} rendered for namespace {inputs.options.namespace}{kept}")

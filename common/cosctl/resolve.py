@@ -10,23 +10,18 @@ catalog allows; ``publish --catalog`` then accepts that bundle.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 
 from common.bundle.catalogcheck import installed_bundle, rolling_out_hint
+from common.bundle.catalogsource import resolution_hints
 from common.bundle.publish import owner_revisions
-from common.bundle.registryv1.catalog import Catalog, Package, load_catalog
+from common.bundle.registryv1.catalog import load_catalog
 from common.bundle.registryv1.resolve import (
     POLICY_CATALOG_PROVIDED,
     UPGRADE_CONSTRAINT_POLICIES,
-    Installed,
-    Query,
     ResolutionError,
     bundle_version,
-    candidates,
-    dependencies,
-    dependency_error,
     deprecated_bundle_names,
     deprecations,
     make_query,
@@ -79,12 +74,11 @@ def _resolve(args: argparse.Namespace) -> int:
         print(f"cosctl resolve: warning: deprecated: {message}", file=sys.stderr)
     if installed is not None and (rolling := rolling_out_hint(installed)) is not None:
         print(f"cosctl resolve: warning: {rolling}", file=sys.stderr)
+    on = installed.bundle if installed is not None else None
     try:
-        resolution = resolve(package, query, installed.bundle if installed is not None else None)
+        resolution = resolve(package, query, on)
     except ResolutionError as exc:
-        on = installed.bundle if installed is not None else None
-        raise ResolutionError(str(exc), _why_none(catalog, package, query.channels)
-                              + _why_dependency(package, query, on)) from None
+        raise ResolutionError(str(exc), resolution_hints(catalog, package, query, on)) from None
     deprecated = deprecated_bundle_names(package)
     rows = [(b.name, str(bundle_version(b)), b.image) for b in resolution.candidates]
     if args.output == "json":
@@ -112,30 +106,3 @@ def _resolve(args: argparse.Namespace) -> int:
               f"{'  (' + ', '.join(marks) + ')' if marks else ''}")
     return EXIT_OK
 
-
-def _why_none(catalog: Catalog, package: Package, channels: tuple[str, ...]) -> list[str]:
-    """Ours, beside OLM v1's message: a package or channel the catalog does not have."""
-    if not package.found:
-        close = difflib.get_close_matches(package.name, catalog.package_names(), n=3)
-        return [f"catalog {catalog.source} has no package {package.name}"
-                + (f"; the closest: {', '.join(close)}" if close else "")]
-    missing = [c for c in channels if c not in {channel.name for channel in package.channels}]
-    if missing:
-        return [f"package {package.name} has no channel {', '.join(missing)}; its channels: "
-                f"{', '.join(sorted(channel.name for channel in package.channels)) or 'none'}"]
-    return []
-
-
-def _why_dependency(package: Package, query: Query, installed: Installed | None) -> list[str]:
-    """Ours, when OLM v1 refused the bundle it resolved for declaring dependencies: what it depends on, and the best
-    bundle that qualifies and declares none (OLM v1 never picks it by itself: a query that excludes the other does)."""
-    chosen = candidates(package, query, installed)
-    if not chosen or dependency_error(chosen[0]) is None:
-        return []
-    hints = [f"{chosen[0].name} depends on {', '.join(dependencies(chosen[0]))}: OLM v1 resolves no dependencies, "
-             "and installs no bundle that declares one"]
-    free = next((b for b in chosen if dependency_error(b) is None), None)
-    if free is not None:
-        hints.append(f"the best bundle that qualifies and declares none is {free.name}: a --version range or "
-                     "--channel that leaves the others out resolves to it")
-    return hints

@@ -1,0 +1,232 @@
+"""``cosctl publish --package`` and ``diff --package``: the catalog picks the bundle as OLM v1 resolves a
+ClusterExtension, its image is pulled from the test registry (tests/support/registry_server.py), and the revision
+records where it came from so that the next upgrade resolves within the same bounds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from common.bundle.catalogsource import CatalogSource, CatalogSourceError, choose_source
+from common.contract import api
+from common.testing.memcluster import MemCluster
+from tests.producer.helpers import cosctl
+from tests.registryv1.bundles import annotations_yaml, config_map, crd, csv, write_bundle
+from tests.registryv1.pulling import push_bundle
+from tests.support.registry_server import Registry
+
+COS = (api.API_VERSION, api.KIND)
+VERSIONS = ("1.0.0", "1.1.0", "1.2.0")
+
+
+def demo(root: Path, version: str) -> Path:
+    """demo at ``version``: a CRD, and a ConfigMap saying the version (so that each version's content differs)."""
+    settings = {**config_map("demo-settings"), "data": {"version": version}}
+    return write_bundle(root, manifests={"a-crd.yaml": crd(), "b-settings.yaml": settings,
+                                         "demo.clusterserviceversion.yaml": csv(f"demo-operator.v{version}",
+                                                                                version=version)},
+                        annotations=annotations_yaml(package="demo"))
+
+
+@pytest.fixture
+def images(registry: Registry, tmp_path: Path) -> dict[str, str]:
+    """demo 1.0.0, 1.1.0 and 1.2.0 pushed as op/demo-bundle:vVERSION; each version's image by digest, as catalogs
+    name them."""
+    return {v: registry.ref("op/demo-bundle", push_bundle(registry, demo(tmp_path / f"b{v}", v), tmp_path,
+                                                          tag=f"v{v}"))
+            for v in VERSIONS}
+
+
+def write_catalog(path: Path, images: dict[str, str]) -> Path:
+    """demo's channel stable: 1.0.0, then 1.1.0 replacing it, then 1.2.0 replacing 1.1.0."""
+    names = [f"demo-operator.v{v}" for v in VERSIONS]
+    objects: list[dict[str, Any]] = [
+        {"schema": "olm.package", "name": "demo", "defaultChannel": "stable"},
+        {"schema": "olm.channel", "name": "stable", "package": "demo",
+         "entries": [{"name": names[0]}, {"name": names[1], "replaces": names[0]},
+                     {"name": names[2], "replaces": names[1]}]},
+        *({"schema": "olm.bundle", "name": f"demo-operator.v{v}", "package": "demo", "image": images[v],
+           "properties": [{"type": "olm.package", "value": {"packageName": "demo", "version": v}}]}
+          for v in VERSIONS)]
+    path.write_text("\n".join(json.dumps(o) for o in objects))
+    return path
+
+
+def succeed(mc: MemCluster, name: str) -> None:
+    mc.set_status(*COS, name, None, {"conditions": [{"type": "Succeeded", "status": "True", "reason": "Succeeded",
+                                                     "message": "", "lastTransitionTime": "2026-11-26T00:00:00Z"}]})
+
+
+def source_of(mc: MemCluster, name: str) -> Any:
+    cos = mc.get(*COS, name)
+    return json.loads(cos["metadata"]["annotations"][api.ANNOTATION_BUNDLE_SOURCE])
+
+
+def pulled(command: str, image: str) -> str:
+    """What a command says on stderr when it pulls ``image`` (a reference by digest: no other digest to name)."""
+    return f"cosctl {command}: pulled docker://{image}\n"
+
+
+def test_a_package_is_installed_and_upgraded_within_the_bounds_it_was_installed_with(
+        images: dict[str, str], tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    code, out, err = cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog,
+                            "--version", "<1.2", cluster=mc)
+    assert (code, err) == (0, pulled("publish", images["1.1.0"]))
+    lines = out.splitlines()
+    assert lines[:3] == [
+        f"package demo resolves to demo-operator.v1.1.0 (1.1.0) in catalog {catalog}: {images['1.1.0']}",
+        "bundle demo-operator.v1.1.0 rendered for namespace demo-system",
+        f"catalog {catalog}: demo-operator.v1.1.0 may be installed (no bundle of the owner is installed)"]
+    assert lines[-1] == "ClusterObjectSet demo-1 (revision 1) created"
+    annotations = mc.get(*COS, "demo-1")["metadata"]["annotations"]
+    assert json.loads(annotations[api.ANNOTATION_BUNDLE_SOURCE]) == {"catalog": catalog, "packageName": "demo",
+                                                                    "version": "<1.2"}
+    assert (annotations[api.ANNOTATION_BUNDLE_NAME], annotations[api.ANNOTATION_BUNDLE_REFERENCE]) == (
+        "demo-operator.v1.1.0", images["1.1.0"])
+    succeed(mc, "demo-1")
+
+    # the next run keeps the catalog and the range: 1.2.0 is out of bounds, so nothing changes
+    code, out, err = cosctl("publish", "--package", "demo", cluster=mc)
+    assert (code, err) == (0, pulled("publish", images["1.1.0"]))
+    assert out.splitlines()[0] == (f"package demo resolves to the installed bundle demo-operator.v1.1.0 (1.1.0) in "
+                                   f"catalog {catalog} (--catalog, --version kept from demo-1): {images['1.1.0']}")
+    assert out.splitlines()[-1] == "unchanged: ClusterObjectSet demo-1 (revision 1) already has this content"
+
+    # widening the range: diff says what the upgrade would change, publish makes it
+    code, out, err = cosctl("diff", "--package", "demo", "--version", "", "--stat", cluster=mc)
+    assert (code, err) == (1, (
+        f"cosctl diff: package demo resolves to demo-operator.v1.2.0 (1.2.0) over demo-operator.v1.1.0 in catalog "
+        f"{catalog} (--catalog kept from demo-1): {images['1.2.0']}\n"
+        + pulled("diff", images["1.2.0"])
+        + "cosctl diff: bundle demo-operator.v1.2.0 rendered for namespace demo-system (options kept from demo-1)\n"))
+    assert out == ("--- demo-1\n"
+                   f"+++ docker://{images['1.2.0']}\n"
+                   "changed  ConfigMap demo-system/demo-settings (phase configuration) | 2 +-\n"
+                   "0 added, 0 removed, 1 changed, 0 moved, 1 unchanged; 1 insertion(+), 1 deletion(-)\n")
+    code, out, err = cosctl("publish", "--package", "demo", "--version", "", cluster=mc)
+    assert (code, out.splitlines()[-1]) == (0, "ClusterObjectSet demo-2 (revision 2) created")
+    assert out.splitlines()[2] == (f"catalog {catalog}: demo-operator.v1.2.0 is an upgrade it allows from "
+                                   "demo-operator.v1.1.0 (installed by ClusterObjectSet demo-1)")
+    assert source_of(mc, "demo-2") == {"catalog": catalog, "packageName": "demo"}
+    succeed(mc, "demo-2")
+    code, out, _ = cosctl("publish", "--package", "demo", cluster=mc)
+    assert (code, out.splitlines()[-1]) == (0, "unchanged: ClusterObjectSet demo-2 (revision 2) already has this "
+                                               "content")
+
+
+def test_an_upgrade_follows_the_catalogs_edges_one_at_a_time(images: dict[str, str], tmp_path: Path) -> None:
+    """Installed at 1.0.0, the catalog allows 1.1.0 only (1.2.0 replaces 1.1.0): OLM v1 goes there first."""
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
+                  cluster=mc)[0] == 0
+    succeed(mc, "demo-1")
+    code, out, _ = cosctl("publish", "--package", "demo", "--version", "", "--dry-run", cluster=mc)
+    assert (code, out.splitlines()[0]) == (0, f"package demo resolves to demo-operator.v1.1.0 (1.1.0) over "
+                                              f"demo-operator.v1.0.0 in catalog {catalog} (--catalog kept from "
+                                              f"demo-1): {images['1.1.0']}")
+    assert mc.objects(*COS)[-1]["metadata"]["name"] == "demo-1"   # a dry run writes nothing
+
+
+def test_what_cannot_go_with_package_is_said_before_anything_is_pulled(images: dict[str, str], registry: Registry,
+                                                                      tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    bundle = str(demo(tmp_path / "bundle", "1.0.0"))
+    asked = len(registry.requests)
+    assert cosctl("publish", "--package", "demo", bundle) == (
+        1, "", f"cosctl publish: --package demo and {bundle}: give one or the other (with --package the catalog "
+               "picks the bundle)\n")
+    assert cosctl("publish", bundle, "--version", "1.0.0") == (
+        2, "", "cosctl publish: --version: only with --package (a bundle given by path is its own version)\n")
+    assert cosctl("publish", "--package", "demo", "--bundle-version", "3") == (
+        2, "", "cosctl publish: --bundle-version with --package: the bundle's own version is recorded\n")
+    assert cosctl("publish") == (
+        2, "", "cosctl publish: give the manifests or bundle to publish (DIR|FILE), or --package NAME\n")
+    assert cosctl("diff") == (
+        2, "", "cosctl diff: give two revisions to compare (A B), manifests with --owner OWNER, or --package NAME\n")
+    assert cosctl("publish", "--package", "demo", "-n", "demo-system", cluster=MemCluster()) == (
+        2, "", "cosctl publish: --package demo needs --catalog: the catalog to resolve it from\n")
+    assert cosctl("publish", "--package", "dmeo", "--catalog", catalog, cluster=MemCluster()) == (
+        1, "", 'cosctl publish: no bundles found for package "dmeo"\n'
+               f"cosctl publish: cause: catalog {catalog} has no package dmeo; the closest: demo\n")
+    assert cosctl("publish", "--package", "demo", "--catalog", catalog, "--channel", "fast", "-n", "demo-system",
+                  cluster=MemCluster()) == (
+        1, "", 'cosctl publish: no bundles found for package "demo" in channels [fast]\n'
+               "cosctl publish: cause: package demo has no channel fast; its channels: stable\n")
+    assert len(registry.requests) == asked
+
+
+def test_an_image_that_holds_another_bundle_than_the_catalog_says_is_refused(images: dict[str, str],
+                                                                           tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", {**images, "1.2.0": images["1.0.0"]}))
+    mc = MemCluster()
+    code, out, err = cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, cluster=mc)
+    assert (code, out) == (2, f"package demo resolves to demo-operator.v1.2.0 (1.2.0) in catalog {catalog}: "
+                              f"{images['1.0.0']}\n")
+    assert err == pulled("publish", images["1.0.0"]) + (
+        f"cosctl publish: image {images['1.0.0']}: holds bundle demo-operator.v1.0.0 of package demo, but catalog "
+        f"{catalog} lists it as bundle demo-operator.v1.2.0 of package demo: the catalog and the image disagree; "
+        "nothing was done\n")
+    assert mc.objects(*COS) == []
+
+
+def test_a_kept_catalog_that_is_gone_says_where_it_was_kept_from(images: dict[str, str], tmp_path: Path) -> None:
+    catalog = write_catalog(tmp_path / "catalog.json", images)
+    mc = MemCluster()
+    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", str(catalog), cluster=mc)[0] == 0
+    catalog.unlink()
+    assert cosctl("publish", "--package", "demo", cluster=mc) == (
+        2, "", f"cosctl publish: the catalog kept from ClusterObjectSet demo-1: {catalog}: no such catalog (give a "
+               "File-Based Catalog directory or file, or an OCI image layout of an index image) (give --catalog to "
+               "resolve from another)\n")
+
+
+def test_a_relative_catalog_is_recorded_absolute(images: dict[str, str], tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    write_catalog(tmp_path / "catalog.json", images)
+    monkeypatch.chdir(tmp_path)
+    mc = MemCluster()
+    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", "catalog.json",
+                  "--channel", "stable", "--upgrade-constraint-policy", "SelfCertified", cluster=mc)[0] == 0
+    assert source_of(mc, "demo-1") == {"catalog": str(tmp_path / "catalog.json"), "packageName": "demo",
+                                       "channels": ["stable"], "upgradeConstraintPolicy": "SelfCertified"}
+
+
+# --- the record itself ---------------------------------------------------------------------------------------------
+
+def revision(name: str, annotation: str | None) -> dict[str, Any]:
+    annotations = {} if annotation is None else {api.ANNOTATION_BUNDLE_SOURCE: annotation}
+    return {"metadata": {"name": name, "annotations": annotations}}
+
+
+def test_what_the_command_line_leaves_out_is_kept_from_the_same_packages_record() -> None:
+    recorded = CatalogSource("docker://index:1", "demo", ("stable",), "~1.2", "SelfCertified")
+    latest = revision("demo-3", recorded.to_annotation())
+    kept = choose_source("demo", catalog=None, channels=None, version=None, policy=None, latest=latest)
+    assert (kept.source, kept.kept, kept.kept_from) == (
+        recorded, ("--catalog", "--channel", "--version", "--upgrade-constraint-policy"), "demo-3")
+    given = choose_source("demo", catalog="other", channels=["fast"], version="", policy="CatalogProvided",
+                          latest=latest)
+    assert (given.source, given.kept, given.kept_from) == (CatalogSource("other", "demo", ("fast",)), (), None)
+    with pytest.raises(CatalogSourceError) as caught:   # another package's record is not this one's
+        choose_source("other", catalog=None, channels=None, version=None, policy=None, latest=latest)
+    assert str(caught.value) == ("--package other needs --catalog: the catalog to resolve it from (ClusterObjectSet "
+                                 "demo-3 records none to keep)")
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("{", "not JSON"), ("[]", "not an object"), ('{"catalog": "c"}', "no catalog or packageName"),
+    ('{"catalog": "c", "packageName": "p", "channels": "stable"}', "channels, version or upgradeConstraintPolicy "
+                                                                   "malformed"),
+    ('{"catalog": "c", "packageName": "p", "upgradeConstraintPolicy": "Any"}', "channels, version or "
+                                                                               "upgradeConstraintPolicy malformed")])
+def test_a_record_cosctl_did_not_write_is_refused_naming_the_revision(text: str, why: str) -> None:
+    with pytest.raises(CatalogSourceError) as caught:
+        choose_source("p", catalog=None, channels=None, version=None, policy=None, latest=revision("p-1", text))
+    assert str(caught.value) == (f"ClusterObjectSet p-1: annotation {api.ANNOTATION_BUNDLE_SOURCE} is not what cosctl "
+                                 f"records ({why})")
