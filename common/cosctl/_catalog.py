@@ -48,9 +48,9 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "")
            "unless given." if package else ""))
     if package:
         group.add_argument("--package", default=None, metavar="NAME",
-                           help=f"{package}: the bundle of package NAME that OLM v1 would install or upgrade to "
-                                "from the catalog (a ClusterExtension's spec.source.catalog.packageName), pulled "
-                                "from the image the catalog names; give no DIR|FILE then")
+                           help=f"instead of DIR|FILE, {package} the bundle of package NAME that OLM v1 would "
+                                "install or upgrade to from the catalog (a ClusterExtension's "
+                                "spec.source.catalog.packageName), pulled from the image the catalog names")
         group.add_argument("--version", default=None, metavar="RANGE",
                            help="with --package: a version range, as spec.source.catalog.version (Masterminds/semver: "
                                 "'>=1.2, <2', '~1.2', '1.2.x'); '' for any version")

@@ -130,7 +130,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="a summary: one line per object with its inserted/deleted line counts, and the totals "
                              "(with -o json: every record without its diff)")
     add_input_arguments(parser)
-    add_catalog_arguments(parser, package="instead of DIR|FILE, compare the owner's latest Active revision with")
+    add_catalog_arguments(parser, package="compare the owner's latest Active revision with")
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
 

@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_service_account_argument(parser)
     add_crd_upgrade_safety_argument(parser)
     add_preflight_permissions_argument(parser)
-    add_catalog_arguments(parser, package="instead of DIR|FILE, publish")
+    add_catalog_arguments(parser, package="publish")
     parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)

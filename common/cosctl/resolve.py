@@ -1,8 +1,8 @@
 """``cosctl resolve``: which bundle of a package OLM v1 would install or upgrade to from a File-Based Catalog.
 
-Why: an admin coming from OLM v1 names a package, channels and a version range, and OLM v1 picks the bundle. Here
-the admin gives ``publish`` a bundle by path; ``resolve`` says which one OLM v1 would pick, with its image to copy
-(``skopeo copy docker://IMAGE oci:DIR``), and every bundle that qualified, best first. With ``--owner`` the
+Why: an admin coming from OLM v1 names a package, channels and a version range, and OLM v1 picks the bundle.
+``resolve`` says which one OLM v1 would pick, with its image, and every bundle that qualified, best first, without
+installing anything (``publish --package`` resolves the same way and installs the pick). With ``--owner`` the
 installed bundle is read from the cluster (the newest Succeeded revision), so the answer is the next upgrade the
 catalog allows; ``publish --catalog`` then accepts that bundle.
 """

@@ -64,6 +64,9 @@ from tests.e2e.conftest import (
     wait_succeeded,
 )
 from tests.registryv1.bundles import bundle_image_layout, tar_of
+from tests.registryv1.pulling import push_bundle, trust
+from tests.support.registry_server import Registry
+from tests.webhook.support import CA
 
 pytestmark = pytest.mark.e2e
 
@@ -328,10 +331,14 @@ def ctx(corpus: Path, env: dict[str, Any], tmp_path_factory: pytest.TempPathFact
 
 # ------------------------------------------------------------------------------------------------- commands
 
-def cosctl(ctx: Ctx, *argv: str) -> subprocess.CompletedProcess[str]:
+def cosctl(ctx: Ctx, *argv: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``cosctl`` as an admin runs it, against the session's cluster; the object-data Secrets go where the
-    session's reconciler reads them (``--system-namespace``: for a bundle, ``-n`` is the install namespace)."""
+    session's reconciler reads them (``--system-namespace``: for a bundle, ``-n`` is the install namespace).
+    ``home``: the admin's HOME (containers configuration, cache) for a command that pulls."""
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    if home is not None:
+        env.update(HOME=str(home), COSCTL_CACHE_DIR=str(home / "cache"),
+                   CONTAINERS_REGISTRIES_CONF=str(home / "registries.conf"))
     command = [str(BIN / "cosctl"), *argv, "--kubeconfig", ctx.env["kubeconfig"],
                "--system-namespace", ctx.env["system_ns"]]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=360)
@@ -607,16 +614,17 @@ def test_what_olm_v1_refuses_is_never_published(ctx: Ctx) -> None:
     assert ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}") == []
 
 
-def _koku_catalog(path: Path, *, edge: bool) -> Path:
+def _koku_catalog(path: Path, *, edge: bool, images: dict[str, str] | None = None) -> Path:
     """koku-metrics-operator's channel alpha as community-operators-prod's catalog has it (0.9.1 replaces 0.9.0),
-    or, with ``edge`` false, a catalog whose 0.9.1 is no upgrade from 0.9.0."""
+    or, with ``edge`` false, a catalog whose 0.9.1 is no upgrade from 0.9.0; ``images``: each version's image, in
+    place of quay.io's."""
     entries: list[dict[str, Any]] = [{"name": "koku-metrics-operator.v0.9.0"},
                                      {"name": "koku-metrics-operator.v0.9.1",
                                       **({"replaces": "koku-metrics-operator.v0.9.0"} if edge else {})}]
     objects = [{"schema": "olm.package", "name": "koku-metrics-operator", "defaultChannel": "alpha"},
                {"schema": "olm.channel", "package": "koku-metrics-operator", "name": "alpha", "entries": entries},
                *({"schema": "olm.bundle", "package": "koku-metrics-operator", "name": f"koku-metrics-operator.v{v}",
-                  "image": f"quay.io/project-koku/koku-metrics-operator-bundle:v{v}",
+                  "image": (images or {}).get(v, f"quay.io/project-koku/koku-metrics-operator-bundle:v{v}"),
                   "properties": [{"type": "olm.package",
                                   "value": {"packageName": "koku-metrics-operator", "version": v}}]}
                  for v in ("0.9.0", "0.9.1"))]
@@ -674,6 +682,74 @@ def test_a_catalog_holds_upgrades_to_its_edges(ctx: Ctx) -> None:
         kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={owner}", "--wait=false")
         wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
                  f"the revisions of {owner} to be torn down")
+
+
+def test_a_package_is_installed_and_upgraded_from_its_catalog_and_registry(ctx: Ctx) -> None:
+    """``publish --package``: the catalog picks the bundle, its image is pulled from a registry over TLS (the test's
+    own: tests/support/registry_server.py), and the revision records the source; the next run keeps the version
+    range it was installed with, and widening it upgrades along the catalog's edge."""
+    case = KOKU
+    if any(not (ctx.corpus / d / "metadata").is_dir() for d in case.dirs):
+        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
+    owner = ns = f"koku-package-{RUN}"
+    ctx.stand_ins.namespaces.add(ns)
+    home = ctx.tmp / "package-home"
+    (home / ".config" / "containers").mkdir(parents=True)
+    (home / "registries.conf").write_text("")
+    (ctx.tmp / "package-ca").mkdir()
+    ca = CA(ctx.tmp / "package-ca")
+    config = ctx.tmp / "koku-package-config.yaml"
+    config.write_text(f"watchNamespace: {ns}\n")
+    with Registry(ca) as registry:
+        trust(home, ca, registry)
+        images = {v: registry.ref("koku/bundle", push_bundle(registry, copy_bundle(ctx, case, v), ctx.tmp,
+                                                             repo="koku/bundle", tag=f"v{v}"))
+                  for v in (case.first, case.second)}
+        catalog = _koku_catalog(ctx.tmp / "package-catalog", edge=True, images=images)
+        try:
+            done = cosctl(ctx, "publish", "--package", case.package, "--owner", owner, "-n", ns,
+                          "--create-namespace", "--config", str(config), "--catalog", str(catalog), "--version",
+                          "<0.9.1", home=home)
+            assert (done.returncode, done.stderr) == (0, f"cosctl publish: pulled docker://{images['0.9.0']}\n"), \
+                done.stdout + done.stderr
+            out = done.stdout.splitlines()
+            assert (out[0], out[-1]) == (
+                f"package {case.package} resolves to koku-metrics-operator.v0.9.0 (0.9.0) in catalog {catalog}: "
+                f"{images['0.9.0']}", f"ClusterObjectSet {owner}-1 (revision 1) created")
+            rolled_out(ctx, f"{owner}-1", case.first)
+            annotations = get_cos(ctx.env, f"{owner}-1")["metadata"]["annotations"]
+            assert (json.loads(annotations[api.ANNOTATION_BUNDLE_SOURCE]),
+                    annotations[api.ANNOTATION_BUNDLE_REFERENCE]) == (
+                {"catalog": str(catalog), "packageName": case.package, "version": "<0.9.1"}, images["0.9.0"])
+
+            done = cosctl(ctx, "publish", "--package", case.package, "--owner", owner, home=home)
+            out = ok_but_pulled(done, images["0.9.0"])
+            assert (out[0], out[-1]) == (
+                f"package {case.package} resolves to the installed bundle koku-metrics-operator.v0.9.0 (0.9.0) in "
+                f"catalog {catalog} (--catalog, --version kept from {owner}-1): {images['0.9.0']}",
+                f"unchanged: ClusterObjectSet {owner}-1 (revision 1) already has this content")
+
+            out = ok_but_pulled(cosctl(ctx, "publish", "--package", case.package, "--owner", owner, "--version", "",
+                                       home=home), images["0.9.1"])
+            assert (out[0], out[-1]) == (
+                f"package {case.package} resolves to koku-metrics-operator.v0.9.1 (0.9.1) over "
+                f"koku-metrics-operator.v0.9.0 in catalog {catalog} (--catalog kept from {owner}-1): "
+                f"{images['0.9.1']}", f"ClusterObjectSet {owner}-2 (revision 2) created")
+            rolled_out(ctx, f"{owner}-2", case.second)
+            archived_and_torn_down(ctx, f"{owner}-1")
+            assert json.loads(get_cos(ctx.env, f"{owner}-2")["metadata"]["annotations"][
+                api.ANNOTATION_BUNDLE_SOURCE]) == {"catalog": str(catalog), "packageName": case.package}
+        finally:  # a failure leaves nothing that would collide with the next run's koku revisions
+            kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={owner}", "--wait=false")
+            wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
+                     f"the revisions of {owner} to be torn down")
+
+
+def ok_but_pulled(done: subprocess.CompletedProcess[str], image: str) -> list[str]:
+    """The output lines of a command that succeeded and said only that it pulled ``image`` (by digest)."""
+    assert (done.returncode, done.stderr) == (0, f"cosctl publish: pulled docker://{image}\n"), \
+        f"{done.args}: exit {done.returncode}\n{done.stdout}{done.stderr}"
+    return done.stdout.splitlines()
 
 
 def test_cosctl_rbac_grants_what_a_least_privilege_install_and_upgrade_need(ctx: Ctx) -> None:
