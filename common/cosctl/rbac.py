@@ -31,10 +31,12 @@ from common.bundle.permissions import PermissionsError, ResourceLookup, Resource
 from common.bundle.publish import CREATE_FIRST, PublishError, active_revisions, owner_revisions
 from common.bundle.rbac import aggregates
 from common.bundle.registryv1.install import recorded_options
+from common.bundle.registryv1.model import RegistryV1
 from common.cluster.interface import Cluster
 from common.contract.names import is_dns1123_subdomain
 from common.contract.objects import Obj
 from common.contract.serviceaccount import ServiceAccountRef, declared
+from common.cosctl._catalog import add_catalog_arguments, check_package_arguments, resolve_package
 from common.cosctl._inputs import add_input_arguments, load_inputs, peek_bundle, system_namespace
 from common.cosctl._producer import (
     EXIT_OK,
@@ -53,7 +55,8 @@ examples:
   cosctl rbac ./argocd-operator.v0.6.0 -n argocd --service-account installer | kubectl apply -f -
   cosctl publish ./argocd-operator.v0.6.0 -n argocd --service-account installer
   cosctl rbac ./manifests --owner shop --service-account shop/installer > installer-rbac.yaml
-  cosctl rbac ./argocd-operator.v0.7.0 --keep-installed | kubectl apply -f -     # before the upgrade"""
+  cosctl rbac ./argocd-operator.v0.7.0 --keep-installed | kubectl apply -f -     # before the upgrade
+  cosctl rbac --package argocd-operator --catalog docker://INDEX -n argocd --service-account installer"""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -69,13 +72,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "them, and update on clusterobjectsets/finalizers (needed where the "
                     "OwnerReferencesPermissionEnforcement admission plugin is on, as on OpenShift). Nothing "
                     "touches a cluster unless --keep-installed, or no manifests are given (with --owner: the "
-                    "installed revision's RBAC, read from the cluster).")
+                    "installed revision's RBAC, read from the cluster; with --package: the RBAC of the bundle the "
+                    "catalog resolves to over the owner's installed one, rendered with the options publish would "
+                    "keep).")
     add_bundle_arguments(parser, optional_paths="with --owner, the RBAC of the owner's installed revisions, read from "
-                                                "the cluster (to move an installation to a ServiceAccount)")
+                                                "the cluster (to move an installation to a ServiceAccount); with "
+                                                "--package, the RBAC of the bundle publish --package would install")
     add_input_arguments(parser)
     parser.add_argument("--owner", default=None,
                         help="owner name, for the default --name (default for a registry+v1 bundle: its package)")
     add_service_account_argument(parser)
+    add_catalog_arguments(parser, package="print the RBAC for")
     parser.add_argument("--name", default=None,
                         help="name of the ClusterRole, Roles and bindings (default <owner>-<ServiceAccount name>)")
     parser.add_argument("--keep-installed", action="store_true",
@@ -92,18 +99,32 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _rbac(args: argparse.Namespace) -> int:
-    if not args.paths:
-        return _rbac_installed(args)
-    bundle = peek_bundle(args.paths, "rbac")
-    owner = args.owner or (bundle.package_name if bundle is not None else None)
     revisions: list[Obj] = []
-    cluster = None
-    if args.keep_installed:
-        if not owner:
-            raise UsageError("--keep-installed needs --owner for plain manifests: whose installed revisions to keep")
-        cluster = args.connect(args)
-        revisions = owner_revisions(cluster, owner)
-    inputs = load_inputs(args, command="rbac", bundle=bundle, recorded=revisions[-1] if revisions else None)
+    cluster: Cluster | None = None
+    bundle: RegistryV1 | None
+    owner: str | None
+    paths: list[str] = args.paths
+    if check_package_arguments(args, args.paths):  # the bundle publish --package would install, with its options
+        chosen = resolve_package(args, "rbac", lambda line: print(f"cosctl rbac: {line}", file=sys.stderr))
+        bundle, owner, cluster, paths = chosen.bundle, chosen.owner, chosen.cluster, [chosen.image]
+        recorded = chosen.revisions[-1] if chosen.revisions else None
+        revisions = chosen.revisions if args.keep_installed else []
+    else:
+        if args.catalog or args.channels or args.upgrade_constraint_policy:
+            raise MissingArgument("--catalog, --channel and --upgrade-constraint-policy: only with --package (cosctl "
+                                  "rbac grants for the bundle it is given, whichever the catalog allows)")
+        if not args.paths:
+            return _rbac_installed(args)
+        bundle = peek_bundle(args.paths, "rbac")
+        owner = args.owner or (bundle.package_name if bundle is not None else None)
+        if args.keep_installed:
+            if not owner:
+                raise UsageError("--keep-installed needs --owner for plain manifests: whose installed revisions to "
+                                 "keep")
+            cluster = args.connect(args)
+            revisions = owner_revisions(cluster, owner)
+        recorded = revisions[-1] if revisions else None
+    inputs = load_inputs(args, command="rbac", paths=paths, bundle=bundle, recorded=recorded)
     account = service_account_in(args.service_account, inputs.options.namespace if inputs.options else None) or (
         declared(revisions[-1]) if revisions else None)
     if account is None:

@@ -13,7 +13,7 @@ import pytest
 from common.bundle.catalogsource import CatalogSource, CatalogSourceError, choose_source
 from common.contract import api
 from common.testing.memcluster import MemCluster
-from tests.producer.helpers import cosctl
+from tests.producer.helpers import allow_service_accounts, cosctl
 from tests.registryv1.bundles import annotations_yaml, config_map, crd, csv, write_bundle
 from tests.registryv1.pulling import push_bundle
 from tests.support.registry_server import Registry
@@ -230,3 +230,31 @@ def test_a_record_cosctl_did_not_write_is_refused_naming_the_revision(text: str,
         choose_source("p", catalog=None, channels=None, version=None, policy=None, latest=revision("p-1", text))
     assert str(caught.value) == (f"ClusterObjectSet p-1: annotation {api.ANNOTATION_BUNDLE_SOURCE} is not what cosctl "
                                  f"records ({why})")
+
+
+
+def test_rbac_of_a_package_is_for_the_bundle_publish_would_install(images: dict[str, str], tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    code, out, err = cosctl("rbac", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version",
+                            "1.0.0", "--service-account", "installer", cluster=mc)
+    assert (code, err) == (0, f"cosctl rbac: package demo resolves to demo-operator.v1.0.0 (1.0.0) in catalog "
+                              f"{catalog}: {images['1.0.0']}\n" + pulled("rbac", images["1.0.0"]))
+    assert out.startswith("# RBAC for ServiceAccount demo-system/installer to have demo's revisions applied with its "
+                          "rights (cosctl rbac)\n")
+    assert "  - demo-settings\n" in out and mc.writes == 0
+    allow_service_accounts(mc, "demo-system/installer")
+    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
+                  "--service-account", "installer", cluster=mc)[0] == 0
+    succeed(mc, "demo-1")
+    code, out, err = cosctl("rbac", "--package", "demo", "--version", "", "--keep-installed", cluster=mc)
+    assert (code, err) == (0, (
+        f"cosctl rbac: package demo resolves to demo-operator.v1.1.0 (1.1.0) over demo-operator.v1.0.0 in catalog "
+        f"{catalog} (--catalog kept from demo-1): {images['1.1.0']}\n" + pulled("rbac", images["1.1.0"])
+        + "cosctl rbac: options kept from demo-1\n"
+        "cosctl rbac: keeping patch and delete on the objects of demo-1\n"))
+    assert out.startswith("# RBAC for ServiceAccount demo-system/installer")
+    bundle = str(demo(tmp_path / "by-path", "1.0.0"))
+    assert cosctl("rbac", bundle, "-n", "x", "--service-account", "installer", "--catalog", catalog) == (
+        2, "", "cosctl rbac: --catalog, --channel and --upgrade-constraint-policy: only with --package (cosctl rbac "
+               "grants for the bundle it is given, whichever the catalog allows)\n")
