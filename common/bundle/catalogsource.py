@@ -4,10 +4,10 @@ where and how it was resolved, so that the next upgrade resolves within the same
 Why: a ClusterExtension names a package, a catalog's channels, a version range and an upgrade constraint policy, and
 OLM v1 keeps installing the best bundle they allow. ``cosctl publish --package NAME`` does the same in one step:
 resolve (:func:`.registryv1.resolve.resolve`) over the installed bundle, pull the image the catalog names, publish.
-The query is recorded on the revision (annotation ``olm.operatorframework.io/bundle-source``); a later ``publish
---package`` takes from it whatever the command line leaves out, as the bundle's options are taken from
-``bundle-options``. An admin who installed with ``--version '~1.2'`` is not moved to 2.0 by an upgrade that
-forgot to say it again.
+The catalog, channels and range are recorded on the revision (annotation ``olm.operatorframework.io/bundle-source``);
+a later ``publish --package`` takes from it whatever the command line leaves out, as the bundle's options are taken
+from ``bundle-options``. An admin who installed with ``--version '~1.2'`` is not moved to 2.0 by an upgrade that
+forgot to say it again. The policy is not recorded: ``SelfCertified`` stays a one-run override.
 
 Pure functions over plain data (the revisions and the catalog are read by the caller).
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from common.contract import api
@@ -25,10 +25,10 @@ from common.contract.objects import Obj
 
 from .catalogcheck import InstalledRevision
 from .registryv1.catalog import Bundle, Catalog, Package
+from .registryv1.imageref import DOCKER_TRANSPORT, ImageReferenceError, parse_reference
 from .registryv1.model import BundleInputError, RegistryV1
 from .registryv1.resolve import (
     POLICY_CATALOG_PROVIDED,
-    UPGRADE_CONSTRAINT_POLICIES,
     Installed,
     Query,
     Resolution,
@@ -49,17 +49,18 @@ class CatalogSourceError(BundleInputError):
 @dataclass(frozen=True, slots=True)
 class CatalogSource:
     """Where a package is resolved from and within which bounds: a ClusterExtension's ``spec.source.catalog``,
-    with the catalog itself (a path or ``docker://`` index image) in place of its catalog selector."""
+    with the catalog itself (a path or ``docker://`` index image) in place of its catalog selector. The upgrade
+    constraint policy is not part of it: ``SelfCertified`` is for one run, as everywhere else in cosctl, so that an
+    upgrade run later never skips the catalog's edges because an earlier one did."""
 
     catalog: str
     package: str
     channels: tuple[str, ...] = ()
     version: str = ""
-    policy: str = POLICY_CATALOG_PROVIDED
 
-    def query(self) -> Query:
+    def query(self, policy: str = POLICY_CATALOG_PROVIDED) -> Query:
         """The resolution query (:class:`ResolutionError`, in OLM v1's words, for a version range it refuses)."""
-        return make_query(self.package, channels=self.channels, version=self.version, policy=self.policy)
+        return make_query(self.package, channels=self.channels, version=self.version, policy=policy)
 
     def to_annotation(self) -> str:
         """Compact JSON with sorted keys and OLM v1's field names; what is left at its default is left out."""
@@ -68,30 +69,29 @@ class CatalogSource:
             value["channels"] = list(self.channels)
         if self.version:
             value["version"] = self.version
-        if self.policy != POLICY_CATALOG_PROVIDED:
-            value["upgradeConstraintPolicy"] = self.policy
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
     def from_annotation(cls, text: str, *, where: str) -> CatalogSource:
-        """The source recorded by :meth:`to_annotation`; ``where`` names the revision in the error."""
+        """The source recorded by :meth:`to_annotation`; ``where`` names the revision in the error, which says how
+        to go on without it."""
         problem = f"{where}: annotation {api.ANNOTATION_BUNDLE_SOURCE} is not what cosctl records"
+        way_out = "give --catalog, --channel and --version, which replace it (--channel '' for any channel)"
         try:
             value = json.loads(text)
         except ValueError:
-            raise CatalogSourceError(f"{problem} (not JSON)") from None
+            raise CatalogSourceError(f"{problem} (not JSON): {way_out}") from None
         if not isinstance(value, dict):
-            raise CatalogSourceError(f"{problem} (not an object)")
+            raise CatalogSourceError(f"{problem} (not an object): {way_out}")
         catalog, package = value.get("catalog"), value.get("packageName")
         channels = value.get("channels", [])
         version = value.get("version", "")
-        policy = value.get("upgradeConstraintPolicy", POLICY_CATALOG_PROVIDED)
         if not (isinstance(catalog, str) and catalog and isinstance(package, str) and package):
-            raise CatalogSourceError(f"{problem} (no catalog or packageName)")
-        if not (isinstance(channels, list) and all(isinstance(c, str) for c in channels)
-                and isinstance(version, str) and policy in UPGRADE_CONSTRAINT_POLICIES):
-            raise CatalogSourceError(f"{problem} (channels, version or upgradeConstraintPolicy malformed)")
-        return cls(catalog, package, tuple(channels), version, policy)
+            raise CatalogSourceError(f"{problem} (no catalog or packageName): {way_out}")
+        if not (isinstance(channels, list) and all(isinstance(c, str) and c for c in channels)
+                and isinstance(version, str)):
+            raise CatalogSourceError(f"{problem} (channels or version malformed): {way_out}")
+        return cls(catalog, package, tuple(channels), version)
 
 
 def recorded_source(cos: Obj) -> CatalogSource | None:
@@ -114,16 +114,24 @@ class SourceChoice:
 
 
 def choose_source(package: str, *, catalog: str | None, channels: Sequence[str] | None, version: str | None,
-                  policy: str | None, latest: Obj | None) -> SourceChoice:
-    """The command line's source (``None``: not given), completed from the ``latest`` revision's record when that
-    was resolved for the same package. Without a catalog either way, :class:`CatalogSourceError`."""
-    recorded = recorded_source(latest) if latest is not None else None
+                  latest: Obj | None) -> SourceChoice:
+    """The command line's source (``None``: not given; ``channels`` of ``""`` only: any channel), completed from
+    the ``latest`` revision's record when that was resolved for the same package. The record is read only when
+    something is missing, so a damaged one can be replaced by giving everything. Without a catalog either way,
+    :class:`CatalogSourceError`."""
+    given_channels = None if channels is None else tuple(c for c in channels if c)
+    recorded = None
+    if latest is not None and None in (catalog, given_channels, version):
+        recorded = recorded_source(latest)
     if recorded is not None and recorded.package != package:
-        recorded = None
+        other, recorded = recorded.package, None
+    else:
+        other = None
     if catalog is None and recorded is None:
-        raise CatalogSourceError(
-            f"--package {package} needs --catalog: the catalog to resolve it from"
-            + (f" (ClusterObjectSet {latest['metadata']['name']} records none to keep)" if latest is not None else ""))
+        name = latest["metadata"]["name"] if latest is not None else None
+        why = (f" (ClusterObjectSet {name} records the source of package {other}, not {package})" if other
+               else f" (ClusterObjectSet {name} records none to keep)" if name else "")
+        raise CatalogSourceError(f"--package {package} needs --catalog: the catalog to resolve it from{why}")
     kept: list[str] = []
 
     def pick(flag: str, given: Any, recorded_value: Any, default: Any) -> Any:
@@ -138,33 +146,46 @@ def choose_source(package: str, *, catalog: str | None, channels: Sequence[str] 
     source = CatalogSource(
         pick("--catalog", catalog, recorded.catalog if recorded else None, None),
         package,
-        tuple(pick("--channel", tuple(channels) if channels else None, recorded.channels if recorded else (), ())),
-        pick("--version", version, recorded.version if recorded else "", ""),
-        pick("--upgrade-constraint-policy", policy, recorded.policy if recorded else POLICY_CATALOG_PROVIDED,
-             POLICY_CATALOG_PROVIDED))
+        pick("--channel", given_channels, recorded.channels if recorded else (), ()),
+        pick("--version", version, recorded.version if recorded else "", ""))
     kept_from = str(latest["metadata"]["name"]) if kept and latest is not None else None
     return SourceChoice(source, tuple(kept), kept_from)
 
 
-def resolve_source(catalog: Catalog, source: CatalogSource, installed: InstalledRevision | None) -> Resolution:
-    """OLM v1's pick for ``source`` over ``installed``; its refusal (:class:`ResolutionError`) carries our hints
-    (:func:`resolution_hints`). A bundle the catalog lists with no image is refused: there is nothing to pull."""
-    query = source.query()
+def resolve_source(catalog: Catalog, choice: SourceChoice, installed: InstalledRevision | None, *,
+                   policy: str = POLICY_CATALOG_PROVIDED) -> Resolution:
+    """OLM v1's pick for ``choice`` over ``installed``; its refusal (:class:`ResolutionError`) carries our hints
+    (:func:`resolution_hints`, and where a kept bound came from). A bundle the catalog lists with no image is
+    refused: there is nothing to pull."""
+    source = choice.source
+    kept = [f"{flag} {_shown(flag, source)} was kept from ClusterObjectSet {choice.kept_from}: give {flag} to "
+            "replace it" for flag in choice.kept if flag != "--catalog"]
+    try:
+        query = source.query(policy)
+    except ResolutionError as exc:
+        raise ResolutionError(str(exc), kept) from None
     package = catalog.package(source.package)
     on = installed.bundle if installed is not None else None
     try:
         resolution = resolve(package, query, on)
     except ResolutionError as exc:
-        raise ResolutionError(str(exc), resolution_hints(catalog, package, query, on)) from None
+        raise ResolutionError(str(exc), [*resolution_hints(catalog, package, query, on), *kept]) from None
     if not resolution.bundle.image:
         raise ResolutionError(f"bundle {resolution.bundle.name} of catalog {catalog.source} names no image")
     return resolution
 
 
+def _shown(flag: str, source: CatalogSource) -> str:
+    if flag == "--channel":
+        return " --channel ".join(source.channels)
+    return repr(source.version) if flag == "--version" else source.catalog
+
+
 def resolution_hints(catalog: Catalog, package: Package, query: Query, installed: Installed | None) -> list[str]:
     """Ours, beside OLM v1's message when nothing qualifies: a package or channel the catalog does not have, or a
     best bundle refused for declaring dependencies."""
-    return _why_none(catalog, package, query.channels) + _why_dependency(package, query, installed)
+    return (_why_none(catalog, package, query.channels) + _why_out_of_range(package, query, installed)
+            + _why_dependency(package, query, installed))
 
 
 def _why_none(catalog: Catalog, package: Package, channels: tuple[str, ...]) -> list[str]:
@@ -177,6 +198,23 @@ def _why_none(catalog: Catalog, package: Package, channels: tuple[str, ...]) -> 
         return [f"package {package.name} has no channel {', '.join(missing)}; its channels: "
                 f"{', '.join(sorted(channel.name for channel in package.channels)) or 'none'}"]
     return []
+
+
+_SHOWN_UPGRADES = 5
+
+
+def _why_out_of_range(package: Package, query: Query, installed: Installed | None) -> list[str]:
+    """When a version range leaves out every upgrade the catalog allows from the installed bundle: those upgrades
+    (OLM v1 steps along its edges; a range naming a later version cannot skip them)."""
+    if installed is None or not query.version or not package.found:
+        return []
+    wider = [b for b in candidates(package, replace(query, version="", version_range=None), installed)
+             if b.name != installed.name]
+    if not wider:
+        return []
+    shown = ", ".join(b.name for b in wider[:_SHOWN_UPGRADES]) + (", ..." if len(wider) > _SHOWN_UPGRADES else "")
+    return [f"the upgrades the catalog allows from {installed.name}, best first: {shown}; none is in the version "
+            f"range {query.version}"]
 
 
 def _why_dependency(package: Package, query: Query, installed: Installed | None) -> list[str]:
@@ -194,9 +232,16 @@ def _why_dependency(package: Package, query: Query, installed: Installed | None)
     return hints
 
 
-def image_to_pull(bundle: Bundle) -> str:
-    """The catalog's image reference as cosctl pulls it."""
-    return bundle.image if bundle.image.startswith("docker://") else f"docker://{bundle.image}"
+def image_to_pull(bundle: Bundle, catalog: Catalog) -> str:
+    """The catalog's image reference as cosctl pulls it; one that does not parse is refused naming the bundle and
+    the catalog, which the admin must fix (or mirror), not the image."""
+    reference = bundle.image if bundle.image.startswith(DOCKER_TRANSPORT) else f"{DOCKER_TRANSPORT}{bundle.image}"
+    try:
+        parse_reference(reference)
+    except ImageReferenceError as exc:
+        raise BundleInputError(f"catalog {catalog.source}: bundle {bundle.name} names an image cosctl cannot pull: "
+                               f"{exc}") from None
+    return reference
 
 
 def check_pulled(pulled: RegistryV1, chosen: Bundle, source: CatalogSource) -> None:

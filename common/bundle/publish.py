@@ -63,7 +63,11 @@ _MUTABLE_SPEC = ("progressDeadlineMinutes", "progressionProbes")
 # What a revision says about where its content came from: updated in place when the content itself is unchanged,
 # and carried to the new revision by a rollback, which restores that content.
 PROVENANCE_ANNOTATIONS = (api.ANNOTATION_BUNDLE_VERSION, api.ANNOTATION_PACKAGE_NAME, api.ANNOTATION_BUNDLE_NAME,
-                          api.ANNOTATION_BUNDLE_OPTIONS, api.ANNOTATION_BUNDLE_REFERENCE, api.ANNOTATION_BUNDLE_SOURCE)
+                          api.ANNOTATION_BUNDLE_OPTIONS, api.ANNOTATION_BUNDLE_REFERENCE)
+# How the bundle was chosen (publish --package): set in place when the publish names it, never removed by one that
+# does not (the same content published by path is still the content that was resolved, and the next --package run
+# must keep its bounds), and carried to the new revision by a rollback, with the content it restores.
+SOURCE_ANNOTATIONS = (api.ANNOTATION_BUNDLE_SOURCE,)
 # set in place when the publish names them; never removed (a revision must not lose its identity silently)
 _IDENTITY_ANNOTATIONS = (api.ANNOTATION_SERVICE_ACCOUNT_NAME, api.ANNOTATION_SERVICE_ACCOUNT_NAMESPACE)
 
@@ -181,7 +185,7 @@ def _mutable_patch(live: Obj, desired: Obj) -> Obj:
     for key in PROVENANCE_ANNOTATIONS:
         if live_ann.get(key) != want_ann.get(key):
             patch.setdefault("metadata", {}).setdefault("annotations", {})[key] = want_ann.get(key)
-    for key in _IDENTITY_ANNOTATIONS:
+    for key in (*_IDENTITY_ANNOTATIONS, *SOURCE_ANNOTATIONS):
         if key in want_ann and live_ann.get(key) != want_ann[key]:
             patch.setdefault("metadata", {}).setdefault("annotations", {})[key] = want_ann[key]
     return patch

@@ -19,6 +19,7 @@ from common.bundle.crdsafety import ENFORCEMENT_STRICT
 from common.bundle.packing import DEFAULT_OWNER_KIND, Packed, pack
 from common.bundle.publish import (
     PROVENANCE_ANNOTATIONS,
+    SOURCE_ANNOTATIONS,
     Action,
     PublishError,
     Result,
@@ -106,7 +107,7 @@ def rollback(cluster: Cluster, *, owner: str, to_revision: int | None = None,
                       collision_protection=spec.get("collisionProtection") or api.COLLISION_PREVENT,
                       progress_deadline_minutes=spec.get("progressDeadlineMinutes"),
                       progression_probes=spec.get("progressionProbes"),
-                      annotations={k: v for k in PROVENANCE_ANNOTATIONS
+                      annotations={k: v for k in (*PROVENANCE_ANNOTATIONS, *SOURCE_ANNOTATIONS)
                                    if isinstance(v := annotations.get(k), str)})
         _copy_entry_fields(spec, packed.cos["spec"])
         return packed

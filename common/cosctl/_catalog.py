@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from common.bundle.catalogcheck import CatalogVerdict, check_bundle, installed_bundle, rolling_out_hint
-from common.bundle.catalogsource import check_pulled, choose_source, image_to_pull, resolve_source
+from common.bundle.catalogsource import SourceChoice, check_pulled, choose_source, image_to_pull, resolve_source
 from common.bundle.publish import owner_revisions
 from common.bundle.registryv1.catalog import Catalog, load_catalog
 from common.bundle.registryv1.imageref import is_image_reference
 from common.bundle.registryv1.model import BundleInputError, RegistryV1
-from common.bundle.registryv1.resolve import POLICY_CATALOG_PROVIDED, UPGRADE_CONSTRAINT_POLICIES
+from common.bundle.registryv1.resolve import POLICY_CATALOG_PROVIDED, UPGRADE_CONSTRAINT_POLICIES, make_query
 from common.bundle.registryv1.source import load_bundle
 from common.cluster.interface import Cluster
 from common.contract import api
@@ -35,6 +35,13 @@ CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an i
                 "[@DIGEST] (a ClusterCatalog's spec.source.image.ref)")
 
 
+def catalog_argument(text: str) -> str:
+    """``--catalog``: an empty value would be read as the working directory."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty: give a catalog directory or file, or docker://INDEX")
+    return text
+
+
 def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "") -> None:
     """The catalog options; with ``package`` (what giving ``--package`` does, in the command's words), also
     ``--package`` and ``--version``."""
@@ -44,8 +51,8 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "")
         "and an upgrade its channels allow from the installed bundle (replaces, skips, skipRange)."
         + (" Or name a package instead of a bundle, as a ClusterExtension does: the catalog picks the bundle "
            "(what cosctl resolve shows), its image is pulled, and the revision records where it came from, so "
-           "that the next --package run keeps --catalog, --channel, --version and --upgrade-constraint-policy "
-           "unless given." if package else ""))
+           "that the next --package run keeps --catalog, --channel and --version unless given "
+           "(--upgrade-constraint-policy is for one run, as always)." if package else ""))
     if package:
         group.add_argument("--package", default=None, metavar="NAME",
                            help=f"instead of DIR|FILE, {package} the bundle of package NAME that OLM v1 would "
@@ -54,11 +61,13 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "")
         group.add_argument("--version", default=None, metavar="RANGE",
                            help="with --package: a version range, as spec.source.catalog.version (Masterminds/semver: "
                                 "'>=1.2, <2', '~1.2', '1.2.x'); '' for any version")
-    group.add_argument("--catalog", default=None, metavar="DIR|FILE", help=CATALOG_HELP)
+    group.add_argument("--catalog", default=None, metavar="DIR|FILE", type=catalog_argument, help=CATALOG_HELP)
     group.add_argument("--channel", dest="channels", action="append", default=None, metavar="NAME",
                        help="a channel the bundle must be in, as a ClusterExtension's spec.source.catalog.channels "
-                            "(repeatable; default: any)")
-    group.add_argument("--upgrade-constraint-policy", choices=UPGRADE_CONSTRAINT_POLICIES, default=None,
+                            "(repeatable; default: any" + ("; with --package, '' for any, in place of those kept)"
+                                                           if package else ")"))
+    group.add_argument("--upgrade-constraint-policy", choices=UPGRADE_CONSTRAINT_POLICIES,
+                       default=POLICY_CATALOG_PROVIDED,
                        help="CatalogProvided (default): only an upgrade the catalog allows from the installed bundle; "
                             "SelfCertified: any bundle of the package, downgrades included (OLM v1's "
                             "spec.source.catalog.upgradeConstraintPolicy)")
@@ -85,7 +94,7 @@ def open_catalog(args: argparse.Namespace, bundle: RegistryV1 | None, command: s
     cluster is contacted; None without ``--catalog``. Catalog options without a bundle are a usage error
     (``misuse`` says where they belong)."""
     if args.catalog is None:
-        if args.channels or args.upgrade_constraint_policy is not None:
+        if args.channels or args.upgrade_constraint_policy != POLICY_CATALOG_PROVIDED:
             raise MissingArgument("--channel and --upgrade-constraint-policy need --catalog")
         return None
     if bundle is None:
@@ -94,8 +103,7 @@ def open_catalog(args: argparse.Namespace, bundle: RegistryV1 | None, command: s
         raise MissingArgument("--bundle-version with --catalog: the catalog's upgrade edges are checked against the "
                               "bundle versions the revisions record, so a registry+v1 bundle records its own")
     catalog = load_catalog(args.catalog, package=bundle.package_name, report=reporter(command))
-    run = CatalogRun(catalog, bundle, tuple(args.channels or ()),
-                     args.upgrade_constraint_policy or POLICY_CATALOG_PROVIDED)
+    run = CatalogRun(catalog, bundle, tuple(args.channels or ()), args.upgrade_constraint_policy)
     if precheck:
         check_bundle(catalog, bundle, channels=run.channels, policy=run.policy, installed=None).raise_refusal()
     return run
@@ -117,6 +125,7 @@ class PackageRun:
     bundle: RegistryV1
     image: str
     catalog: CatalogRun
+    choice: SourceChoice
     annotations: dict[str, str]
 
 
@@ -140,17 +149,19 @@ def resolve_package(args: argparse.Namespace, command: str, say: Callable[[str],
     bundle and why, and pull it. Options not given are kept from the owner's latest revision's record."""
     package = str(args.package)
     owner = args.owner or package
+    if args.version:
+        make_query(package, version=args.version)  # a range OLM v1 refuses: said before anything is read
     given = load_catalog(args.catalog, package=package, report=reporter(command)) if args.catalog else None
     cluster = args.connect(args)
     revisions = owner_revisions(cluster, owner)
     choice = choose_source(package, catalog=_recordable(args.catalog), channels=args.channels, version=args.version,
-                           policy=args.upgrade_constraint_policy, latest=revisions[-1] if revisions else None)
+                           latest=revisions[-1] if revisions else None)
     source = choice.source
     catalog = given if given is not None else _kept_catalog(source.catalog, package, choice.kept_from, command)
     installed = installed_bundle(revisions)
     if installed is not None and (rolling := rolling_out_hint(installed)) is not None:
         print(f"cosctl {command}: warning: {rolling}", file=sys.stderr)
-    resolution = resolve_source(catalog, source, installed)
+    resolution = resolve_source(catalog, choice, installed, policy=args.upgrade_constraint_policy)
     kept = f" ({', '.join(choice.kept)} kept from {choice.kept_from})" if choice.kept_from else ""
     if installed is not None and installed.bundle.name == resolution.bundle.name:
         what = f"the installed bundle {resolution.bundle.name} ({resolution.version})"
@@ -158,11 +169,11 @@ def resolve_package(args: argparse.Namespace, command: str, say: Callable[[str],
         what = f"{resolution.bundle.name} ({resolution.version})" + (
             f" over {installed.bundle.name}" if installed is not None else "")
     say(f"package {package} resolves to {what} in catalog {catalog.source}{kept}: {resolution.bundle.image}")
-    image = image_to_pull(resolution.bundle)
+    image = image_to_pull(resolution.bundle, catalog)
     bundle = load_bundle(image, reporter(command))
     check_pulled(bundle, resolution.bundle, source)
     return PackageRun(owner, cluster, revisions, bundle, image,
-                      CatalogRun(catalog, bundle, source.channels, source.policy),
+                      CatalogRun(catalog, bundle, source.channels, args.upgrade_constraint_policy), choice,
                       {api.ANNOTATION_BUNDLE_SOURCE: source.to_annotation()})
 
 

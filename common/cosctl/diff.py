@@ -338,7 +338,12 @@ def _diff(args: argparse.Namespace) -> int:
     lacking = permissions() if result.different else []
     missing = dependencies()   # publish warns whether or not the content changed
     if args.output == "json":
-        checked = {} if verdict is None else {"catalog": verdict.to_json()}
+        checked: dict[str, object] = {} if verdict is None else {"catalog": verdict.to_json()}
+        if chosen is not None:  # --package: the bounds it resolved within, and which were kept from which revision
+            source = chosen.choice.source
+            checked["source"] = {"catalog": source.catalog, "packageName": source.package,
+                                 "channels": list(source.channels), "version": source.version,
+                                 "kept": list(chosen.choice.kept), "keptFrom": chosen.choice.kept_from}
         print(json.dumps({**result.to_json(with_diff=not args.stat), "crdUpgradeSafety": safety,
                           "permissions": lacking, "dependencies": missing, **checked}, indent=2))
     else:

@@ -32,6 +32,7 @@ from common.bundle.publish import CREATE_FIRST, PublishError, active_revisions, 
 from common.bundle.rbac import aggregates
 from common.bundle.registryv1.install import recorded_options
 from common.bundle.registryv1.model import RegistryV1
+from common.bundle.registryv1.resolve import POLICY_CATALOG_PROVIDED
 from common.cluster.interface import Cluster
 from common.contract.names import is_dns1123_subdomain
 from common.contract.objects import Obj
@@ -110,7 +111,7 @@ def _rbac(args: argparse.Namespace) -> int:
         recorded = chosen.revisions[-1] if chosen.revisions else None
         revisions = chosen.revisions if args.keep_installed else []
     else:
-        if args.catalog or args.channels or args.upgrade_constraint_policy:
+        if args.catalog or args.channels or args.upgrade_constraint_policy != POLICY_CATALOG_PROVIDED:
             raise MissingArgument("--catalog, --channel and --upgrade-constraint-policy: only with --package (cosctl "
                                   "rbac grants for the bundle it is given, whichever the catalog allows)")
         if not args.paths:

@@ -27,7 +27,7 @@ from common.bundle.registryv1.resolve import (
     make_query,
     resolve,
 )
-from common.cosctl._catalog import CATALOG_HELP
+from common.cosctl._catalog import CATALOG_HELP, catalog_argument
 from common.cosctl._producer import EXIT_OK, add_cluster_arguments, add_namespace_argument, reporter, run
 
 
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "qualified; OLM v1's message (exit 1) when none does. With --owner, the installed bundle is "
                     "the owner's newest Succeeded revision on the cluster.")
     parser.add_argument("package", help="the package name (a ClusterExtension's spec.source.catalog.packageName)")
-    parser.add_argument("--catalog", required=True, metavar="DIR|FILE", help=CATALOG_HELP)
+    parser.add_argument("--catalog", required=True, metavar="DIR|FILE", type=catalog_argument, help=CATALOG_HELP)
     parser.add_argument("--channel", dest="channels", action="append", default=None, metavar="NAME",
                         help="only bundles in this channel (repeatable; default: any)")
     parser.add_argument("--version", default="", metavar="RANGE",

@@ -716,7 +716,9 @@ def test_resolve_names_the_bundle_olm_v1_would_pick_and_its_image(tmp_path):
     assert (code, out) == (1, "")
     assert err == ('cosctl resolve: warning: deprecated: demo is deprecated: use demo2\n'
                    'cosctl resolve: error upgrading from currently installed version "1.0.0": no bundles found for '
-                   'package "demo" matching version ">=1.2"\n')
+                   'package "demo" matching version ">=1.2"\n'
+                   "cosctl resolve: cause: the upgrades the catalog allows from demo-operator.v1.0.0, best first: "
+                   "demo-operator.v1.1.0; none is in the version range >=1.2\n")
     assert cosctl("resolve", "demo", "--catalog", catalog, "--version", "abc")[2] == (
         'cosctl resolve: desired version range "abc" is invalid: improper constraint: "abc"\n')
 

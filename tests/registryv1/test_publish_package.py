@@ -12,6 +12,7 @@ import pytest
 
 from common.bundle.catalogsource import CatalogSource, CatalogSourceError, choose_source
 from common.contract import api
+from common.cosctl import main
 from common.testing.memcluster import MemCluster
 from tests.producer.helpers import allow_service_accounts, cosctl
 from tests.registryv1.bundles import annotations_yaml, config_map, crd, csv, write_bundle
@@ -186,15 +187,118 @@ def test_a_kept_catalog_that_is_gone_says_where_it_was_kept_from(images: dict[st
                "resolve from another)\n")
 
 
-def test_a_relative_catalog_is_recorded_absolute(images: dict[str, str], tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_relative_catalog_is_recorded_absolute_and_the_policy_not_at_all(images: dict[str, str], tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     write_catalog(tmp_path / "catalog.json", images)
     monkeypatch.chdir(tmp_path)
     mc = MemCluster()
     assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", "catalog.json",
                   "--channel", "stable", "--upgrade-constraint-policy", "SelfCertified", cluster=mc)[0] == 0
     assert source_of(mc, "demo-1") == {"catalog": str(tmp_path / "catalog.json"), "packageName": "demo",
-                                       "channels": ["stable"], "upgradeConstraintPolicy": "SelfCertified"}
+                                       "channels": ["stable"]}
+
+
+def test_self_certified_is_for_one_run(images: dict[str, str], tmp_path: Path) -> None:
+    """A jump past the catalog's edges, asked for once, does not make the next run skip them (or downgrade)."""
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
+                  cluster=mc)[0] == 0
+    succeed(mc, "demo-1")
+    code, out, err = cosctl("publish", "--package", "demo", "--version", "1.2.0", cluster=mc)
+    assert (code, err) == (1, (
+        'cosctl publish: error upgrading from currently installed version "1.0.0": no bundles found for package '
+        '"demo" matching version "1.2.0"\n'
+        "cosctl publish: cause: the upgrades the catalog allows from demo-operator.v1.0.0, best first: "
+        "demo-operator.v1.1.0; none is in the version range 1.2.0\n"))
+    code, out, _ = cosctl("publish", "--package", "demo", "--version", "1.2.0", "--upgrade-constraint-policy",
+                          "SelfCertified", cluster=mc)
+    assert (code, out.splitlines()[-1]) == (0, "ClusterObjectSet demo-2 (revision 2) created")
+    assert source_of(mc, "demo-2") == {"catalog": catalog, "packageName": "demo", "version": "1.2.0"}
+    succeed(mc, "demo-2")
+    code, out, err = cosctl("publish", "--package", "demo", "--version", "1.1.0", cluster=mc)
+    assert (code, err) == (1, (
+        'cosctl publish: error upgrading from currently installed version "1.2.0": no bundles found for package '
+        '"demo" matching version "1.1.0"\n'))
+    assert [c["metadata"]["name"] for c in mc.objects(*COS)] == ["demo-1", "demo-2"]
+
+
+def test_the_same_content_published_by_path_keeps_the_record(images: dict[str, str], tmp_path: Path) -> None:
+    """An in-place update by path (a new progress deadline) must not drop the bounds the next --package run keeps;
+    new content by path starts a revision without one."""
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
+                  cluster=mc)[0] == 0
+    code, out, _ = cosctl("publish", f"docker://{images['1.0.0']}", "--progress-deadline-minutes", "30", cluster=mc)
+    assert (code, out.splitlines()[-1]) == (0, "unchanged content: ClusterObjectSet demo-1 (revision 1) updated in "
+                                               "place (mutable fields only)")
+    assert source_of(mc, "demo-1") == {"catalog": catalog, "packageName": "demo", "version": "1.0.0"}
+    succeed(mc, "demo-1")
+    assert cosctl("publish", str(demo(tmp_path / "by-path", "1.1.0")), cluster=mc)[0] == 0
+    assert api.ANNOTATION_BUNDLE_SOURCE not in mc.get(*COS, "demo-2")["metadata"]["annotations"]
+    assert cosctl("publish", "--package", "demo", cluster=mc) == (
+        2, "", "cosctl publish: --package demo needs --catalog: the catalog to resolve it from (ClusterObjectSet "
+               "demo-2 records none to keep)\n")
+
+
+def test_a_rollback_carries_the_record_of_the_revision_it_restores(images: dict[str, str], tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
+                  cluster=mc)[0] == 0
+    succeed(mc, "demo-1")
+    assert cosctl("publish", "--package", "demo", "--version", "1.1.0", cluster=mc)[0] == 0
+    succeed(mc, "demo-2")
+    assert cosctl("rollback", "--owner", "demo", "--to", "1", cluster=mc)[0] == 0
+    assert source_of(mc, "demo-3") == {"catalog": catalog, "packageName": "demo", "version": "1.0.0"}
+
+
+def test_kept_channels_are_cleared_with_an_empty_channel(images: dict[str, str], tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--channel", "stable",
+                  "--version", "1.0.0", cluster=mc)[0] == 0
+    code, out, _ = cosctl("diff", "--package", "demo", "--channel", "", "-o", "json", cluster=mc)
+    assert code == 0 and json.loads(out)["source"] == {
+        "catalog": catalog, "packageName": "demo", "channels": [], "version": "1.0.0",
+        "kept": ["--catalog", "--version"], "keptFrom": "demo-1"}
+
+
+def test_bad_input_is_named_and_said_as_early_as_it_can_be(images: dict[str, str], tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    with pytest.raises(SystemExit) as exited:   # read as a path, an empty catalog would be the working directory
+        main(["publish", "--package", "demo", "--catalog", ""])
+    assert (exited.value.code, capsys.readouterr().err.splitlines()[-1]) == (
+        2, "cosctl publish: error: argument --catalog: empty: give a catalog directory or file, or docker://INDEX")
+    # no cluster is given: said before one is asked for
+    assert cosctl("publish", "--package", "demo", "--catalog", catalog, "--version", ">>1") == (
+        1, "", 'cosctl publish: desired version range ">>1" is invalid: improper constraint: ">>1"\n')
+    mc = MemCluster()
+    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
+                  cluster=mc)[0] == 0
+    mc.merge_patch(*COS, "demo-1", None, {"metadata": {"annotations": {api.ANNOTATION_BUNDLE_SOURCE: json.dumps(
+        {"catalog": catalog, "packageName": "demo", "version": ">>1"})}}})
+    assert cosctl("publish", "--package", "demo", cluster=mc) == (1, "", (
+        'cosctl publish: desired version range ">>1" is invalid: improper constraint: ">>1"\n'
+        "cosctl publish: cause: --version '>>1' was kept from ClusterObjectSet demo-1: give --version to replace "
+        "it\n"))
+    mc.merge_patch(*COS, "demo-1", None, {"metadata": {"annotations": {api.ANNOTATION_BUNDLE_SOURCE: "{damaged"}}})
+    assert cosctl("publish", "--package", "demo", "--version", "1.0.0", cluster=mc) == (2, "", (
+        f"cosctl publish: ClusterObjectSet demo-1: annotation {api.ANNOTATION_BUNDLE_SOURCE} is not what cosctl "
+        "records (not JSON): give --catalog, --channel and --version, which replace it (--channel '' for any "
+        "channel)\n"))
+    code, out, _ = cosctl("publish", "--package", "demo", "--catalog", catalog, "--channel", "", "--version",
+                          "1.0.0", cluster=mc)   # everything given: the damaged record is not read, and replaced
+    assert (code, out.splitlines()[-1]) == (0, "unchanged content: ClusterObjectSet demo-1 (revision 1) updated in "
+                                               "place (mutable fields only)")
+    assert source_of(mc, "demo-1") == {"catalog": catalog, "packageName": "demo", "version": "1.0.0"}
+    unpullable = write_catalog(tmp_path / "unpullable.json", {**images, "1.2.0": "oci:/tmp/demo"})
+    assert cosctl("publish", "--package", "demo", "--catalog", str(unpullable), cluster=MemCluster(),
+                  owner="other")[2] == (
+        f"cosctl publish: catalog {unpullable}: bundle demo-operator.v1.2.0 names an image cosctl cannot pull: "
+        "image reference 'docker://oci:/tmp/demo': invalid registry 'oci:'\n")
 
 
 # --- the record itself ---------------------------------------------------------------------------------------------
@@ -205,32 +309,32 @@ def revision(name: str, annotation: str | None) -> dict[str, Any]:
 
 
 def test_what_the_command_line_leaves_out_is_kept_from_the_same_packages_record() -> None:
-    recorded = CatalogSource("docker://index:1", "demo", ("stable",), "~1.2", "SelfCertified")
+    recorded = CatalogSource("docker://index:1", "demo", ("stable",), "~1.2")
     latest = revision("demo-3", recorded.to_annotation())
-    kept = choose_source("demo", catalog=None, channels=None, version=None, policy=None, latest=latest)
-    assert (kept.source, kept.kept, kept.kept_from) == (
-        recorded, ("--catalog", "--channel", "--version", "--upgrade-constraint-policy"), "demo-3")
-    given = choose_source("demo", catalog="other", channels=["fast"], version="", policy="CatalogProvided",
-                          latest=latest)
+    kept = choose_source("demo", catalog=None, channels=None, version=None, latest=latest)
+    assert (kept.source, kept.kept, kept.kept_from) == (recorded, ("--catalog", "--channel", "--version"), "demo-3")
+    given = choose_source("demo", catalog="other", channels=["fast"], version="", latest=latest)
     assert (given.source, given.kept, given.kept_from) == (CatalogSource("other", "demo", ("fast",)), (), None)
+    cleared = choose_source("demo", catalog=None, channels=[""], version=None, latest=latest)
+    assert (cleared.source, cleared.kept) == (CatalogSource("docker://index:1", "demo", (), "~1.2"),
+                                              ("--catalog", "--version"))
     with pytest.raises(CatalogSourceError) as caught:   # another package's record is not this one's
-        choose_source("other", catalog=None, channels=None, version=None, policy=None, latest=latest)
+        choose_source("other", catalog=None, channels=None, version=None, latest=latest)
     assert str(caught.value) == ("--package other needs --catalog: the catalog to resolve it from (ClusterObjectSet "
-                                 "demo-3 records none to keep)")
+                                 "demo-3 records the source of package demo, not other)")
 
 
 @pytest.mark.parametrize(("text", "why"), [
     ("{", "not JSON"), ("[]", "not an object"), ('{"catalog": "c"}', "no catalog or packageName"),
-    ('{"catalog": "c", "packageName": "p", "channels": "stable"}', "channels, version or upgradeConstraintPolicy "
-                                                                   "malformed"),
-    ('{"catalog": "c", "packageName": "p", "upgradeConstraintPolicy": "Any"}', "channels, version or "
-                                                                               "upgradeConstraintPolicy malformed")])
+    ('{"catalog": "c", "packageName": "p", "channels": "stable"}', "channels or version malformed"),
+    ('{"catalog": "c", "packageName": "p", "channels": [""]}', "channels or version malformed"),
+    ('{"catalog": "c", "packageName": "p", "version": 1}', "channels or version malformed")])
 def test_a_record_cosctl_did_not_write_is_refused_naming_the_revision(text: str, why: str) -> None:
     with pytest.raises(CatalogSourceError) as caught:
-        choose_source("p", catalog=None, channels=None, version=None, policy=None, latest=revision("p-1", text))
+        choose_source("p", catalog=None, channels=None, version=None, latest=revision("p-1", text))
     assert str(caught.value) == (f"ClusterObjectSet p-1: annotation {api.ANNOTATION_BUNDLE_SOURCE} is not what cosctl "
-                                 f"records ({why})")
-
+                                 f"records ({why}): give --catalog, --channel and --version, which replace it "
+                                 "(--channel '' for any channel)")
 
 
 def test_rbac_of_a_package_is_for_the_bundle_publish_would_install(images: dict[str, str], tmp_path: Path) -> None:
