@@ -182,8 +182,8 @@ def _shown(flag: str, source: CatalogSource) -> str:
 
 
 def resolution_hints(catalog: Catalog, package: Package, query: Query, installed: Installed | None) -> list[str]:
-    """Ours, beside OLM v1's message when nothing qualifies: a package or channel the catalog does not have, or a
-    best bundle refused for declaring dependencies."""
+    """Ours, beside OLM v1's message when nothing qualifies: a package or channel the catalog does not have, the
+    upgrades a version range leaves out, or a best bundle refused for declaring dependencies."""
     return (_why_none(catalog, package, query.channels) + _why_out_of_range(package, query, installed)
             + _why_dependency(package, query, installed))
 

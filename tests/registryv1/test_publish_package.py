@@ -61,6 +61,14 @@ def succeed(mc: MemCluster, name: str) -> None:
                                                      "message": "", "lastTransitionTime": "2026-11-26T00:00:00Z"}]})
 
 
+def install(mc: MemCluster, catalog: str, *extra: str) -> None:
+    """demo published by ``publish --package`` at 1.0.0 (``--version 1.0.0``) for the first time, and rolled out."""
+    code, out, err = cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version",
+                            "1.0.0", *extra, cluster=mc)
+    assert (code, out.splitlines()[-1]) == (0, "ClusterObjectSet demo-1 (revision 1) created"), out + err
+    succeed(mc, "demo-1")
+
+
 def source_of(mc: MemCluster, name: str) -> Any:
     cos = mc.get(*COS, name)
     return json.loads(cos["metadata"]["annotations"][api.ANNOTATION_BUNDLE_SOURCE])
@@ -124,9 +132,7 @@ def test_an_upgrade_follows_the_catalogs_edges_one_at_a_time(images: dict[str, s
     """Installed at 1.0.0, the catalog allows 1.1.0 only (1.2.0 replaces 1.1.0): OLM v1 goes there first."""
     catalog = str(write_catalog(tmp_path / "catalog.json", images))
     mc = MemCluster()
-    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
-                  cluster=mc)[0] == 0
-    succeed(mc, "demo-1")
+    install(mc, catalog)
     code, out, _ = cosctl("publish", "--package", "demo", "--version", "", "--dry-run", cluster=mc)
     assert (code, out.splitlines()[0]) == (0, f"package demo resolves to demo-operator.v1.1.0 (1.1.0) over "
                                               f"demo-operator.v1.0.0 in catalog {catalog} (--catalog kept from "
@@ -202,9 +208,7 @@ def test_self_certified_is_for_one_run(images: dict[str, str], tmp_path: Path) -
     """A jump past the catalog's edges, asked for once, does not make the next run skip them (or downgrade)."""
     catalog = str(write_catalog(tmp_path / "catalog.json", images))
     mc = MemCluster()
-    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
-                  cluster=mc)[0] == 0
-    succeed(mc, "demo-1")
+    install(mc, catalog)
     code, out, err = cosctl("publish", "--package", "demo", "--version", "1.2.0", cluster=mc)
     assert (code, err) == (1, (
         'cosctl publish: error upgrading from currently installed version "1.0.0": no bundles found for package '
@@ -228,13 +232,11 @@ def test_the_same_content_published_by_path_keeps_the_record(images: dict[str, s
     new content by path starts a revision without one."""
     catalog = str(write_catalog(tmp_path / "catalog.json", images))
     mc = MemCluster()
-    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
-                  cluster=mc)[0] == 0
+    install(mc, catalog)
     code, out, _ = cosctl("publish", f"docker://{images['1.0.0']}", "--progress-deadline-minutes", "30", cluster=mc)
     assert (code, out.splitlines()[-1]) == (0, "unchanged content: ClusterObjectSet demo-1 (revision 1) updated in "
                                                "place (mutable fields only)")
     assert source_of(mc, "demo-1") == {"catalog": catalog, "packageName": "demo", "version": "1.0.0"}
-    succeed(mc, "demo-1")
     assert cosctl("publish", str(demo(tmp_path / "by-path", "1.1.0")), cluster=mc)[0] == 0
     assert api.ANNOTATION_BUNDLE_SOURCE not in mc.get(*COS, "demo-2")["metadata"]["annotations"]
     assert cosctl("publish", "--package", "demo", cluster=mc) == (
@@ -245,9 +247,7 @@ def test_the_same_content_published_by_path_keeps_the_record(images: dict[str, s
 def test_a_rollback_carries_the_record_of_the_revision_it_restores(images: dict[str, str], tmp_path: Path) -> None:
     catalog = str(write_catalog(tmp_path / "catalog.json", images))
     mc = MemCluster()
-    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
-                  cluster=mc)[0] == 0
-    succeed(mc, "demo-1")
+    install(mc, catalog)
     assert cosctl("publish", "--package", "demo", "--version", "1.1.0", cluster=mc)[0] == 0
     succeed(mc, "demo-2")
     assert cosctl("rollback", "--owner", "demo", "--to", "1", cluster=mc)[0] == 0
@@ -276,8 +276,7 @@ def test_bad_input_is_named_and_said_as_early_as_it_can_be(images: dict[str, str
     assert cosctl("publish", "--package", "demo", "--catalog", catalog, "--version", ">>1") == (
         1, "", 'cosctl publish: desired version range ">>1" is invalid: improper constraint: ">>1"\n')
     mc = MemCluster()
-    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
-                  cluster=mc)[0] == 0
+    install(mc, catalog)
     mc.merge_patch(*COS, "demo-1", None, {"metadata": {"annotations": {api.ANNOTATION_BUNDLE_SOURCE: json.dumps(
         {"catalog": catalog, "packageName": "demo", "version": ">>1"})}}})
     assert cosctl("publish", "--package", "demo", cluster=mc) == (1, "", (
@@ -348,9 +347,7 @@ def test_rbac_of_a_package_is_for_the_bundle_publish_would_install(images: dict[
                           "rights (cosctl rbac)\n")
     assert "  - demo-settings\n" in out and mc.writes == 0
     allow_service_accounts(mc, "demo-system/installer")
-    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
-                  "--service-account", "installer", cluster=mc)[0] == 0
-    succeed(mc, "demo-1")
+    install(mc, catalog, "--service-account", "installer")
     code, out, err = cosctl("rbac", "--package", "demo", "--version", "", "--keep-installed", cluster=mc)
     assert (code, err) == (0, (
         f"cosctl rbac: package demo resolves to demo-operator.v1.1.0 (1.1.0) over demo-operator.v1.0.0 in catalog "
