@@ -47,6 +47,7 @@ import urllib3
 from common.bundle.registryv1.imageref import ImageReference, parse_reference
 from common.bundle.registryv1.model import BundleInputError
 from common.bundle.registryv1.oci import INDEX_TYPES, MANIFEST_TYPES, OCI_LAYOUT, Limits, digest_parts
+from common.bundle.registryv1.policy import check_policy
 from common.bundle.registryv1.registries import (
     Certificates,
     Credentials,
@@ -710,6 +711,7 @@ def pulled(text: str, limits: Limits, report: Report | None = None) -> Iterator[
     The registries.conf endpoints are tried in order (mirrors first); the error of the last one is raised, naming
     the others' when every one failed."""
     reference = parse_reference(text)
+    check_policy(reference)  # an image the signature policy rejects or accepts only signed: no request is sent
     endpoints = registries_conf().endpoints(reference)
     cache = _Cache(cache_dir())
     try:

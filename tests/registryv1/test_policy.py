@@ -1,0 +1,132 @@
+"""The containers signature policy (policy.json) held to before a pull: scopes looked up as containers/image looks
+them up, a rejected or signature-only image refused before any request reaches the registry (the test registry,
+tests/support/registry_server.py), an invalid policy refusing every pull."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from common.bundle.registryv1.imageref import parse_reference
+from common.bundle.registryv1.policy import PolicyError, policy_path, read_policy, scopes
+from common.bundle.registryv1.source import load_bundle
+from tests.producer.helpers import cosctl
+from tests.registryv1.bundles import write_bundle
+from tests.registryv1.pulling import push_bundle
+from tests.support.registry_server import Registry
+
+ACCEPT = [{"type": "insecureAcceptAnything"}]
+REJECT = [{"type": "reject"}]
+SIGNED = [{"type": "sigstoreSigned", "keyPath": "/etc/pki/cosign.pub", "signedIdentity": {"type": "matchRepository"}}]
+
+
+def write_policy(home: Path, policy: dict[str, Any] | str) -> Path:
+    path = home / ".config" / "containers" / "policy.json"
+    path.write_text(policy if isinstance(policy, str) else json.dumps(policy))
+    return path
+
+
+@pytest.mark.parametrize(("reference", "expected"), [
+    ("docker://busybox", ["docker.io/library/busybox:latest", "docker.io/library/busybox", "docker.io/library",
+                          "docker.io", "*.io"]),
+    ("docker://registry.example.com:5000/team/app/bundle@sha256:" + "a" * 64,
+     ["registry.example.com:5000/team/app/bundle@sha256:" + "a" * 64, "registry.example.com:5000/team/app/bundle",
+      "registry.example.com:5000/team/app", "registry.example.com:5000/team", "registry.example.com:5000",
+      "*.example.com", "*.com"]),
+    ("docker://127.0.0.1:5000/op/demo:v1", ["127.0.0.1:5000/op/demo:v1", "127.0.0.1:5000/op/demo", "127.0.0.1:5000/op",
+                                            "127.0.0.1:5000", "*.0.0.1", "*.0.1", "*.1"]),
+])
+def test_scopes_are_looked_up_most_specific_first(reference: str, expected: list[str]) -> None:
+    assert scopes(parse_reference(reference)) == expected
+
+
+def test_the_users_policy_comes_before_the_systems(tmp_path: Path) -> None:
+    system = tmp_path / "etc-policy.json"
+    assert policy_path(tmp_path, system) is None
+    system.write_text("{}")
+    assert policy_path(tmp_path, system) == system
+    (tmp_path / "user" / ".config" / "containers").mkdir(parents=True)
+    user = write_policy(tmp_path / "user", "{}")
+    assert policy_path(tmp_path / "user", system) == user
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("{", "not JSON (line 1 column 2: Expecting property name enclosed in double quotes)"),
+    ("[]", "not a JSON object"),
+    ('{"transports": {}}', 'no "default" requirements'),
+    ('{"default": []}', "default: not a non-empty list of requirements"),
+    ('{"default": [{"type": "acceptAll"}]}', "default: unknown requirement type 'acceptAll'"),
+    ('{"default": [{}]}', "default: a requirement without a type"),
+    ('{"default": [{"type": "reject"}], "transport": {}}', "unknown field 'transport'"),
+    ('{"default": [{"type": "reject"}], "transports": {"docker": {"quay.io": {}}}}',
+     'transports.docker "quay.io": not a non-empty list of requirements'),
+    ('{"default": [{"type": "reject"}], "transports": {"docker": {"quay.io": [{"type": "reject", "extra": 1}]}}}',
+     'transports.docker "quay.io": unknown field \'extra\' in a reject requirement'),
+    ('{"default": [{"type": "reject"}], "default": [{"type": "insecureAcceptAnything"}]}',
+     "the key 'default' is given twice"),
+])
+def test_a_policy_containers_image_refuses_is_refused_naming_the_file(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "policy.json"
+    path.write_text(text)
+    with pytest.raises(PolicyError) as caught:
+        read_policy(path)
+    assert str(caught.value) == (f"signature policy {path}: {problem}: no image is pulled until it is fixed, as "
+                                 "podman and skopeo pull none")
+
+
+def test_a_rejected_image_is_refused_before_any_request(registry: Registry, home: Path, tmp_path: Path) -> None:
+    push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
+    policy = write_policy(home, {"default": ACCEPT, "transports": {"docker": {registry.host: REJECT}}})
+    asked = len(registry.requests)
+    ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+    with pytest.raises(PolicyError) as caught:
+        load_bundle(ref)
+    message = f'{ref}: the signature policy {policy} rejects it (scope transports.docker "{registry.host}": reject)'
+    assert str(caught.value) == message
+    assert cosctl("render", ref, "-n", "demo-system") == (2, "", f"cosctl render: {message}\n")
+    assert len(registry.requests) == asked
+
+
+def test_an_image_accepted_only_signed_is_refused_with_how_to_get_it_verified(registry: Registry, home: Path,
+                                                                             tmp_path: Path) -> None:
+    push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
+    push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path, repo="other/demo-bundle")
+    policy = write_policy(home, {"default": REJECT, "transports": {"docker": {
+        f"{registry.host}/op": SIGNED, f"{registry.host}/other": ACCEPT}}})
+    ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+    with pytest.raises(PolicyError) as caught:
+        load_bundle(ref)
+    assert str(caught.value) == (
+        f"{ref}: the signature policy {policy} accepts it only with signatures (sigstoreSigned, scope "
+        f'transports.docker "{registry.host}/op"), and cosctl verifies none: copy it with a tool that does (skopeo '
+        f"copy {ref} oci:DIR) and give cosctl the layout DIR")
+    # the most specific scope decides: another namespace of the same registry accepts anything
+    assert load_bundle(f"docker://{registry.ref('other/demo-bundle', 'v1')}").package_name == "demo"
+    # a scope for the image itself (by tag) comes before its namespace's
+    write_policy(home, {"default": REJECT, "transports": {"docker": {
+        f"{registry.host}/op": SIGNED, registry.ref("op/demo-bundle", "v1"): ACCEPT}}})
+    assert load_bundle(ref).package_name == "demo"
+
+
+def test_the_transports_default_comes_before_the_policys(registry: Registry, home: Path, tmp_path: Path) -> None:
+    push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
+    policy = write_policy(home, {"default": ACCEPT, "transports": {"docker": {"": [*ACCEPT, *REJECT]},
+                                                                   "oci": {"": REJECT}}})
+    ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+    with pytest.raises(PolicyError) as caught:   # every requirement must be met: one reject refuses
+        load_bundle(ref)
+    assert str(caught.value) == f'{ref}: the signature policy {policy} rejects it (scope transports.docker "": reject)'
+
+
+def test_an_invalid_policy_refuses_every_pull_naming_the_file(registry: Registry, home: Path) -> None:
+    policy = write_policy(home, '{"default": [{"type": "insecureAcceptAnything"}],}')
+    ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+    with pytest.raises(PolicyError) as caught:
+        load_bundle(ref)
+    assert str(caught.value) == (f"signature policy {policy}: not JSON (line 1 column 50: Expecting property name "
+                                 "enclosed in double quotes): no image is pulled until it is fixed, as podman and "
+                                 "skopeo pull none")
+    assert registry.requests == []
