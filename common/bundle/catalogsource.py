@@ -131,7 +131,7 @@ def choose_source(package: str, *, catalog: str | None, channels: Sequence[str] 
         name = latest["metadata"]["name"] if latest is not None else None
         why = (f" (ClusterObjectSet {name} records the source of package {other}, not {package})" if other
                else f" (ClusterObjectSet {name} records none to keep)" if name else "")
-        raise CatalogSourceError(f"--package {package} needs --catalog: the catalog to resolve it from{why}")
+        raise CatalogSourceError(f"no catalog to resolve package {package} from: give --catalog{why}")
     kept: list[str] = []
 
     def pick(flag: str, given: Any, recorded_value: Any, default: Any) -> Any:
@@ -158,8 +158,7 @@ def resolve_source(catalog: Catalog, choice: SourceChoice, installed: InstalledR
     (:func:`resolution_hints`, and where a kept bound came from). A bundle the catalog lists with no image is
     refused: there is nothing to pull."""
     source = choice.source
-    kept = [f"{flag} {_shown(flag, source)} was kept from ClusterObjectSet {choice.kept_from}: give {flag} to "
-            "replace it" for flag in choice.kept if flag != "--catalog"]
+    kept = kept_hints(choice)
     try:
         query = source.query(policy)
     except ResolutionError as exc:
@@ -173,6 +172,12 @@ def resolve_source(catalog: Catalog, choice: SourceChoice, installed: InstalledR
     if not resolution.bundle.image:
         raise ResolutionError(f"bundle {resolution.bundle.name} of catalog {catalog.source} names no image")
     return resolution
+
+
+def kept_hints(choice: SourceChoice) -> list[str]:
+    """Beside a refusal: each bound kept from the owner's revision, which the command line may replace."""
+    return [f"{flag} {_shown(flag, choice.source)} was kept from ClusterObjectSet {choice.kept_from}: give {flag} to "
+            "replace it" for flag in choice.kept if flag != "--catalog"]
 
 
 def _shown(flag: str, source: CatalogSource) -> str:

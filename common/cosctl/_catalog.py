@@ -157,7 +157,7 @@ def resolve_package(args: argparse.Namespace, command: str, say: Callable[[str],
     choice = choose_source(package, catalog=_recordable(args.catalog), channels=args.channels, version=args.version,
                            latest=revisions[-1] if revisions else None)
     source = choice.source
-    catalog = given if given is not None else _kept_catalog(source.catalog, package, choice.kept_from, command)
+    catalog = given if given is not None else kept_catalog(choice, command)
     installed = installed_bundle(revisions)
     if installed is not None and (rolling := rolling_out_hint(installed)) is not None:
         print(f"cosctl {command}: warning: {rolling}", file=sys.stderr)
@@ -185,9 +185,10 @@ def _recordable(catalog: str | None) -> str | None:
     return os.path.abspath(os.path.expanduser(catalog))
 
 
-def _kept_catalog(catalog: str, package: str, kept_from: str | None, command: str) -> Catalog:
+def kept_catalog(choice: SourceChoice, command: str) -> Catalog:
+    """The catalog the owner's latest revision records, read; a failure says where it was kept from."""
     try:
-        return load_catalog(catalog, package=package, report=reporter(command))
+        return load_catalog(choice.source.catalog, package=choice.source.package, report=reporter(command))
     except BundleInputError as exc:  # not there any more, or its registry refuses: say where it came from
-        raise type(exc)(f"the catalog kept from ClusterObjectSet {kept_from}: {exc} (give --catalog to resolve "
-                        "from another)", exc.hints) from None
+        raise type(exc)(f"the catalog kept from ClusterObjectSet {choice.kept_from}: {exc} (give --catalog to "
+                        "resolve from another)", exc.hints) from None

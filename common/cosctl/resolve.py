@@ -14,7 +14,7 @@ import json
 import sys
 
 from common.bundle.catalogcheck import installed_bundle, rolling_out_hint
-from common.bundle.catalogsource import resolution_hints
+from common.bundle.catalogsource import choose_source, kept_hints, resolution_hints
 from common.bundle.publish import owner_revisions
 from common.bundle.registryv1.catalog import load_catalog
 from common.bundle.registryv1.resolve import (
@@ -27,8 +27,15 @@ from common.bundle.registryv1.resolve import (
     make_query,
     resolve,
 )
-from common.cosctl._catalog import CATALOG_HELP, catalog_argument
-from common.cosctl._producer import EXIT_OK, add_cluster_arguments, add_namespace_argument, reporter, run
+from common.cosctl._catalog import CATALOG_HELP, catalog_argument, kept_catalog
+from common.cosctl._producer import (
+    EXIT_OK,
+    MissingArgument,
+    add_cluster_arguments,
+    add_namespace_argument,
+    reporter,
+    run,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,12 +48,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "qualified; OLM v1's message (exit 1) when none does. With --owner, the installed bundle is "
                     "the owner's newest Succeeded revision on the cluster.")
     parser.add_argument("package", help="the package name (a ClusterExtension's spec.source.catalog.packageName)")
-    parser.add_argument("--catalog", required=True, metavar="DIR|FILE", type=catalog_argument, help=CATALOG_HELP)
+    parser.add_argument("--catalog", default=None, metavar="DIR|FILE", type=catalog_argument,
+                        help=CATALOG_HELP + "; with --owner, default: the catalog its latest revision records "
+                                            "(publish --package)")
     parser.add_argument("--channel", dest="channels", action="append", default=None, metavar="NAME",
-                        help="only bundles in this channel (repeatable; default: any)")
-    parser.add_argument("--version", default="", metavar="RANGE",
+                        help="only bundles in this channel (repeatable; default: any, or with --owner the channels "
+                             "its latest revision records; '' for any)")
+    parser.add_argument("--version", default=None, metavar="RANGE",
                         help="a version range, as spec.source.catalog.version (Masterminds/semver: '>=1.2, <2', "
-                             "'~1.2', '1.2.x', '1.2 - 1.4')")
+                             "'~1.2', '1.2.x', '1.2 - 1.4'); with --owner, default: the range its latest revision "
+                             "records ('' for any)")
     parser.add_argument("--upgrade-constraint-policy", choices=UPGRADE_CONSTRAINT_POLICIES,
                         default=POLICY_CATALOG_PROVIDED,
                         help="CatalogProvided (default): only upgrades the catalog allows from the installed "
@@ -65,10 +76,22 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
-    query = make_query(args.package, channels=args.channels or (), version=args.version,
-                       policy=args.upgrade_constraint_policy)
-    catalog = load_catalog(args.catalog, package=args.package, report=reporter("resolve"))
-    installed = installed_bundle(owner_revisions(args.connect(args), args.owner)) if args.owner else None
+    if args.catalog is None and not args.owner:
+        raise MissingArgument("--catalog DIR|FILE is required (or --owner OWNER, whose latest revision records the "
+                              "catalog publish --package resolved it from)")
+    if args.version:
+        make_query(args.package, version=args.version)  # a range OLM v1 refuses: said before anything is read
+    given = load_catalog(args.catalog, package=args.package, report=reporter("resolve")) if args.catalog else None
+    revisions = owner_revisions(args.connect(args), args.owner) if args.owner else []
+    installed = installed_bundle(revisions) if args.owner else None
+    # with --owner, what publish --package would pick: the bounds not given are those its latest revision records
+    choice = choose_source(args.package, catalog=args.catalog, channels=args.channels, version=args.version,
+                           latest=revisions[-1] if revisions else None)
+    if choice.kept_from:
+        print(f"cosctl resolve: {', '.join(choice.kept)} kept from {choice.kept_from} (as publish --package keeps "
+              "them)", file=sys.stderr)
+    catalog = given if given is not None else kept_catalog(choice, "resolve")
+    query = choice.source.query(args.upgrade_constraint_policy)
     package = catalog.package(args.package)
     for message in deprecations(package, query.channels, installed.bundle.name if installed else "").messages():
         print(f"cosctl resolve: warning: deprecated: {message}", file=sys.stderr)
@@ -78,7 +101,8 @@ def _resolve(args: argparse.Namespace) -> int:
     try:
         resolution = resolve(package, query, on)
     except ResolutionError as exc:
-        raise ResolutionError(str(exc), resolution_hints(catalog, package, query, on)) from None
+        raise ResolutionError(str(exc), [*resolution_hints(catalog, package, query, on), *kept_hints(choice)]) \
+            from None
     deprecated = deprecated_bundle_names(package)
     rows = [(b.name, str(bundle_version(b)), b.image) for b in resolution.candidates]
     if args.output == "json":

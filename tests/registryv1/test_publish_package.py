@@ -157,7 +157,7 @@ def test_what_cannot_go_with_package_is_said_before_anything_is_pulled(images: d
     assert cosctl("diff") == (
         2, "", "cosctl diff: give two revisions to compare (A B), manifests with --owner OWNER, or --package NAME\n")
     assert cosctl("publish", "--package", "demo", "-n", "demo-system", cluster=MemCluster()) == (
-        2, "", "cosctl publish: --package demo needs --catalog: the catalog to resolve it from\n")
+        2, "", "cosctl publish: no catalog to resolve package demo from: give --catalog\n")
     assert cosctl("publish", "--package", "dmeo", "--catalog", catalog, cluster=MemCluster()) == (
         1, "", 'cosctl publish: no bundles found for package "dmeo"\n'
                f"cosctl publish: cause: catalog {catalog} has no package dmeo; the closest: demo\n")
@@ -240,8 +240,8 @@ def test_the_same_content_published_by_path_keeps_the_record(images: dict[str, s
     assert cosctl("publish", str(demo(tmp_path / "by-path", "1.1.0")), cluster=mc)[0] == 0
     assert api.ANNOTATION_BUNDLE_SOURCE not in mc.get(*COS, "demo-2")["metadata"]["annotations"]
     assert cosctl("publish", "--package", "demo", cluster=mc) == (
-        2, "", "cosctl publish: --package demo needs --catalog: the catalog to resolve it from (ClusterObjectSet "
-               "demo-2 records none to keep)\n")
+        2, "", "cosctl publish: no catalog to resolve package demo from: give --catalog (ClusterObjectSet demo-2 "
+               "records none to keep)\n")
 
 
 def test_a_rollback_carries_the_record_of_the_revision_it_restores(images: dict[str, str], tmp_path: Path) -> None:
@@ -319,8 +319,8 @@ def test_what_the_command_line_leaves_out_is_kept_from_the_same_packages_record(
                                               ("--catalog", "--version"))
     with pytest.raises(CatalogSourceError) as caught:   # another package's record is not this one's
         choose_source("other", catalog=None, channels=None, version=None, latest=latest)
-    assert str(caught.value) == ("--package other needs --catalog: the catalog to resolve it from (ClusterObjectSet "
-                                 "demo-3 records the source of package demo, not other)")
+    assert str(caught.value) == ("no catalog to resolve package other from: give --catalog (ClusterObjectSet demo-3 "
+                                 "records the source of package demo, not other)")
 
 
 @pytest.mark.parametrize(("text", "why"), [
@@ -359,3 +359,29 @@ def test_rbac_of_a_package_is_for_the_bundle_publish_would_install(images: dict[
     assert cosctl("rbac", bundle, "-n", "x", "--service-account", "installer", "--catalog", catalog) == (
         2, "", "cosctl rbac: --catalog, --channel and --upgrade-constraint-policy: only with --package (cosctl rbac "
                "grants for the bundle it is given, whichever the catalog allows)\n")
+
+
+def test_resolve_with_an_owner_answers_what_publish_package_would_pick(images: dict[str, str],
+                                                                      tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    install(mc, catalog)
+    code, out, err = cosctl("resolve", "demo", "--owner", "demo", cluster=mc)
+    assert (code, err) == (0, "cosctl resolve: --catalog, --version kept from demo-1 (as publish --package keeps "
+                              "them)\n")
+    assert out.splitlines()[:2] == ["installed: demo-operator.v1.0.0 (1.0.0), by ClusterObjectSet demo-1",
+                                    f"resolves to: demo-operator.v1.0.0 1.0.0 {images['1.0.0']}"]
+    code, out, err = cosctl("resolve", "demo", "--owner", "demo", "--version", "", cluster=mc)
+    assert (code, err, out.splitlines()[1]) == (
+        0, "cosctl resolve: --catalog kept from demo-1 (as publish --package keeps them)\n",
+        f"resolves to: demo-operator.v1.1.0 1.1.0 {images['1.1.0']}")
+    code, out, err = cosctl("resolve", "demo", "--owner", "demo", "--version", ">=1.2", cluster=mc)
+    assert (code, err) == (1, (
+        "cosctl resolve: --catalog kept from demo-1 (as publish --package keeps them)\n"
+        'cosctl resolve: error upgrading from currently installed version "1.0.0": no bundles found for package '
+        '"demo" matching version ">=1.2"\n'
+        "cosctl resolve: cause: the upgrades the catalog allows from demo-operator.v1.0.0, best first: "
+        "demo-operator.v1.1.0; none is in the version range >=1.2\n"))
+    assert cosctl("resolve", "demo") == (
+        2, "", "cosctl resolve: --catalog DIR|FILE is required (or --owner OWNER, whose latest revision records the "
+               "catalog publish --package resolved it from)\n")
