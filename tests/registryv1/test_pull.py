@@ -563,3 +563,18 @@ def test_retry_after(registry: Registry, bundle_dir: Path, tmp_path: Path) -> No
         f"{ref}: {registry.host} answered HTTP 429 to GET /v2/op/demo-bundle/manifests/v1: TOOMANYREQUESTS: too many "
         "requests; it asks to wait 3600 s before trying again (a rate limit: try later, or log in to the registry, "
         "which usually allows more)")
+
+
+def test_certs_d_and_registries_conf_are_found_below_home_whatever_xdg_config_home_says(
+        registry: Registry, bundle_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """containers/image looks for the user's certs.d and registries.conf in ~/.config/containers (only auth.json
+    follows XDG_CONFIG_HOME): a CA trusted there is trusted with XDG_CONFIG_HOME set elsewhere."""
+    push_bundle(registry, bundle_dir, tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}").package_name == "demo"
+
+
+def test_a_reference_with_both_a_tag_and_a_digest_is_refused_as_containers_image_refuses_it() -> None:
+    ref = "docker://127.0.0.1:1/op/demo:v1@sha256:" + "a" * 64
+    assert refusal(ref) == (f"{ref}: a reference with both a tag and a digest cannot be pulled (as skopeo and OLM v1 "
+                            "cannot pull it): give the digest alone")

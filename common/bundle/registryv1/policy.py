@@ -22,6 +22,7 @@ Pure functions over the file's text; the pull (:mod:`.pull`) asks before it send
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,14 +101,25 @@ def read_policy(path: Path) -> Policy:
     if len(data) > POLICY_MAX_BYTES:
         raise PolicyError(f"signature policy {path}: more than {POLICY_MAX_BYTES} bytes")
     try:
-        value = json.loads(data, object_pairs_hook=_no_duplicates)
+        # strictly as Go reads it: UTF-8 without a byte order mark, no NaN or Infinity, no key given twice
+        text = data.decode("utf-8")
+        if text.startswith("\ufeff"):
+            raise ValueError("a byte order mark before the JSON")
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except _Duplicate as exc:
         raise PolicyError(f"signature policy {path}: the key {exc} is given twice: no image is pulled until it is "
+                          "fixed, as podman and skopeo pull none") from None
+    except RecursionError:
+        raise PolicyError(f"signature policy {path}: not JSON (nested too deeply): no image is pulled until it is "
                           "fixed, as podman and skopeo pull none") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise PolicyError(f"signature policy {path}: not JSON ({_where(exc)}): no image is pulled until it is "
                           "fixed, as podman and skopeo pull none") from None
     return parse_policy(value, path)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 class _Duplicate(Exception):
@@ -146,6 +158,8 @@ def parse_policy(value: Any, path: Path) -> Policy:
         if not isinstance(scoped, dict):
             raise invalid(f"transports.{transport} is not an object")
         for scope, requirements in scoped.items():
+            if problem := _scope_problem(transport, scope):
+                raise invalid(f'transports.{transport} "{scope}": the scope {problem}')
             checked = _requirements(requirements, f'transports.{transport} "{scope}"', invalid)
             if transport == "docker":
                 docker[scope] = checked
@@ -161,16 +175,62 @@ def _requirements(value: Any, where: str, invalid: Callable[[str], PolicyError])
         if kind not in _TYPES:
             raise invalid(f"{where}: unknown requirement type {kind!r}" if isinstance(kind, str)
                           else f"{where}: a requirement without a type")
-        if kind in (ACCEPT, REJECT) and (extra := sorted(set(requirement) - {"type"})):
-            raise invalid(f"{where}: unknown field {extra[0]!r} in a {kind} requirement")
+        if problem := _requirement_problem(str(kind), requirement):
+            raise invalid(f"{where}: a {kind} requirement {problem}")
         types.append(str(kind))
     return tuple(types)
+
+
+# The fields each requirement type may have, and the key sources of which exactly one must be given (containers/
+# image's UnmarshalJSON of each type). Nested objects (signedIdentity, fulcio, pki) are not checked further: a
+# requirement that asks for signatures refuses the image anyway.
+_FIELDS: Final = {
+    ACCEPT: frozenset({"type"}),
+    REJECT: frozenset({"type"}),
+    "signedBy": frozenset({"type", "keyType", "keyPath", "keyPaths", "keyData", "signedIdentity"}),
+    "sigstoreSigned": frozenset({"type", "keyPath", "keyPaths", "keyData", "keyDatas", "fulcio", "rekorPublicKeyPath",
+                                 "rekorPublicKeyPaths", "rekorPublicKeyData", "rekorPublicKeyDatas", "pki",
+                                 "signedIdentity"}),
+    "signedBaseLayer": frozenset({"type", "baseLayerIdentity"}),
+}
+_KEY_SOURCES: Final = {
+    "signedBy": ("keyPath", "keyPaths", "keyData"),
+    "sigstoreSigned": ("keyPath", "keyPaths", "keyData", "keyDatas", "fulcio", "pki"),
+}
+_KEY_TYPES: Final = ("GPGKeys", "signedByGPGKeys", "X509Certificates", "signedByX509CAs")
+
+
+def _requirement_problem(kind: str, requirement: dict[str, Any]) -> str | None:
+    """Why containers/image would refuse this requirement (and with it the whole file), or None."""
+    if extra := sorted(set(requirement) - _FIELDS[kind]):
+        return f"has an unknown field {extra[0]!r}"
+    if kind == "signedBy" and requirement.get("keyType") not in _KEY_TYPES:
+        return f"needs keyType, one of {', '.join(_KEY_TYPES)}"
+    if kind == "signedBaseLayer" and not isinstance(requirement.get("baseLayerIdentity"), dict):
+        return "needs baseLayerIdentity"
+    sources = _KEY_SOURCES.get(kind, ())
+    if sources and sum(1 for key in sources if key in requirement) != 1:
+        return f"needs exactly one of {', '.join(sources)}"
+    return None
+
+
+# Transports whose scopes are paths: containers/image refuses a scope that is not absolute and clean.
+_PATH_TRANSPORTS: Final = ("dir", "oci", "oci-archive")
+
+
+def _scope_problem(transport: str, scope: str) -> str | None:
+    if transport in _PATH_TRANSPORTS and scope and (not scope.startswith("/")
+                                                     or posixpath.normpath(scope) != scope):
+        return "is not an absolute, clean path"
+    return None
 
 
 def _where(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"line {exc.lineno} column {exc.colno}: {exc.msg}"
-    return "not UTF-8"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8"
+    return str(exc)
 
 
 def check_policy(reference: ImageReference, path: Path | None = None) -> None:

@@ -711,6 +711,9 @@ def pulled(text: str, limits: Limits, report: Report | None = None) -> Iterator[
     The registries.conf endpoints are tried in order (mirrors first); the error of the last one is raised, naming
     the others' when every one failed."""
     reference = parse_reference(text)
+    if reference.tag is not None and reference.digest is not None:   # containers/image's docker transport refuses it
+        raise ImagePullError(f"docker://{reference}: a reference with both a tag and a digest cannot be pulled (as "
+                             "skopeo and OLM v1 cannot pull it): give the digest alone")
     check_policy(reference)  # an image the signature policy rejects or accepts only signed: no request is sent
     endpoints = registries_conf().endpoints(reference)
     cache = _Cache(cache_dir())

@@ -55,7 +55,14 @@ def home() -> Path:
 
 
 def _config_home() -> Path:
+    """Where auth.json is looked for (``$XDG_CONFIG_HOME``, else ``~/.config``), as containers/image looks."""
     return Path(os.environ.get("XDG_CONFIG_HOME") or home() / ".config")
+
+
+def _user_containers() -> Path:
+    """``~/.config/containers``: the user's registries.conf and certs.d, which containers/image looks for below
+    ``$HOME`` whatever ``$XDG_CONFIG_HOME`` says."""
+    return home() / ".config" / "containers"
 
 
 # --- registries.conf -------------------------------------------------------------------------------------------
@@ -147,11 +154,10 @@ def _conf_files() -> list[Path]:
     explicit = os.environ.get("CONTAINERS_REGISTRIES_CONF")
     if explicit:
         return [Path(explicit)]
-    user = _config_home() / "containers" / "registries.conf"
+    user = _user_containers() / "registries.conf"
     main = user if user.exists() else Path("/etc/containers/registries.conf")
     files = [main] if main.exists() else []
-    for directory in (Path("/etc/containers/registries.conf.d"), _config_home() / "containers" /
-                      "registries.conf.d"):
+    for directory in (Path("/etc/containers/registries.conf.d"), _user_containers() / "registries.conf.d"):
         if directory.is_dir():
             files.extend(sorted(directory.glob("*.conf")))
     return files
@@ -247,7 +253,7 @@ class Certificates:
 
 
 def cert_dirs() -> tuple[Path, ...]:
-    return (_config_home() / "containers" / "certs.d", Path("/etc/containers/certs.d"), Path("/etc/docker/certs.d"))
+    return (_user_containers() / "certs.d", Path("/etc/containers/certs.d"), Path("/etc/docker/certs.d"))
 
 
 def certificates(host: str) -> Certificates:
