@@ -5,6 +5,7 @@ records where it came from so that the next upgrade resolves within the same bou
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -385,3 +386,49 @@ def test_resolve_with_an_owner_answers_what_publish_package_would_pick(images: d
     assert cosctl("resolve", "demo") == (
         2, "", "cosctl resolve: --catalog DIR|FILE is required (or --owner OWNER, whose latest revision records the "
                "catalog publish --package resolved it from)\n")
+
+
+
+def columns(text: str) -> list[list[str]]:
+    return [re.split(r"\s{2,}", line) for line in text.splitlines()]
+
+
+def test_list_says_what_each_owner_has_and_what_publish_package_would_upgrade_it_to(
+        images: dict[str, str], tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    gone = write_catalog(tmp_path / "gone.json", images)
+    mc = MemCluster()
+    install(mc, catalog)
+    assert cosctl("publish", "--package", "demo", "--owner", "lost", "-n", "lost-system", "--catalog", str(gone),
+                  "--channel", "stable", cluster=mc)[0] == 0
+    gone.unlink()
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "settings.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: "
+                                             "shop}\ndata: {page-size: '20'}\n")
+    assert cosctl("publish", str(manifests), "--owner", "shop", cluster=mc)[0] == 0
+    code, out, err = cosctl("list", cluster=mc)
+    assert (code, err) == (0, "")
+    assert columns(out) == [
+        ["OWNER", "PACKAGE", "INSTALLED", "LATEST", "STATE", "SOURCE"],
+        ["demo", "demo", "1.0.0", "demo-1", "Pending", f"{catalog} (version 1.0.0)"],
+        ["lost", "demo", "-", "lost-1", "Pending", f"{gone} (channel stable)"],
+        ["shop", "-", "-", "shop-1", "Pending", "by path"]]
+    code, out, err = cosctl("list", "--upgrades", cluster=mc)
+    assert (code, err) == (1, "")
+    assert [row[-1] for row in columns(out)] == [
+        "UPGRADE", "up to date",
+        f"cannot resolve: {gone}: no such catalog (give a File-Based Catalog directory or file, or an OCI image "
+        "layout of an index image)", "-"]
+    assert cosctl("publish", "--package", "demo", "--owner", "lost", "--catalog", catalog, cluster=mc)[0] == 0
+    succeed(mc, "lost-1")
+    mc.merge_patch(*COS, "demo-1", None, {"metadata": {"annotations": {api.ANNOTATION_BUNDLE_SOURCE: json.dumps(
+        {"catalog": catalog, "packageName": "demo"})}}})   # the range dropped: 1.1.0 is next
+    code, out, _ = cosctl("list", "--upgrades", "-o", "json", cluster=mc)
+    listed = json.loads(out)
+    assert code == 0 and [(o["owner"], o.get("upgrade"), o.get("upToDate")) for o in listed] == [
+        ("demo", {"name": "demo-operator.v1.1.0", "version": "1.1.0", "image": images["1.1.0"]}, False),
+        ("lost", {"name": "demo-operator.v1.2.0", "version": "1.2.0", "image": images["1.2.0"]}, True),
+        ("shop", None, None)]
+    assert listed[0]["installed"] == {"name": "demo-operator.v1.0.0", "version": "1.0.0", "revision": "demo-1"}
+    assert listed[0]["source"] == {"catalog": catalog, "packageName": "demo", "channels": [], "version": ""}

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -340,13 +340,13 @@ def _meta_keys(obj: dict[str, Any], where: str) -> dict[str, str]:
     return meta
 
 
-def load_catalog(path: str | Path, *, package: str | None = None,
+def load_catalog(path: str | Path, *, package: str | Collection[str] | None = None,
                  report: Callable[[str], None] | None = None) -> Catalog:
     """The catalog in ``path``: a directory (read whole), one file, or an OCI image layout (a directory or a tar
-    of one) of an operator index image, whose configs directory is read. With ``package``, only that package's
-    objects are kept (every file is still read: any may hold some). ``report`` hears one line before a large
-    catalog is read or an image unpacked. Raises :class:`CatalogError` (or, for an image layout that cannot be
-    unpacked, its parent :class:`BundleInputError`)."""
+    of one) of an operator index image, whose configs directory is read. With ``package`` (a name, or several),
+    only those packages' objects are kept (every file is still read: any may hold some). ``report`` hears one line
+    before a large catalog is read or an image unpacked. Raises :class:`CatalogError` (or, for an image layout that
+    cannot be unpacked, its parent :class:`BundleInputError`)."""
     if isinstance(path, str) and is_image_reference(path):
         with pull.pulled(path, oci.CATALOG_LIMITS, report) as pulled_image, \
                 tempfile.TemporaryDirectory(prefix="cosctl-catalog-") as scratch:
@@ -370,9 +370,10 @@ def load_catalog(path: str | Path, *, package: str | None = None,
     return _load(root, str(root), str(root), package, report)
 
 
-def _load(root: Path, shown: str, source: str, package: str | None,
+def _load(root: Path, shown: str, source: str, package: str | Collection[str] | None,
           report: Callable[[str], None] | None) -> Catalog:
     """Read the catalog directory or file ``root``, naming it ``shown`` in messages."""
+    kept = None if package is None else frozenset([package] if isinstance(package, str) else package)
     files = _files(root) if root.is_dir() else [root]
 
     def name(file: Path) -> str:
@@ -390,7 +391,7 @@ def _load(root: Path, shown: str, source: str, package: str | None,
             meta = _meta_keys(_object(value, where), where)
             schema, obj_name = meta.get("schema", ""), meta.get("name", "")
             owner = obj_name if schema == SCHEMA_PACKAGE else meta.get("package", "")
-            if package is not None and owner != package:
+            if kept is not None and owner not in kept:
                 catalog.count(owner)
                 continue
             label = f"{where} ({schema}{' ' + repr(obj_name) if obj_name else ''})"
