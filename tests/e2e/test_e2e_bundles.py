@@ -739,6 +739,11 @@ def test_a_package_is_installed_and_upgraded_from_its_catalog_and_registry(ctx: 
             archived_and_torn_down(ctx, f"{owner}-1")
             assert json.loads(get_cos(ctx.env, f"{owner}-2")["metadata"]["annotations"][
                 api.ANNOTATION_BUNDLE_SOURCE]) == {"catalog": str(catalog), "packageName": case.package}
+            done = cosctl(ctx, "list", "--upgrades", "-o", "json", home=home)
+            assert (done.returncode, done.stderr) == (0, ""), done.stderr
+            listed = {row["owner"]: row for row in json.loads(done.stdout)}
+            assert (listed[owner]["installed"]["revision"], listed[owner]["latest"]["state"],
+                    listed[owner]["upToDate"]) == (f"{owner}-2", "Succeeded", True)
         finally:  # a failure leaves nothing that would collide with the next run's koku revisions
             kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={owner}", "--wait=false")
             wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
