@@ -76,7 +76,7 @@ class CatalogSource:
         """The source recorded by :meth:`to_annotation`; ``where`` names the revision in the error, which says how
         to go on without it."""
         problem = f"{where}: annotation {api.ANNOTATION_BUNDLE_SOURCE} is not what cosctl records"
-        way_out = "give --catalog, --channel and --version, which replace it (--channel '' for any channel)"
+        way_out = "give --catalog, --channel and --version, which replace it (--channel '' and --version '' for any)"
         try:
             value = json.loads(text)
         except ValueError:
@@ -172,6 +172,11 @@ def resolve_source(catalog: Catalog, choice: SourceChoice, installed: InstalledR
     if not resolution.bundle.image:
         raise ResolutionError(f"bundle {resolution.bundle.name} of catalog {catalog.source} names no image")
     return resolution
+
+
+def kept_text(choice: SourceChoice) -> str:
+    """The kept bounds with their values: ``--catalog C, --version '<1.2'``."""
+    return ", ".join(f"{flag} {_shown(flag, choice.source)}" for flag in choice.kept)
 
 
 def kept_hints(choice: SourceChoice) -> list[str]:

@@ -35,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "Succeeded revision that is not archived, as OLM v1 reads it), the latest revision and its "
                     "state, and where its bundle was resolved from (the catalog, channels and range publish "
                     "--package recorded, or 'by path'). --upgrades resolves each owner that records a catalog, "
-                    "as the next publish --package would, and says the bundle it would install; exit 1 when one "
-                    "cannot be resolved (its line says why).")
+                    "as the next publish --package would, and says the bundle it would install: 'up to date', "
+                    "'published in REVISION' (a newer revision carries it already: rolling out, or stuck), or the "
+                    "version waiting; exit 1 when one cannot be resolved (why is said on stderr).")
     parser.add_argument("--upgrades", action="store_true",
                         help="also resolve each owner that records a catalog (reading each catalog once)")
     parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="output format")
@@ -61,6 +62,32 @@ class Row:
     def latest(self) -> Obj:
         return self.revisions[-1]
 
+    @property
+    def installed_package(self) -> str:
+        """The package of the installed revision (which may not be the latest's, when an owner changed package)."""
+        if self.installed is None:
+            return ""
+        return next((bundle_of(c)[0] for c in self.revisions if c["metadata"]["name"] == self.installed.revision), "")
+
+    @property
+    def up_to_date(self) -> bool:
+        """What publish --package would pick is what is installed."""
+        return (self.upgrade is not None and self.installed is not None
+                and self.upgrade["name"] == self.installed.bundle.name)
+
+    @property
+    def published(self) -> str | None:
+        """The newer revision that already carries what publish --package would pick (rolling out, or stuck): the
+        next publish --package would change nothing, so no upgrade is waiting."""
+        if self.upgrade is None or self.up_to_date:
+            return None
+        latest = self.latest
+        carried = ((latest.get("metadata") or {}).get("annotations") or {}).get(api.ANNOTATION_BUNDLE_NAME)
+        if carried == self.upgrade["name"] and (self.installed is None
+                                                or self.installed.revision != latest["metadata"]["name"]):
+            return str(latest["metadata"]["name"])
+        return None
+
     def to_json(self) -> dict[str, Any]:
         latest = self.latest
         package, version = bundle_of(latest)
@@ -68,8 +95,8 @@ class Row:
             "owner": self.owner,
             "package": package or None,
             "installed": None if self.installed is None else {
-                "name": self.installed.bundle.name, "version": self.installed.bundle.version,
-                "revision": self.installed.revision},
+                "package": self.installed_package or None, "name": self.installed.bundle.name,
+                "version": self.installed.bundle.version, "revision": self.installed.revision},
             "latest": {"name": latest["metadata"]["name"], "revision": revision_of(latest), "version": version or None,
                        "lifecycleState": (latest.get("spec") or {}).get("lifecycleState", ""),
                        "state": _state(latest)},
@@ -77,8 +104,8 @@ class Row:
                 "catalog": self.source.catalog, "packageName": self.source.package,
                 "channels": list(self.source.channels), "version": self.source.version},
             **({"sourceProblem": self.source_problem} if self.source_problem else {}),
-            **({"upgrade": self.upgrade, "upToDate": self.installed is not None
-                and self.upgrade["name"] == self.installed.bundle.name} if self.upgrade is not None else {}),
+            **({"upgrade": self.upgrade, "upToDate": self.up_to_date, "publishedIn": self.published}
+               if self.upgrade is not None else {}),
             **({"upgradeProblem": self.upgrade_problem} if self.upgrade_problem else {}),
         }
 
@@ -88,15 +115,19 @@ def _state(cos: Obj) -> str:
     return str(conditions.condition(cos, conditions.PROGRESSING).get("reason") or "Pending")
 
 
-def owners(cluster: Cluster) -> dict[str, list[Obj]]:
-    """Every owner's revisions (by the owner-name label), oldest first; owners sorted by name."""
+def owners(cluster: Cluster) -> tuple[dict[str, list[Obj]], list[str]]:
+    """Every owner's revisions (by the owner-name label), oldest first, owners sorted by name; and the
+    ClusterObjectSets without the label (made by hand, belonging to no owner)."""
     grouped: dict[str, list[Obj]] = {}
+    unowned: list[str] = []
     for cos in cluster.list(api.API_VERSION, api.KIND):
         owner = ((cos.get("metadata") or {}).get("labels") or {}).get(api.LABEL_OWNER_NAME)
         if isinstance(owner, str) and owner:
             grouped.setdefault(owner, []).append(cos)
-    return {owner: sorted(revs, key=lambda c: (revision_of(c), c["metadata"]["name"]))
-            for owner, revs in sorted(grouped.items())}
+        else:
+            unowned.append(str(cos["metadata"]["name"]))
+    return ({owner: sorted(revs, key=lambda c: (revision_of(c), c["metadata"]["name"]))
+             for owner, revs in sorted(grouped.items())}, sorted(unowned))
 
 
 def rows_of(grouped: dict[str, list[Obj]]) -> list[Row]:
@@ -145,7 +176,8 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    rows = rows_of(owners(args.connect(args)))
+    grouped, unowned = owners(args.connect(args))
+    rows = rows_of(grouped)
     if args.upgrades:
         check_upgrades(rows, lambda catalog, packages: load_catalog(catalog, package=packages,
                                                                     report=reporter("list")))
@@ -153,8 +185,16 @@ def _list(args: argparse.Namespace) -> int:
         print(json.dumps([row.to_json() for row in rows], indent=2))
     else:
         _print(rows, upgrades=args.upgrades)
-    if not rows:
+    if unowned:
+        shown = ", ".join(unowned[:5]) + (", ..." if len(unowned) > 5 else "")
+        print(f"cosctl list: {len(unowned)} ClusterObjectSet(s) without the label {api.LABEL_OWNER_NAME} belong to "
+              f"no owner and are not listed: {shown}", file=sys.stderr)
+    elif not rows:
         print("cosctl list: no ClusterObjectSets on the cluster", file=sys.stderr)
+    if args.output == "text":   # the reasons, too long for the table's column
+        for row in rows:
+            if problem := row.source_problem or (row.upgrade_problem if args.upgrades else None):
+                print(f"cosctl list: {row.owner}: {problem}", file=sys.stderr)
     failed = any(row.upgrade_problem or row.source_problem for row in rows) if args.upgrades else False
     return EXIT_FAILED if failed else EXIT_OK
 
@@ -164,15 +204,26 @@ def _print(rows: list[Row], *, upgrades: bool) -> None:
     table = [header]
     for row in rows:
         package, _ = bundle_of(row.latest)
-        installed = row.installed.bundle.version or row.installed.bundle.name if row.installed else "-"
-        cells = [row.owner, package or "-", installed, row.latest["metadata"]["name"], _state(row.latest),
-                 _source_text(row)]
+        cells = [row.owner, package or "-", _installed_text(row, package), row.latest["metadata"]["name"],
+                 _state(row.latest), _source_text(row)]
         if upgrades:
             cells.append(_upgrade_text(row))
         table.append(cells)
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     for r in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+
+
+def _installed_text(row: Row, package: str) -> str:
+    """The version installed; its revision when that is not the latest, its package when not the latest's."""
+    if row.installed is None:
+        return "-"
+    text = row.installed.bundle.version or row.installed.bundle.name
+    if row.installed_package and row.installed_package != package:
+        text = f"{row.installed_package} {text}"
+    if row.installed.revision != row.latest["metadata"]["name"]:
+        text += f" ({row.installed.revision})"
+    return text
 
 
 def _source_text(row: Row) -> str:
@@ -187,11 +238,13 @@ def _source_text(row: Row) -> str:
 
 def _upgrade_text(row: Row) -> str:
     if row.source_problem:
-        return f"cannot tell: {row.source_problem}"
+        return "cannot tell (below)"
     if row.upgrade_problem:
-        return f"cannot resolve: {row.upgrade_problem}"
+        return "cannot resolve (below)"
     if row.upgrade is None:
         return "-"
-    if row.installed is not None and row.upgrade["name"] == row.installed.bundle.name:
+    if row.up_to_date:
         return "up to date"
+    if (published := row.published) is not None:
+        return f"published in {published}"
     return f"{row.upgrade['version']} ({row.upgrade['name']})"

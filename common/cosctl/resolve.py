@@ -14,7 +14,15 @@ import json
 import sys
 
 from common.bundle.catalogcheck import installed_bundle, rolling_out_hint
-from common.bundle.catalogsource import choose_source, kept_hints, resolution_hints
+from common.bundle.catalogsource import (
+    CatalogSource,
+    CatalogSourceError,
+    SourceChoice,
+    choose_source,
+    kept_hints,
+    kept_text,
+    resolution_hints,
+)
 from common.bundle.publish import owner_revisions
 from common.bundle.registryv1.catalog import load_catalog
 from common.bundle.registryv1.resolve import (
@@ -85,11 +93,19 @@ def _resolve(args: argparse.Namespace) -> int:
     revisions = owner_revisions(args.connect(args), args.owner) if args.owner else []
     installed = installed_bundle(revisions) if args.owner else None
     # with --owner, what publish --package would pick: the bounds not given are those its latest revision records
-    choice = choose_source(args.package, catalog=args.catalog, channels=args.channels, version=args.version,
-                           latest=revisions[-1] if revisions else None)
+    try:
+        choice = choose_source(args.package, catalog=args.catalog, channels=args.channels, version=args.version,
+                               latest=revisions[-1] if revisions else None)
+    except CatalogSourceError as exc:
+        if args.catalog is None:
+            raise
+        # a record cosctl cannot read: this read-only answer goes on without it (publish --package refuses)
+        print(f"cosctl resolve: warning: {exc}; resolving with the command line's bounds alone", file=sys.stderr)
+        choice = SourceChoice(CatalogSource(args.catalog, args.package,
+                                            tuple(c for c in args.channels or () if c), args.version or ""))
     if choice.kept_from:
-        print(f"cosctl resolve: {', '.join(choice.kept)} kept from {choice.kept_from} (as publish --package keeps "
-              "them)", file=sys.stderr)
+        print(f"cosctl resolve: kept from {choice.kept_from} (as publish --package keeps them): {kept_text(choice)}",
+              file=sys.stderr)
     catalog = given if given is not None else kept_catalog(choice, "resolve")
     query = choice.source.query(args.upgrade_constraint_policy)
     package = catalog.package(args.package)

@@ -287,8 +287,8 @@ def test_bad_input_is_named_and_said_as_early_as_it_can_be(images: dict[str, str
     mc.merge_patch(*COS, "demo-1", None, {"metadata": {"annotations": {api.ANNOTATION_BUNDLE_SOURCE: "{damaged"}}})
     assert cosctl("publish", "--package", "demo", "--version", "1.0.0", cluster=mc) == (2, "", (
         f"cosctl publish: ClusterObjectSet demo-1: annotation {api.ANNOTATION_BUNDLE_SOURCE} is not what cosctl "
-        "records (not JSON): give --catalog, --channel and --version, which replace it (--channel '' for any "
-        "channel)\n"))
+        "records (not JSON): give --catalog, --channel and --version, which replace it (--channel '' and "
+        "--version '' for any)\n"))
     code, out, _ = cosctl("publish", "--package", "demo", "--catalog", catalog, "--channel", "", "--version",
                           "1.0.0", cluster=mc)   # everything given: the damaged record is not read, and replaced
     assert (code, out.splitlines()[-1]) == (0, "unchanged content: ClusterObjectSet demo-1 (revision 1) updated in "
@@ -334,7 +334,7 @@ def test_a_record_cosctl_did_not_write_is_refused_naming_the_revision(text: str,
         choose_source("p", catalog=None, channels=None, version=None, latest=revision("p-1", text))
     assert str(caught.value) == (f"ClusterObjectSet p-1: annotation {api.ANNOTATION_BUNDLE_SOURCE} is not what cosctl "
                                  f"records ({why}): give --catalog, --channel and --version, which replace it "
-                                 "(--channel '' for any channel)")
+                                 "(--channel '' and --version '' for any)")
 
 
 def test_rbac_of_a_package_is_for_the_bundle_publish_would_install(images: dict[str, str], tmp_path: Path) -> None:
@@ -368,17 +368,16 @@ def test_resolve_with_an_owner_answers_what_publish_package_would_pick(images: d
     mc = MemCluster()
     install(mc, catalog)
     code, out, err = cosctl("resolve", "demo", "--owner", "demo", cluster=mc)
-    assert (code, err) == (0, "cosctl resolve: --catalog, --version kept from demo-1 (as publish --package keeps "
-                              "them)\n")
+    assert (code, err) == (0, f"cosctl resolve: kept from demo-1 (as publish --package keeps them): --catalog "
+                              f"{catalog}, --version '1.0.0'\n")
     assert out.splitlines()[:2] == ["installed: demo-operator.v1.0.0 (1.0.0), by ClusterObjectSet demo-1",
                                     f"resolves to: demo-operator.v1.0.0 1.0.0 {images['1.0.0']}"]
     code, out, err = cosctl("resolve", "demo", "--owner", "demo", "--version", "", cluster=mc)
-    assert (code, err, out.splitlines()[1]) == (
-        0, "cosctl resolve: --catalog kept from demo-1 (as publish --package keeps them)\n",
-        f"resolves to: demo-operator.v1.1.0 1.1.0 {images['1.1.0']}")
+    kept = f"cosctl resolve: kept from demo-1 (as publish --package keeps them): --catalog {catalog}\n"
+    assert (code, err, out.splitlines()[1]) == (0, kept, f"resolves to: demo-operator.v1.1.0 1.1.0 {images['1.1.0']}")
     code, out, err = cosctl("resolve", "demo", "--owner", "demo", "--version", ">=1.2", cluster=mc)
     assert (code, err) == (1, (
-        "cosctl resolve: --catalog kept from demo-1 (as publish --package keeps them)\n"
+        kept +
         'cosctl resolve: error upgrading from currently installed version "1.0.0": no bundles found for package '
         '"demo" matching version ">=1.2"\n'
         "cosctl resolve: cause: the upgrades the catalog allows from demo-operator.v1.0.0, best first: "
@@ -386,6 +385,13 @@ def test_resolve_with_an_owner_answers_what_publish_package_would_pick(images: d
     assert cosctl("resolve", "demo") == (
         2, "", "cosctl resolve: --catalog DIR|FILE is required (or --owner OWNER, whose latest revision records the "
                "catalog publish --package resolved it from)\n")
+    # a record cosctl cannot read: resolve (which writes nothing) goes on with what the command line gives
+    mc.merge_patch(*COS, "demo-1", None, {"metadata": {"annotations": {api.ANNOTATION_BUNDLE_SOURCE: "{damaged"}}})
+    code, out, err = cosctl("resolve", "demo", "--owner", "demo", "--catalog", catalog, cluster=mc)
+    assert (code, out.splitlines()[1], err) == (0, f"resolves to: demo-operator.v1.1.0 1.1.0 {images['1.1.0']}", (
+        f"cosctl resolve: warning: ClusterObjectSet demo-1: annotation {api.ANNOTATION_BUNDLE_SOURCE} is not what "
+        "cosctl records (not JSON): give --catalog, --channel and --version, which replace it (--channel '' and "
+        "--version '' for any); resolving with the command line's bounds alone\n"))
 
 
 
@@ -415,11 +421,9 @@ def test_list_says_what_each_owner_has_and_what_publish_package_would_upgrade_it
         ["lost", "demo", "-", "lost-1", "Pending", f"{gone} (channel stable)"],
         ["shop", "-", "-", "shop-1", "Pending", "by path"]]
     code, out, err = cosctl("list", "--upgrades", cluster=mc)
-    assert (code, err) == (1, "")
-    assert [row[-1] for row in columns(out)] == [
-        "UPGRADE", "up to date",
-        f"cannot resolve: {gone}: no such catalog (give a File-Based Catalog directory or file, or an OCI image "
-        "layout of an index image)", "-"]
+    assert (code, err) == (1, f"cosctl list: lost: {gone}: no such catalog (give a File-Based Catalog directory or "
+                              "file, or an OCI image layout of an index image)\n")
+    assert [row[-1] for row in columns(out)] == ["UPGRADE", "up to date", "cannot resolve (below)", "-"]
     assert cosctl("publish", "--package", "demo", "--owner", "lost", "--catalog", catalog, cluster=mc)[0] == 0
     succeed(mc, "lost-1")
     mc.merge_patch(*COS, "demo-1", None, {"metadata": {"annotations": {api.ANNOTATION_BUNDLE_SOURCE: json.dumps(
@@ -430,5 +434,38 @@ def test_list_says_what_each_owner_has_and_what_publish_package_would_upgrade_it
         ("demo", {"name": "demo-operator.v1.1.0", "version": "1.1.0", "image": images["1.1.0"]}, False),
         ("lost", {"name": "demo-operator.v1.2.0", "version": "1.2.0", "image": images["1.2.0"]}, True),
         ("shop", None, None)]
-    assert listed[0]["installed"] == {"name": "demo-operator.v1.0.0", "version": "1.0.0", "revision": "demo-1"}
+    assert listed[0]["installed"] == {"package": "demo", "name": "demo-operator.v1.0.0", "version": "1.0.0",
+                                      "revision": "demo-1"}
     assert listed[0]["source"] == {"catalog": catalog, "packageName": "demo", "channels": [], "version": ""}
+
+
+def test_list_says_an_upgrade_already_published_is_no_upgrade_waiting(images: dict[str, str], tmp_path: Path) -> None:
+    """While the next revision rolls out (or is stuck), publish --package would change nothing: no upgrade waits."""
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    install(mc, catalog)
+    assert cosctl("publish", "--package", "demo", "--version", "<1.2", cluster=mc)[0] == 0   # demo-2: 1.1.0
+    code, out, err = cosctl("list", "--upgrades", cluster=mc)
+    assert (code, err) == (0, "")
+    assert columns(out)[1][2:] == ["1.0.0 (demo-1)", "demo-2", "Pending", f"{catalog} (version <1.2)",
+                                   "published in demo-2"]
+    code, out, _ = cosctl("list", "--upgrades", "-o", "json", cluster=mc)
+    assert {k: json.loads(out)[0][k] for k in ("upToDate", "publishedIn")} == {"upToDate": False,
+                                                                               "publishedIn": "demo-2"}
+
+
+def test_list_names_the_installed_package_when_the_latest_revision_changed_it(
+        images: dict[str, str], tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    install(mc, catalog)
+    other = write_bundle(tmp_path / "other", manifests={"demo.clusterserviceversion.yaml": csv("other.v7.0.0",
+                                                                                             version="7.0.0")},
+                         annotations=annotations_yaml(package="other"))
+    assert cosctl("publish", str(other), "--owner", "demo", cluster=mc)[0] == 0
+    mc.put({"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": "by-hand"},
+            "spec": {"lifecycleState": "Active", "revision": 1, "phases": []}})
+    code, out, err = cosctl("list", cluster=mc)
+    assert (code, columns(out)[1][:4]) == (0, ["demo", "other", "demo 1.0.0 (demo-1)", "demo-2"])
+    assert err == (f"cosctl list: 1 ClusterObjectSet(s) without the label {api.LABEL_OWNER_NAME} belong to no owner "
+                   "and are not listed: by-hand\n")
