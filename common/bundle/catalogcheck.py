@@ -80,6 +80,19 @@ def rolling_out_hint(installed: InstalledRevision) -> str | None:
             f"for it with cosctl status {revision} --watch")
 
 
+def first_install_hint(revisions: Sequence[Obj]) -> str | None:
+    """Why a resolution is a first install though the owner has a revision of a bundle: none has succeeded yet (OLM
+    v1 resolves as a fresh install then, too: no upgrade edges hold the choice)."""
+    pending = [cos for cos in revisions
+               if (cos.get("spec") or {}).get("lifecycleState") != api.LIFECYCLE_ARCHIVED
+               and ((cos.get("metadata") or {}).get("annotations") or {}).get(api.ANNOTATION_BUNDLE_NAME)]
+    if not pending or installed_bundle(revisions) is not None:
+        return None
+    name = str(pending[-1]["metadata"]["name"])
+    return (f"no revision of the owner has succeeded yet ({name} has not): resolving as a first install, as OLM v1 "
+            f"does, with no upgrade edges from it (wait for it with cosctl status {name} --watch)")
+
+
 @dataclass(frozen=True, slots=True)
 class CatalogVerdict:
     """What the catalog says: ``refusal`` (OLM v1's message) and ``hints`` (ours) when it does not allow the

@@ -43,9 +43,9 @@ ANNOTATION_BUNDLE_REFERENCE = "olm.operatorframework.io/bundle-reference"
 # ... and ours: the options it was rendered with (JSON: namespace, config, certProvider, createNamespace), so the
 # next bundle version of the owner renders the same way (shared/spec/bundles.md §4).
 ANNOTATION_BUNDLE_OPTIONS = "olm.operatorframework.io/bundle-options"
-# ... and, when publish resolved it from a catalog by package name, ours again: where and how (JSON: catalog,
-# packageName, channels, version, upgradeConstraintPolicy, as a ClusterExtension's spec.source.catalog names them),
-# so the next upgrade resolves within the same bounds.
+# ... and, when publish resolved it from a catalog by package name, ours again: where and within which bounds (JSON:
+# catalog, packageName, channels, version, as a ClusterExtension's spec.source.catalog names them; not the upgrade
+# constraint policy, a one-run override), so the next upgrade resolves within the same bounds.
 ANNOTATION_BUNDLE_SOURCE = "olm.operatorframework.io/bundle-source"
 FINALIZER_TEARDOWN = "olm.operatorframework.io/teardown"
 # The ServiceAccount whose rights a revision's objects are written with (OLM v1 sets both from the

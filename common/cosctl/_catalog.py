@@ -13,10 +13,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from common.bundle.catalogcheck import CatalogVerdict, check_bundle, installed_bundle, rolling_out_hint
+from common.bundle.catalogcheck import (
+    CatalogVerdict,
+    check_bundle,
+    first_install_hint,
+    installed_bundle,
+    rolling_out_hint,
+)
 from common.bundle.catalogsource import SourceChoice, check_pulled, choose_source, image_to_pull, resolve_source
 from common.bundle.publish import owner_revisions
 from common.bundle.registryv1.catalog import Catalog, load_catalog
@@ -27,7 +34,7 @@ from common.bundle.registryv1.source import load_bundle
 from common.cluster.interface import Cluster
 from common.contract import api
 from common.contract.objects import Obj
-from common.cosctl._producer import MissingArgument, UsageError, reporter
+from common.cosctl._producer import MissingArgument, reporter
 
 CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an index image's /configs, or what `opm "
                 "render` wrote), an OCI image layout of an index image (a directory or tar, as `skopeo copy "
@@ -42,17 +49,21 @@ def catalog_argument(text: str) -> str:
     return text
 
 
-def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "") -> None:
+def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "", by_path: bool = True) -> None:
     """The catalog options; with ``package`` (what giving ``--package`` does, in the command's words), also
-    ``--package`` and ``--version``."""
-    group = parser.add_argument_group(
-        "catalog", "Hold a registry+v1 bundle to a File-Based Catalog, as OLM v1 does when it resolves a "
-        "ClusterExtension pinned to the bundle's version: the bundle must be the catalog's, in the channels given, "
-        "and an upgrade its channels allow from the installed bundle (replaces, skips, skipRange)."
-        + (" Or name a package instead of a bundle, as a ClusterExtension does: the catalog picks the bundle "
-           "(what cosctl resolve shows), its image is pulled, and the revision records where it came from, so "
-           "that the next --package run keeps --catalog, --channel and --version unless given "
-           "(--upgrade-constraint-policy is for one run, as always)." if package else ""))
+    ``--package`` and ``--version``; ``by_path`` False for a command that holds no bundle given by path to a catalog
+    (``rbac``: the catalog options go with ``--package`` only)."""
+    held = ("Hold a registry+v1 bundle to a File-Based Catalog, as OLM v1 does when it resolves a ClusterExtension "
+            "pinned to the bundle's version: the bundle must be the catalog's, in the channels given, and an upgrade "
+            "its channels allow from the installed bundle (replaces, skips, skipRange).")
+    by_package = ("Name a package instead of a bundle, as a ClusterExtension does: the catalog picks the bundle "
+                  "(what cosctl resolve shows), its image is pulled, and the revision records where it came from, so "
+                  "that the next --package run keeps --catalog, --channel and --version unless given "
+                  "(--upgrade-constraint-policy is for one run, as always).")
+    group = parser.add_argument_group(   # filled: a command with a raw description formatter prints it as given
+        "catalog", textwrap.fill(" ".join(part for part, on in ((held, by_path), (by_package, bool(package))) if on),
+                                 width=76))
+    kept = "; with --package, default: what the owner's latest revision records" if package else ""
     if package:
         group.add_argument("--package", default=None, metavar="NAME",
                            help=f"instead of DIR|FILE, {package} the bundle of package NAME that OLM v1 would "
@@ -60,17 +71,18 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "")
                                 "spec.source.catalog.packageName), pulled from the image the catalog names")
         group.add_argument("--version", default=None, metavar="RANGE",
                            help="with --package: a version range, as spec.source.catalog.version (Masterminds/semver: "
-                                "'>=1.2, <2', '~1.2', '1.2.x'); '' for any version")
-    group.add_argument("--catalog", default=None, metavar="DIR|FILE", type=catalog_argument, help=CATALOG_HELP)
+                                f"'>=1.2, <2', '~1.2', '1.2.x'); '' for any version{kept}")
+    group.add_argument("--catalog", default=None, metavar="DIR|FILE", type=catalog_argument,
+                       help=CATALOG_HELP + kept)
     group.add_argument("--channel", dest="channels", action="append", default=None, metavar="NAME",
                        help="a channel the bundle must be in, as a ClusterExtension's spec.source.catalog.channels "
-                            "(repeatable; default: any" + ("; with --package, '' for any, in place of those kept)"
-                                                           if package else ")"))
+                            "(repeatable; default: any" + ("; with --package, default: the channels the owner's latest "
+                                                           "revision records, '' for any)" if package else ")"))
     group.add_argument("--upgrade-constraint-policy", choices=UPGRADE_CONSTRAINT_POLICIES,
                        default=POLICY_CATALOG_PROVIDED,
                        help="CatalogProvided (default): only an upgrade the catalog allows from the installed bundle; "
                             "SelfCertified: any bundle of the package, downgrades included (OLM v1's "
-                            "spec.source.catalog.upgradeConstraintPolicy)")
+                            "spec.source.catalog.upgradeConstraintPolicy), for this run only")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,8 +149,8 @@ def check_package_arguments(args: argparse.Namespace, inputs: Sequence[str]) -> 
             raise MissingArgument("--version: only with --package (a bundle given by path is its own version)")
         return False
     if inputs:
-        raise UsageError(f"--package {args.package} and {' '.join(inputs)}: give one or the other (with --package "
-                         "the catalog picks the bundle)")
+        raise MissingArgument(f"--package {args.package} and {' '.join(inputs)}: give one or the other (with "
+                              "--package the catalog picks the bundle)")
     if getattr(args, "bundle_version", None):
         raise MissingArgument("--bundle-version with --package: the bundle's own version is recorded")
     return True
@@ -159,7 +171,7 @@ def resolve_package(args: argparse.Namespace, command: str, say: Callable[[str],
     source = choice.source
     catalog = given if given is not None else kept_catalog(choice, command)
     installed = installed_bundle(revisions)
-    if installed is not None and (rolling := rolling_out_hint(installed)) is not None:
+    if (rolling := rolling_out_hint(installed) if installed is not None else first_install_hint(revisions)):
         print(f"cosctl {command}: warning: {rolling}", file=sys.stderr)
     resolution = resolve_source(catalog, choice, installed, policy=args.upgrade_constraint_policy)
     kept = f" ({', '.join(choice.kept)} kept from {choice.kept_from})" if choice.kept_from else ""

@@ -108,10 +108,14 @@ def add_service_account_argument(parser: argparse.ArgumentParser) -> None:
                              "ClusterExtension names it; default: the latest revision's")
 
 
-def add_namespace_argument(parser: argparse.ArgumentParser) -> None:
+def add_namespace_argument(parser: argparse.ArgumentParser, *, ignored: bool = False) -> None:
+    """``-n``: the namespace of the object-data Secrets; ``ignored`` for a command that reads none (it is accepted
+    so that kubectl's habit of ``-n`` does not fail the command, and says so)."""
     parser.add_argument("--system-namespace", "-n", "--namespace", dest="system_namespace",
                         default=api.DEFAULT_SYSTEM_NAMESPACE, metavar="NS",
-                        help=f"namespace of the object-data Secrets (default {api.DEFAULT_SYSTEM_NAMESPACE}); "
+                        help="accepted as kubectl's -n habit, and ignored: revisions are cluster-scoped and this "
+                             "command reads no Secrets" if ignored else
+                             f"namespace of the object-data Secrets (default {api.DEFAULT_SYSTEM_NAMESPACE}); "
                              "-n/--namespace as kubectl spells it")
 
 

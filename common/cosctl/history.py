@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "(the Progressing reason), creation time and the time of the last condition change.")
     parser.add_argument("--owner", required=True, help="owner name")
     parser.add_argument("--output", choices=("text", "json"), default="text", help="output format")
-    add_namespace_argument(parser)  # unused (revisions are cluster-scoped), accepted as kubectl's -n habit
+    add_namespace_argument(parser, ignored=True)
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
 

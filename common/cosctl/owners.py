@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--upgrades", action="store_true",
                         help="also resolve each owner that records a catalog (reading each catalog once)")
     parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="output format")
-    add_namespace_argument(parser)  # unused (revisions are cluster-scoped), accepted as kubectl's -n habit
+    add_namespace_argument(parser, ignored=True)
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
 
@@ -191,10 +191,9 @@ def _list(args: argparse.Namespace) -> int:
               f"no owner and are not listed: {shown}", file=sys.stderr)
     elif not rows:
         print("cosctl list: no ClusterObjectSets on the cluster", file=sys.stderr)
-    if args.output == "text":   # the reasons, too long for the table's column
-        for row in rows:
-            if problem := row.source_problem or (row.upgrade_problem if args.upgrades else None):
-                print(f"cosctl list: {row.owner}: {problem}", file=sys.stderr)
+    for row in rows:   # the reasons, too long for the table's column (and with JSON too, for a pipeline's log)
+        if problem := row.source_problem or (row.upgrade_problem if args.upgrades else None):
+            print(f"cosctl list: {row.owner}: {problem}", file=sys.stderr)
     failed = any(row.upgrade_problem or row.source_problem for row in rows) if args.upgrades else False
     return EXIT_FAILED if failed else EXIT_OK
 

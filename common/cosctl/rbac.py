@@ -83,7 +83,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--owner", default=None,
                         help="owner name, for the default --name (default for a registry+v1 bundle: its package)")
     add_service_account_argument(parser)
-    add_catalog_arguments(parser, package="print the RBAC for")
+    add_catalog_arguments(parser, package="print the RBAC for", by_path=False)
     parser.add_argument("--name", default=None,
                         help="name of the ClusterRole, Roles and bindings (default <owner>-<ServiceAccount name>)")
     parser.add_argument("--keep-installed", action="store_true",
@@ -127,10 +127,10 @@ def _rbac(args: argparse.Namespace) -> int:
         recorded = revisions[-1] if revisions else None
     inputs = load_inputs(args, command="rbac", paths=paths, bundle=bundle, recorded=recorded)
     account = service_account_in(args.service_account, inputs.options.namespace if inputs.options else None) or (
-        declared(revisions[-1]) if revisions else None)
+        declared(recorded) if recorded is not None else None)
     if account is None:
         raise MissingArgument("--service-account [NS/]NAME is required: the ServiceAccount to grant the rights to"
-                              + (f" (the latest revision of {owner} names none)" if revisions else ""))
+                              + (f" (the latest revision of {owner} names none)" if recorded is not None else ""))
     name = _name(args, owner, account)
     if inputs.kept_from:
         print(f"cosctl rbac: options kept from {inputs.kept_from}", file=sys.stderr)

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from common.bundle.catalogcheck import installed_bundle, rolling_out_hint
+from common.bundle.catalogcheck import first_install_hint, installed_bundle, rolling_out_hint
 from common.bundle.catalogsource import (
     CatalogSource,
     CatalogSourceError,
@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "upgrade the catalog allows from the installed bundle, deprecated ones last, the highest "
                     "version first. Prints the bundle OLM v1 would pick, its image, and every bundle that "
                     "qualified; OLM v1's message (exit 1) when none does. With --owner, the installed bundle is "
-                    "the owner's newest Succeeded revision on the cluster.")
+                    "the owner's newest Succeeded revision that is not archived, on the cluster.")
     parser.add_argument("package", help="the package name (a ClusterExtension's spec.source.catalog.packageName)")
     parser.add_argument("--catalog", default=None, metavar="DIR|FILE", type=catalog_argument,
                         help=CATALOG_HELP + "; with --owner, default: the catalog its latest revision records "
@@ -74,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="read the installed bundle from this owner's revisions on the cluster (default: a "
                              "first install; no cluster is contacted)")
     parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="output format")
-    add_namespace_argument(parser)  # unused (revisions are cluster-scoped), accepted as kubectl's -n habit
+    add_namespace_argument(parser, ignored=True)
     add_cluster_arguments(parser)
     parser.set_defaults(func=_main)
 
@@ -111,7 +111,7 @@ def _resolve(args: argparse.Namespace) -> int:
     package = catalog.package(args.package)
     for message in deprecations(package, query.channels, installed.bundle.name if installed else "").messages():
         print(f"cosctl resolve: warning: deprecated: {message}", file=sys.stderr)
-    if installed is not None and (rolling := rolling_out_hint(installed)) is not None:
+    if (rolling := rolling_out_hint(installed) if installed is not None else first_install_hint(revisions)):
         print(f"cosctl resolve: warning: {rolling}", file=sys.stderr)
     on = installed.bundle if installed is not None else None
     try:

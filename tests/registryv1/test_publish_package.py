@@ -147,7 +147,7 @@ def test_what_cannot_go_with_package_is_said_before_anything_is_pulled(images: d
     bundle = str(demo(tmp_path / "bundle", "1.0.0"))
     asked = len(registry.requests)
     assert cosctl("publish", "--package", "demo", bundle) == (
-        1, "", f"cosctl publish: --package demo and {bundle}: give one or the other (with --package the catalog "
+        2, "", f"cosctl publish: --package demo and {bundle}: give one or the other (with --package the catalog "
                "picks the bundle)\n")
     assert cosctl("publish", bundle, "--version", "1.0.0") == (
         2, "", "cosctl publish: --version: only with --package (a bundle given by path is its own version)\n")
@@ -349,6 +349,9 @@ def test_rbac_of_a_package_is_for_the_bundle_publish_would_install(images: dict[
     assert "  - demo-settings\n" in out and mc.writes == 0
     allow_service_accounts(mc, "demo-system/installer")
     install(mc, catalog, "--service-account", "installer")
+    code, out, err = cosctl("rbac", "--package", "demo", "--version", "", cluster=mc)   # the account is kept
+    assert (code, out.splitlines()[0]) == (0, "# RBAC for ServiceAccount demo-system/installer to have demo's "
+                                              "revisions applied with its rights (cosctl rbac)")
     code, out, err = cosctl("rbac", "--package", "demo", "--version", "", "--keep-installed", cluster=mc)
     assert (code, err) == (0, (
         f"cosctl rbac: package demo resolves to demo-operator.v1.1.0 (1.1.0) over demo-operator.v1.0.0 in catalog "
@@ -424,11 +427,13 @@ def test_list_says_what_each_owner_has_and_what_publish_package_would_upgrade_it
     assert (code, err) == (1, f"cosctl list: lost: {gone}: no such catalog (give a File-Based Catalog directory or "
                               "file, or an OCI image layout of an index image)\n")
     assert [row[-1] for row in columns(out)] == ["UPGRADE", "up to date", "cannot resolve (below)", "-"]
+    code, out, json_err = cosctl("list", "--upgrades", "-o", "json", cluster=mc)   # said on stderr for a pipeline
+    assert (code, json_err, json.loads(out)[1]["upgradeProblem"]) == (1, err, err.split(": ", 2)[2].rstrip("\n"))
     assert cosctl("publish", "--package", "demo", "--owner", "lost", "--catalog", catalog, cluster=mc)[0] == 0
     succeed(mc, "lost-1")
     mc.merge_patch(*COS, "demo-1", None, {"metadata": {"annotations": {api.ANNOTATION_BUNDLE_SOURCE: json.dumps(
         {"catalog": catalog, "packageName": "demo"})}}})   # the range dropped: 1.1.0 is next
-    code, out, _ = cosctl("list", "--upgrades", "-o", "json", cluster=mc)
+    code, out, err = cosctl("list", "--upgrades", "-o", "json", cluster=mc)
     listed = json.loads(out)
     assert code == 0 and [(o["owner"], o.get("upgrade"), o.get("upToDate")) for o in listed] == [
         ("demo", {"name": "demo-operator.v1.1.0", "version": "1.1.0", "image": images["1.1.0"]}, False),
@@ -437,6 +442,19 @@ def test_list_says_what_each_owner_has_and_what_publish_package_would_upgrade_it
     assert listed[0]["installed"] == {"package": "demo", "name": "demo-operator.v1.0.0", "version": "1.0.0",
                                       "revision": "demo-1"}
     assert listed[0]["source"] == {"catalog": catalog, "packageName": "demo", "channels": [], "version": ""}
+
+
+def test_a_first_install_still_rolling_out_is_said_when_resolving_again(images: dict[str, str],
+                                                                        tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", catalog, "--version", "1.0.0",
+                  cluster=mc)[0] == 0
+    code, out, err = cosctl("publish", "--package", "demo", "--version", "", "--dry-run", cluster=mc)
+    assert (code, err.splitlines()[0]) == (0, (
+        "cosctl publish: warning: no revision of the owner has succeeded yet (demo-1 has not): resolving as a first "
+        "install, as OLM v1 does, with no upgrade edges from it (wait for it with cosctl status demo-1 --watch)"))
+    assert out.splitlines()[0].startswith("package demo resolves to demo-operator.v1.2.0 (1.2.0) in catalog")
 
 
 def test_list_says_an_upgrade_already_published_is_no_upgrade_waiting(images: dict[str, str], tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from common.bundle.registryv1.registries import (
     CredentialsError,
     Endpoint,
     RegistryConfigError,
+    conf_files,
     credentials,
     registries_conf,
 )
@@ -578,3 +579,14 @@ def test_a_reference_with_both_a_tag_and_a_digest_is_refused_as_containers_image
     ref = "docker://127.0.0.1:1/op/demo:v1@sha256:" + "a" * 64
     assert refusal(ref) == (f"{ref}: a reference with both a tag and a digest cannot be pulled (as skopeo and OLM v1 "
                             "cannot pull it): give the digest alone")
+
+
+def test_the_users_registries_conf_comes_with_the_users_drop_ins_only(home: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """containers/image reads the system drop-ins only when it reads the system file."""
+    monkeypatch.delenv("CONTAINERS_REGISTRIES_CONF")
+    containers = home / ".config" / "containers"
+    (containers / "registries.conf").write_text("")
+    (containers / "registries.conf.d").mkdir()
+    (containers / "registries.conf.d" / "mirror.conf").write_text("")
+    assert conf_files() == [containers / "registries.conf", containers / "registries.conf.d" / "mirror.conf"]

@@ -150,14 +150,21 @@ def _rest(name: str, prefix: str) -> str:
     return name[len(prefix):]
 
 
-def _conf_files() -> list[Path]:
+def conf_files() -> list[Path]:
+    """The registries.conf files containers/image reads, in order: ``$CONTAINERS_REGISTRIES_CONF`` alone; else the
+    user's file with the user's drop-ins, or (without it) the system's with the system's and the user's drop-ins."""
     explicit = os.environ.get("CONTAINERS_REGISTRIES_CONF")
     if explicit:
         return [Path(explicit)]
     user = _user_containers() / "registries.conf"
-    main = user if user.exists() else Path("/etc/containers/registries.conf")
-    files = [main] if main.exists() else []
-    for directory in (Path("/etc/containers/registries.conf.d"), _user_containers() / "registries.conf.d"):
+    user_dir = _user_containers() / "registries.conf.d"
+    if user.exists():   # the user's file, and only the user's drop-ins, as containers/image reads them
+        files, directories = [user], [user_dir]
+    else:
+        system = Path("/etc/containers/registries.conf")
+        files = [system] if system.exists() else []
+        directories = [Path("/etc/containers/registries.conf.d"), user_dir]
+    for directory in directories:
         if directory.is_dir():
             files.extend(sorted(directory.glob("*.conf")))
     return files
@@ -235,7 +242,7 @@ def _read_conf(path: Path, conf: RegistriesConf) -> None:
 def registries_conf() -> RegistriesConf:
     """The registries.conf files of this machine, read (none: every registry as named, over verified TLS)."""
     conf = RegistriesConf()
-    for path in _conf_files():
+    for path in conf_files():
         _read_conf(path, conf)
     return conf
 
