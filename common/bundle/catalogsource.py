@@ -112,6 +112,12 @@ class SourceChoice:
     kept: tuple[str, ...] = ()
     kept_from: str | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """The bounds resolved within, and which were kept from which revision (``-o json`` of diff and resolve)."""
+        return {"catalog": self.source.catalog, "packageName": self.source.package,
+                "channels": list(self.source.channels), "version": self.source.version, "kept": list(self.kept),
+                "keptFrom": self.kept_from}
+
 
 def choose_source(package: str, *, catalog: str | None, channels: Sequence[str] | None, version: str | None,
                   latest: Obj | None) -> SourceChoice:

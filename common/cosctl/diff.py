@@ -340,10 +340,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.output == "json":
         checked: dict[str, object] = {} if verdict is None else {"catalog": verdict.to_json()}
         if chosen is not None:  # --package: the bounds it resolved within, and which were kept from which revision
-            source = chosen.choice.source
-            checked["source"] = {"catalog": source.catalog, "packageName": source.package,
-                                 "channels": list(source.channels), "version": source.version,
-                                 "kept": list(chosen.choice.kept), "keptFrom": chosen.choice.kept_from}
+            checked["source"] = chosen.choice.to_json()
         print(json.dumps({**result.to_json(with_diff=not args.stat), "crdUpgradeSafety": safety,
                           "permissions": lacking, "dependencies": missing, **checked}, indent=2))
     else:

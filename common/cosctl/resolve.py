@@ -129,7 +129,8 @@ def _resolve(args: argparse.Namespace) -> int:
                                                          "revision": installed.revision},
             "resolved": {"name": resolution.bundle.name, "version": str(resolution.version),
                          "image": resolution.bundle.image},
-            "candidates": [{"name": n, "version": v, "image": i} for n, v, i in rows]}, indent=2))
+            "candidates": [{"name": n, "version": v, "image": i} for n, v, i in rows],
+            "source": choice.to_json()}, indent=2))
         return EXIT_OK
     if installed is not None:
         print(f"installed: {installed.bundle.name} ({installed.bundle.version}), by ClusterObjectSet "

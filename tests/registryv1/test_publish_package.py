@@ -375,6 +375,10 @@ def test_resolve_with_an_owner_answers_what_publish_package_would_pick(images: d
                               f"{catalog}, --version '1.0.0'\n")
     assert out.splitlines()[:2] == ["installed: demo-operator.v1.0.0 (1.0.0), by ClusterObjectSet demo-1",
                                     f"resolves to: demo-operator.v1.0.0 1.0.0 {images['1.0.0']}"]
+    code, out, _ = cosctl("resolve", "demo", "--owner", "demo", "-o", "json", cluster=mc)
+    assert (code, json.loads(out)["source"]) == (0, {"catalog": catalog, "packageName": "demo", "channels": [],
+                                                     "version": "1.0.0", "kept": ["--catalog", "--version"],
+                                                     "keptFrom": "demo-1"})
     code, out, err = cosctl("resolve", "demo", "--owner", "demo", "--version", "", cluster=mc)
     kept = f"cosctl resolve: kept from demo-1 (as publish --package keeps them): --catalog {catalog}\n"
     assert (code, err, out.splitlines()[1]) == (0, kept, f"resolves to: demo-operator.v1.1.0 1.1.0 {images['1.1.0']}")
