@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import yaml
@@ -247,6 +247,13 @@ class Progress:
             return None
         return (f"{self.written} write(s) above were made before the failure; run the same command again to "
                 "finish (it completes or undoes what an interrupted run left)")
+
+
+def print_table(rows: Sequence[Sequence[str]]) -> None:
+    """Rows (the header first) in columns two spaces apart, each as wide as its widest cell, as kubectl prints."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 
 
 def reporter(command: str) -> Callable[[str], None]:

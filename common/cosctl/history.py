@@ -13,7 +13,14 @@ import sys
 from common.bundle.publish import owner_revisions, revision_of
 from common.contract import conditions
 from common.contract.objects import Obj
-from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, run
+from common.cosctl._producer import (
+    EXIT_FAILED,
+    EXIT_OK,
+    add_cluster_arguments,
+    add_namespace_argument,
+    print_table,
+    run,
+)
 from common.cosctl.status import bundle_of
 
 
@@ -63,7 +70,5 @@ def _history(args: argparse.Namespace) -> int:
     table = [header] + [(str(r["revision"]), r["name"], r["lifecycleState"], r["state"],
                          "yes" if r["succeeded"] else "no", r["package"] or "-", r["bundleVersion"] or "-",
                          r["created"] or "-", r["changed"] or "-") for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())
+    print_table(table)
     return EXIT_OK

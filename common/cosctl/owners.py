@@ -23,7 +23,15 @@ from common.bundle.registryv1.model import BundleError
 from common.cluster.interface import Cluster
 from common.contract import api, conditions
 from common.contract.objects import Obj
-from common.cosctl._producer import EXIT_FAILED, EXIT_OK, add_cluster_arguments, add_namespace_argument, reporter, run
+from common.cosctl._producer import (
+    EXIT_FAILED,
+    EXIT_OK,
+    add_cluster_arguments,
+    add_namespace_argument,
+    print_table,
+    reporter,
+    run,
+)
 from common.cosctl.status import bundle_of
 
 
@@ -208,9 +216,7 @@ def _print(rows: list[Row], *, upgrades: bool) -> None:
         if upgrades:
             cells.append(_upgrade_text(row))
         table.append(cells)
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    for r in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    print_table(table)
 
 
 def _installed_text(row: Row, package: str) -> str:

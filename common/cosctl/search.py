@@ -1,0 +1,93 @@
+"""``cosctl search``: the packages a catalog offers, or one package's channels and versions (:mod:`common.bundle.
+catalogsearch`), with the ``publish --package`` line that installs it. Reads the catalog only; no cluster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from common.bundle.catalogsearch import PackageSummary, Version, matching, summarize
+from common.bundle.registryv1.catalog import load_catalog
+from common.cosctl._catalog import CATALOG_HELP, catalog_argument
+from common.cosctl._producer import EXIT_FAILED, EXIT_OK, print_table, reporter, run
+
+# How many versions a channel line shows before "...": the JSON has them all.
+SHOWN_VERSIONS = 8
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "search", help="list the packages a catalog offers, or one package's channels and versions",
+        description="List the packages of a catalog whose name contains TEXT (all without it): the default channel, "
+                    "the newest version that is not deprecated, the channels, and what is deprecated. With --package, "
+                    "that package's channels, each with its versions newest first, and the command that installs it. "
+                    "Exit 1 when nothing matches.")
+    parser.add_argument("text", nargs="?", default="", metavar="TEXT",
+                        help="only packages whose name contains TEXT (any case)")
+    parser.add_argument("--catalog", required=True, metavar="DIR|FILE", type=catalog_argument, help=CATALOG_HELP)
+    parser.add_argument("--package", default=None, metavar="NAME",
+                        help="one package in detail: every channel and its versions")
+    parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="output format")
+    parser.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    return run("search", lambda: _search(args))
+
+
+def _search(args: argparse.Namespace) -> int:
+    catalog = load_catalog(args.catalog, package=args.package, report=reporter("search"))
+    names = [args.package] if args.package else matching(catalog, args.text)
+    summaries = [summarize(catalog.package(name)) for name in names if catalog.package(name).found]
+    if not summaries:
+        what = f"no package {args.package}" if args.package else (
+            f"no package whose name contains {args.text!r}" if args.text else "no package")
+        print(f"cosctl search: catalog {catalog.source} has {what}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.output == "json":
+        print(json.dumps([s.to_json() for s in summaries], indent=2))
+    elif args.package:
+        _detail(summaries[0], args.catalog)
+    else:
+        _table(summaries)
+    return EXIT_OK
+
+
+def _shown(version: Version | None) -> str:
+    if version is None:
+        return "-"
+    return (version.version or f"{version.bundle} (version unreadable)") + (" (deprecated)" if version.deprecated
+                                                                             else "")
+
+
+def _table(summaries: list[PackageSummary]) -> None:
+    header = ("PACKAGE", "DEFAULT CHANNEL", "LATEST", "CHANNELS", "DEPRECATED")
+    table = [header] + [(s.name, s.default_channel or "-", _shown(s.latest), _channels(s), s.deprecated or "-")
+                        for s in summaries]
+    print_table(table)
+
+
+SHOWN_CHANNELS = 5
+
+
+def _channels(summary: PackageSummary) -> str:
+    names = [c.name for c in summary.channels]
+    more = f", +{len(names) - SHOWN_CHANNELS} more" if len(names) > SHOWN_CHANNELS else ""
+    return ", ".join(names[:SHOWN_CHANNELS]) + more or "-"
+
+
+def _detail(summary: PackageSummary, catalog: str) -> None:
+    print(f"package {summary.name}" + (f", default channel {summary.default_channel}" if summary.default_channel
+                                       else "") + (f" (deprecated: {summary.deprecated})" if summary.deprecated
+                                                   else ""))
+    header = ("CHANNEL", "VERSIONS (newest first)")
+    rows = []
+    for channel in summary.channels:
+        versions = [_shown(v) for v in channel.versions]
+        more = f", ... ({len(versions) - SHOWN_VERSIONS} more)" if len(versions) > SHOWN_VERSIONS else ""
+        name = channel.name + (" (deprecated)" if channel.deprecated else "")
+        rows.append((name, ", ".join(versions[:SHOWN_VERSIONS]) + more or "-"))
+    print_table([header, *rows])
+    print(f"install: cosctl publish --package {summary.name} --catalog {catalog} -n NAMESPACE"
+          + (f" [--channel {summary.default_channel}]" if summary.default_channel else "") + " [--version RANGE]")
