@@ -8,7 +8,7 @@ import json
 import sys
 
 from common.bundle.catalogsearch import PackageSummary, Version, matching, summarize
-from common.bundle.registryv1.catalog import load_catalog
+from common.bundle.registryv1.catalog import CatalogError, load_catalog
 from common.cosctl._catalog import CATALOG_HELP, catalog_argument
 from common.cosctl._producer import EXIT_FAILED, EXIT_OK, print_table, reporter, run
 
@@ -38,8 +38,18 @@ def _main(args: argparse.Namespace) -> int:
 
 def _search(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog, package=args.package, report=reporter("search"))
-    names = [args.package] if args.package else matching(catalog, args.text)
-    summaries = [summarize(catalog.package(name)) for name in names if catalog.package(name).found]
+    summaries = []
+    for name in [args.package] if args.package else matching(catalog, args.text):
+        try:
+            package = catalog.package(name)
+        except CatalogError as exc:
+            if args.package:
+                raise
+            # one package the catalog spoils (OLM v1 serves none of it): the others are still listed
+            print(f"cosctl search: warning: package {name} cannot be read: {exc}", file=sys.stderr)
+            continue
+        if package.found:
+            summaries.append(summarize(package))
     if not summaries:
         what = f"no package {args.package}" if args.package else (
             f"no package whose name contains {args.text!r}" if args.text else "no package")

@@ -71,3 +71,15 @@ def test_search_of_one_package_shows_each_channel_newest_first_and_how_to_instal
         {"bundle": "demo.broken", "version": None, "deprecated": False})
     assert cosctl("search", "--catalog", catalog, "--package", "dmeo") == (
         1, "", f"cosctl search: catalog {catalog} has no package dmeo\n")
+
+
+def test_a_package_the_catalog_spoils_is_said_and_the_others_listed(tmp_path: Path) -> None:
+    catalog = write_catalog(tmp_path / "catalog.json")
+    with catalog.open("a") as handle:
+        handle.write('\n{"package": "broken", "name": "no-schema"}\n{"schema": "olm.package", "name": "broken"}\n')
+    code, out, err = cosctl("search", "--catalog", str(catalog))
+    assert (code, [line.split()[0] for line in out.splitlines()]) == (0, ["PACKAGE", "demo", "other", "widget"])
+    assert err == (f"cosctl search: warning: package broken cannot be read: {catalog}: document 15: the object has "
+                   "no schema (each catalog object needs one, such as olm.bundle)\n")
+    code, out, err = cosctl("search", "--catalog", str(catalog), "--package", "broken")
+    assert (code, out) == (2, "")
