@@ -24,11 +24,12 @@ from common.bundle.catalogsource import (
     resolution_hints,
 )
 from common.bundle.publish import owner_revisions
-from common.bundle.registryv1.catalog import load_catalog
+from common.bundle.registryv1.catalog import Bundle, load_catalog
 from common.bundle.registryv1.resolve import (
     POLICY_CATALOG_PROVIDED,
     UPGRADE_CONSTRAINT_POLICIES,
     ResolutionError,
+    VersionReleaseError,
     bundle_version,
     deprecated_bundle_names,
     deprecations,
@@ -120,7 +121,7 @@ def _resolve(args: argparse.Namespace) -> int:
         raise ResolutionError(str(exc), [*resolution_hints(catalog, package, query, on), *kept_hints(choice)]) \
             from None
     deprecated = deprecated_bundle_names(package)
-    rows = [(b.name, str(bundle_version(b)), b.image) for b in resolution.candidates]
+    rows = [(b.name, _version_text(b), b.image) for b in resolution.candidates]
     if args.output == "json":
         print(json.dumps({
             "package": args.package, "catalog": catalog.source,
@@ -147,3 +148,10 @@ def _resolve(args: argparse.Namespace) -> int:
               f"{'  (' + ', '.join(marks) + ')' if marks else ''}")
     return EXIT_OK
 
+
+def _version_text(bundle: Bundle) -> str:
+    """A qualified bundle's version as shown: OLM v1 ranks one it cannot read last, and it may still be listed."""
+    try:
+        return str(bundle_version(bundle))
+    except VersionReleaseError:
+        return "(unreadable)"

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 
-from common.bundle.catalogsearch import PackageSummary, Version, matching, summarize
+from common.bundle.catalogsearch import NO_CHANNEL, PackageSummary, matching, shown_versions, summarize
 from common.bundle.registryv1.catalog import CatalogError, load_catalog
 from common.cosctl._catalog import CATALOG_HELP, catalog_argument
-from common.cosctl._producer import EXIT_FAILED, EXIT_OK, print_table, reporter, run
+from common.cosctl._producer import EXIT_FAILED, EXIT_OK, UsageError, print_table, reporter, run
 
 # How many versions a channel line shows before "...": the JSON has them all.
 SHOWN_VERSIONS = 8
@@ -20,9 +21,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "search", help="list the packages a catalog offers, or one package's channels and versions",
         description="List the packages of a catalog whose name contains TEXT (all without it): the default channel, "
-                    "the newest version that is not deprecated, the channels, and what is deprecated. With --package, "
-                    "that package's channels, each with its versions newest first, and the command that installs it. "
-                    "Exit 1 when nothing matches.")
+                    "the latest bundle from any channel (what OLM v1 resolves with no channel and no range, so what "
+                    "publish --package installs; marked when OLM v1 refuses it for declaring dependencies), the "
+                    "channels, and what is deprecated. With --package, that package's channels, each with its "
+                    "versions newest first, and the command that installs it. Exit 1 when nothing matches.")
     parser.add_argument("text", nargs="?", default="", metavar="TEXT",
                         help="only packages whose name contains TEXT (any case)")
     parser.add_argument("--catalog", required=True, metavar="DIR|FILE", type=catalog_argument, help=CATALOG_HELP)
@@ -37,6 +39,9 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
+    if args.package and args.text:
+        raise UsageError(f"{args.text} and --package {args.package}: give TEXT to list the packages it matches, or "
+                         "--package for one package")
     catalog = load_catalog(args.catalog, package=args.package, report=reporter("search"))
     summaries = []
     for name in [args.package] if args.package else matching(catalog, args.text):
@@ -64,40 +69,44 @@ def _search(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _shown(version: Version | None) -> str:
-    if version is None:
+def _latest(summary: PackageSummary) -> str:
+    if summary.latest is None:
         return "-"
-    return (version.version or f"{version.bundle} (version unreadable)") + (" (deprecated)" if version.deprecated
-                                                                             else "")
-
-
-def _table(summaries: list[PackageSummary]) -> None:
-    header = ("PACKAGE", "DEFAULT CHANNEL", "LATEST", "CHANNELS", "DEPRECATED")
-    table = [header] + [(s.name, s.default_channel or "-", _shown(s.latest), _channels(s), s.deprecated or "-")
-                        for s in summaries]
-    print_table(table)
+    text = shown_versions((summary.latest,))[0]
+    return text + (" (refused)" if summary.refusal and not summary.latest.dependencies else "")
 
 
 SHOWN_CHANNELS = 5
 
 
 def _channels(summary: PackageSummary) -> str:
-    names = [c.name for c in summary.channels]
+    names = [c.name for c in summary.channels if c.name != NO_CHANNEL]
     more = f", +{len(names) - SHOWN_CHANNELS} more" if len(names) > SHOWN_CHANNELS else ""
     return ", ".join(names[:SHOWN_CHANNELS]) + more or "-"
+
+
+def _table(summaries: list[PackageSummary]) -> None:
+    header = ("PACKAGE", "DEFAULT CHANNEL", "LATEST (ANY CHANNEL)", "CHANNELS", "DEPRECATED")
+    print_table([header] + [(s.name, s.default_channel or "-", _latest(s), _channels(s), s.deprecated or "-")
+                            for s in summaries])
 
 
 def _detail(summary: PackageSummary, catalog: str) -> None:
     print(f"package {summary.name}" + (f", default channel {summary.default_channel}" if summary.default_channel
                                        else "") + (f" (deprecated: {summary.deprecated})" if summary.deprecated
                                                    else ""))
-    header = ("CHANNEL", "VERSIONS (newest first)")
+    if summary.latest is not None:
+        print(f"latest: {_latest(summary)}, "
+              + (f"which OLM v1 refuses: {summary.refusal}" if summary.refusal else
+                 "what publish --package installs without --channel or --version (from any channel)"))
     rows = []
     for channel in summary.channels:
-        versions = [_shown(v) for v in channel.versions]
+        versions = shown_versions(channel.versions)
         more = f", ... ({len(versions) - SHOWN_VERSIONS} more)" if len(versions) > SHOWN_VERSIONS else ""
-        name = channel.name + (" (deprecated)" if channel.deprecated else "")
+        name = channel.name + (f" (deprecated: {channel.deprecated})" if channel.deprecated else "")
         rows.append((name, ", ".join(versions[:SHOWN_VERSIONS]) + more or "-"))
-    print_table([header, *rows])
-    print(f"install: cosctl publish --package {summary.name} --catalog {catalog} -n NAMESPACE"
-          + (f" [--channel {summary.default_channel}]" if summary.default_channel else "") + " [--version RANGE]")
+    if rows:
+        print_table([("CHANNEL", "VERSIONS (newest first)"), *rows])
+    default = f" [--channel {summary.default_channel}]" if summary.default_channel_exists else ""
+    print(f"install: cosctl publish --package {summary.name} --catalog {shlex.quote(catalog)} -n NAMESPACE{default} "
+          "[--version RANGE]")
