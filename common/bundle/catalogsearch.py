@@ -93,20 +93,21 @@ def summarize(package: Package) -> PackageSummary:
     messages = {(entry.schema, entry.name): one_line(entry.message) or "deprecated" for entry in package.deprecations}
     by_name = {bundle.name: bundle for bundle in package.bundles}
 
-    def parsed(bundle: Bundle) -> VersionRelease | None:
+    def read(bundle: Bundle) -> VersionRelease | None:
         try:
             return bundle_version(bundle)
         except VersionReleaseError:
             return None
+    versions = {bundle.name: read(bundle) for bundle in package.bundles}   # each read once, not per comparison
 
     def version(bundle: Bundle) -> Version:
-        found = parsed(bundle)
+        found = versions[bundle.name]
         return Version(bundle.name, str(found) if found is not None else "", messages.get((SCHEMA_BUNDLE, bundle.name)),
                        dependency_error(bundle) is not None)
 
     def newest_first(bundles: list[Bundle]) -> tuple[Version, ...]:
         def compare(a: Bundle, b: Bundle) -> int:
-            va, vb = parsed(a), parsed(b)
+            va, vb = versions[a.name], versions[b.name]
             if va is None or vb is None:
                 return (va is None) - (vb is None)
             return vb.compare(va)

@@ -62,6 +62,11 @@ class CatalogSource:
         """The resolution query (:class:`ResolutionError`, in OLM v1's words, for a version range it refuses)."""
         return make_query(self.package, channels=self.channels, version=self.version, policy=policy)
 
+    def to_json(self) -> dict[str, Any]:
+        """The source as ``-o json`` shows it: every field, defaults included."""
+        return {"catalog": self.catalog, "packageName": self.package, "channels": list(self.channels),
+                "version": self.version}
+
     def to_annotation(self) -> str:
         """Compact JSON with sorted keys and OLM v1's field names; what is left at its default is left out."""
         value: dict[str, Any] = {"catalog": self.catalog, "packageName": self.package}
@@ -114,9 +119,7 @@ class SourceChoice:
 
     def to_json(self) -> dict[str, Any]:
         """The bounds resolved within, and which were kept from which revision (``-o json`` of diff and resolve)."""
-        return {"catalog": self.source.catalog, "packageName": self.source.package,
-                "channels": list(self.source.channels), "version": self.source.version, "kept": list(self.kept),
-                "keptFrom": self.kept_from}
+        return {**self.source.to_json(), "kept": list(self.kept), "keptFrom": self.kept_from}
 
 
 def choose_source(package: str, *, catalog: str | None, channels: Sequence[str] | None, version: str | None,

@@ -108,9 +108,7 @@ class Row:
             "latest": {"name": latest["metadata"]["name"], "revision": revision_of(latest), "version": version or None,
                        "lifecycleState": (latest.get("spec") or {}).get("lifecycleState", ""),
                        "state": _state(latest)},
-            "source": None if self.source is None else {
-                "catalog": self.source.catalog, "packageName": self.source.package,
-                "channels": list(self.source.channels), "version": self.source.version},
+            "source": None if self.source is None else self.source.to_json(),
             **({"sourceProblem": self.source_problem} if self.source_problem else {}),
             **({"upgrade": self.upgrade, "upToDate": self.up_to_date, "publishedIn": self.published}
                if self.upgrade is not None else {}),
