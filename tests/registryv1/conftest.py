@@ -1,5 +1,5 @@
 """Fixtures of the tests that pull images: a HOME and containers configuration of the test's own, a CA, and a
-registry over TLS that the HOME trusts."""
+registry over TLS that the HOME trusts; the demo package's three bundle images pushed to it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.registryv1.pulling import trust
+from tests.registryv1.demo_catalog import VERSIONS, demo
+from tests.registryv1.pulling import push_bundle, trust
 from tests.support.registry_server import Registry
 from tests.webhook.support import CA
 
@@ -40,3 +41,12 @@ def registry(ca: CA, home: Path) -> Iterator[Registry]:
     with Registry(ca) as server:
         trust(home, ca, server)
         yield server
+
+
+@pytest.fixture
+def images(registry: Registry, tmp_path: Path) -> dict[str, str]:
+    """demo 1.0.0, 1.1.0 and 1.2.0 (:mod:`tests.registryv1.demo_catalog`) pushed as op/demo-bundle:vVERSION; each
+    version's image by digest, as catalogs name them."""
+    return {v: registry.ref("op/demo-bundle", push_bundle(registry, demo(tmp_path / f"b{v}", v), tmp_path,
+                                                          tag=f"v{v}"))
+            for v in VERSIONS}
