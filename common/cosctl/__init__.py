@@ -17,7 +17,7 @@ import sys
 # Module names under common.cosctl, in the order `cosctl --help` lists them (each module registers its command:
 # `owners` registers `list`, a name no module may take, since it would shadow the builtin in this package).
 COMMANDS = ("validate", "render", "pack", "diff", "publish", "rollback", "status", "history", "owners", "gc",
-            "search", "resolve", "rbac", "uninstall")
+            "upgrade", "search", "resolve", "rbac", "uninstall")
 
 
 # kubectl's global flags that name the cluster or namespace: accepted before the subcommand as well (kubectl

@@ -42,6 +42,10 @@ CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an i
                 "[@DIGEST] (a ClusterCatalog's spec.source.image.ref)")
 
 
+# How a command reads a catalog by its reference, for one package: load_catalog, or a catalog already read.
+CatalogReader = Callable[[str, str], Catalog]
+
+
 def catalog_argument(text: str) -> str:
     """``--catalog``: an empty value would be read as the working directory."""
     if not text:
@@ -156,9 +160,11 @@ def check_package_arguments(args: argparse.Namespace, inputs: Sequence[str]) -> 
     return True
 
 
-def resolve_package(args: argparse.Namespace, command: str, say: Callable[[str], None]) -> PackageRun:
+def resolve_package(args: argparse.Namespace, command: str, say: Callable[[str], None], *,
+                    read: CatalogReader | None = None) -> PackageRun:
     """Resolve ``--package`` as OLM v1 resolves a ClusterExtension over the owner's installed bundle, ``say`` which
-    bundle and why, and pull it. Options not given are kept from the owner's latest revision's record."""
+    bundle and why, and pull it. Options not given are kept from the owner's latest revision's record. ``read``
+    reads a kept catalog (``cosctl upgrade`` hands out the catalogs it has read already)."""
     package = str(args.package)
     owner = args.owner or package
     if args.version:
@@ -169,7 +175,7 @@ def resolve_package(args: argparse.Namespace, command: str, say: Callable[[str],
     choice = choose_source(package, catalog=_recordable(args.catalog), channels=args.channels, version=args.version,
                            latest=revisions[-1] if revisions else None)
     source = choice.source
-    catalog = given if given is not None else kept_catalog(choice, command)
+    catalog = given if given is not None else kept_catalog(choice, command, read)
     installed = installed_bundle(revisions)
     if (rolling := rolling_out_hint(installed) if installed is not None else first_install_hint(revisions)):
         print(f"cosctl {command}: warning: {rolling}", file=sys.stderr)
@@ -197,9 +203,12 @@ def _recordable(catalog: str | None) -> str | None:
     return os.path.abspath(os.path.expanduser(catalog))
 
 
-def kept_catalog(choice: SourceChoice, command: str) -> Catalog:
-    """The catalog the owner's latest revision records, read; a failure says where it was kept from."""
+def kept_catalog(choice: SourceChoice, command: str, read: CatalogReader | None = None) -> Catalog:
+    """The catalog the owner's latest revision records, read (by ``read``, when given); a failure says where it was
+    kept from."""
     try:
+        if read is not None:
+            return read(choice.source.catalog, choice.source.package)
         return load_catalog(choice.source.catalog, package=choice.source.package, report=reporter(command))
     except BundleInputError as exc:  # not there any more, or its registry refuses: say where it came from
         raise type(exc)(f"the catalog kept from ClusterObjectSet {choice.kept_from}: {exc} (give --catalog to "

@@ -198,7 +198,8 @@ def to_yaml(documents: Iterable[Obj]) -> str:
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     """Which cluster to talk to; ``connect`` is the factory tests replace with an in-memory one."""
     parser.add_argument("--kubeconfig", default=None, metavar="FILE",
-                        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+                        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then the pod's "
+                             "ServiceAccount when run in a pod)")
     parser.add_argument("--context", default=None, help="kubeconfig context (default: the current one)")
     parser.set_defaults(connect=connect)
 
@@ -216,13 +217,22 @@ class MissingArgument(Exception):
 
 
 def connect(args: argparse.Namespace) -> Cluster:
-    """The cluster named by ``--kubeconfig``/``KUBECONFIG``, through the project's client adapter."""
+    """The cluster named by ``--kubeconfig``/``KUBECONFIG``, else ~/.kube/config, through the project's client
+    adapter; in a pod with none of them (a CronJob running ``cosctl upgrade``), the pod's ServiceAccount, as
+    kubectl falls back to it."""
     from common.cluster.connection import ConfigError  # imported late: pack needs no Kubernetes client
     from common.cluster.kube import KubeCluster
 
     # $KUBECONFIG is read here, not left to the client: it reads the variable once, at import time.
     path = args.kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
+        if (path is None and args.context is None and os.environ.get("KUBERNETES_SERVICE_HOST")
+                and not os.path.exists(os.path.expanduser("~/.kube/config"))):
+            try:
+                return KubeCluster.in_cluster()
+            except ConfigError as exc:
+                raise ConnectError("cannot load the cluster configuration: no kubeconfig (--kubeconfig, $KUBECONFIG, "
+                                   f"~/.kube/config), and the pod's ServiceAccount: {exc}") from None
         return KubeCluster.from_kubeconfig(path, context=args.context)
     except (ConfigError, OSError) as exc:
         raise ConnectError(f"cannot load the cluster configuration: {exc}") from None

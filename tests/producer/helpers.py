@@ -8,8 +8,8 @@ import importlib
 import io
 from typing import Any
 
-SUBCOMMANDS = ("render", "pack", "diff", "publish", "rollback", "status", "history", "owners", "gc", "search",
-               "resolve", "rbac", "uninstall")
+SUBCOMMANDS = ("render", "pack", "diff", "publish", "rollback", "status", "history", "owners", "gc", "upgrade",
+               "search", "resolve", "rbac", "uninstall")
 RBAC = "rbac.authorization.k8s.io/v1"
 
 

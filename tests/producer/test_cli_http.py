@@ -70,6 +70,22 @@ def test_unreachable_or_missing_kubeconfig_is_a_clear_error(bundle, tmp_path, mo
     assert "Traceback" not in err
 
 
+def test_in_a_pod_without_a_kubeconfig_the_pods_service_account_is_used(tmp_path, monkeypatch, capsys):
+    """As kubectl falls back to it (a CronJob's cosctl upgrade); outside a pod its token file is missing, said so."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
+    assert main(["list"]) == 1
+    assert capsys.readouterr().err == (
+        "cosctl list: cannot load the cluster configuration: no kubeconfig (--kubeconfig, $KUBECONFIG, "
+        "~/.kube/config), and the pod's ServiceAccount: Service token file does not exist.\n")
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text("{}")   # a kubeconfig wins, even in a pod
+    assert main(["list"]) == 1
+    assert "the pod's ServiceAccount" not in capsys.readouterr().err
+
+
 # ---- diff, rollback, status --watch and the kubectl plugin over HTTP ---------------------------------------
 
 

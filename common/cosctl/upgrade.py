@@ -1,0 +1,230 @@
+"""``cosctl upgrade``: for each owner resolved from a catalog, publish the upgrade the catalog offers, as OLM v1
+upgrades a ClusterExtension by itself when its catalog changes.
+
+Why: ``cosctl list --upgrades`` says which owners have an upgrade waiting, and ``publish --package`` makes one; an
+admin who wants operators to follow their catalogs (by hand, or from the CronJob of
+``deploy/components/auto-upgrade``) should not need a shell pipeline between the two. Each owner is resolved as
+``list --upgrades`` resolves it (each catalog read once), and only an owner with an upgrade waiting is published,
+exactly as ``publish --package PACKAGE --owner OWNER`` publishes it (recovery first, the catalog's verdict, the CRD
+upgrade safety and permission preflights, the recorded bounds and bundle options kept). An upgrade changes the
+bundle only: the latest revision's owner kind, collision protection, progress deadline and progression probes
+are carried to the next. One owner failing does not stop the others; the exit code says it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from common.bundle.publish import Result
+from common.bundle.registryv1.catalog import Catalog, load_catalog
+from common.cluster.interface import Cluster
+from common.contract import api
+from common.contract.objects import Obj
+from common.cosctl import publish
+from common.cosctl._producer import (
+    EXIT_FAILED,
+    EXIT_OK,
+    MissingArgument,
+    Progress,
+    add_cluster_arguments,
+    print_table,
+    reporter,
+    run,
+)
+from common.cosctl.owners import Row, check_upgrades, owners, rows_of
+
+# What happened to each owner: the RESULT column, and "result" in JSON.
+CREATED, UPDATED, UNCHANGED = "created", "updated", "unchanged"   # published (Result.outcome)
+UP_TO_DATE, PUBLISHED, BY_PATH, FAILED = "upToDate", "published", "byPath", "failed"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "upgrade", help="publish, for each owner resolved from a catalog, the upgrade its catalog offers",
+        description="For each owner named (or every owner with --all) whose latest revision records the catalog "
+                    "publish --package resolved it from: resolve it as cosctl list --upgrades does (each catalog "
+                    "read once) and, when an upgrade is waiting, publish it as 'cosctl publish --package PACKAGE "
+                    "--owner OWNER' does, with the recorded catalog, channels and range and the bundle options "
+                    "kept. The latest revision's owner kind, collision protection, progress deadline and "
+                    "progression probes are carried: an upgrade changes the bundle only. An owner up to date, or "
+                    "whose latest revision already carries the upgrade (rolling out, or stuck), is left alone; with "
+                    "--all, so is an owner published by path. One owner failing does not stop the others: the "
+                    "exit code is 1 when one failed (why is said on stderr), 0 otherwise.")
+    parser.add_argument("owners", nargs="*", metavar="OWNER", help="an owner to upgrade (repeatable)")
+    parser.add_argument("--all", action="store_true",
+                        help="every owner on the cluster whose latest revision records a catalog")
+    parser.add_argument("--dry-run", action="store_true", help="resolve and print each publish's plan; write nothing")
+    parser.add_argument("--output", "-o", choices=("text", "json"), default="text",
+                        help="format of the summary on stdout (with json, each publish's lines go to stderr)")
+    parser.add_argument("--namespace", "-n", dest="namespace", default=None, metavar="NS",
+                        help="accepted as kubectl's -n habit, and ignored: each revision's Secrets go to the namespace "
+                             "of the latest revision's, its bundle to the namespace it was installed in")
+    add_cluster_arguments(parser)
+    parser.set_defaults(func=_main)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What ``upgrade`` did for one owner."""
+
+    row: Row
+    result: str
+    revision: str | None = None   # the revision published, or the one already carrying the upgrade
+    problem: str | None = None
+
+    def to_json(self, dry_run: bool) -> dict[str, Any]:
+        row = self.row
+        return {
+            "owner": row.owner,
+            "package": row.source.package if row.source is not None else None,
+            "installed": None if row.installed is None else {
+                "name": row.installed.bundle.name, "version": row.installed.bundle.version,
+                "revision": row.installed.revision},
+            "upgrade": row.upgrade,
+            "result": self.result,
+            "revision": self.revision,
+            "dryRun": dry_run,
+            **({"problem": self.problem} if self.problem else {}),
+        }
+
+
+def _main(args: argparse.Namespace) -> int:
+    return run("upgrade", lambda: _upgrade(args))
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    if bool(args.owners) == bool(args.all):
+        raise MissingArgument("name the owners to upgrade, or give --all for every owner resolved from a catalog"
+                              if not args.owners else "--all and OWNER: give one or the other")
+    cluster = args.connect(args)
+    grouped, _ = owners(cluster)
+    names = list(dict.fromkeys(args.owners)) if args.owners else list(grouped)   # each once, in the order given
+    done = {name: _failed(Row(name, [], None, None), f"no ClusterObjectSets of owner {name} on the cluster (cosctl "
+                                                     "list shows the owners)")
+            for name in names if name not in grouped}
+    rows = rows_of({name: grouped[name] for name in names if name in grouped})
+    catalogs: dict[str, Catalog] = {}
+
+    def read(catalog: str, packages: set[str]) -> Catalog:
+        catalogs[catalog] = load_catalog(catalog, package=packages, report=reporter("upgrade"))
+        return catalogs[catalog]
+
+    check_upgrades(rows, read)   # a catalog that cannot be read is the problem of each owner recording it
+    for row in rows:
+        done[row.owner] = _upgrade_one(args, cluster, row, catalogs)
+    outcomes = [done[name] for name in names]
+    if args.output == "json":
+        print(json.dumps([outcome.to_json(args.dry_run) for outcome in outcomes], indent=2))
+    else:
+        _print(outcomes, dry_run=args.dry_run)
+    return EXIT_FAILED if any(outcome.result == FAILED for outcome in outcomes) else EXIT_OK
+
+
+def _failed(row: Row, problem: str) -> Outcome:
+    """A failure said at once on stderr (a publish's own lines come before it), and in the summary."""
+    print(f"cosctl upgrade: {row.owner}: {problem}", file=sys.stderr, flush=True)
+    return Outcome(row, FAILED, problem=problem)
+
+
+def _upgrade_one(args: argparse.Namespace, cluster: Cluster, row: Row, catalogs: dict[str, Catalog]) -> Outcome:
+    """Publish the owner's waiting upgrade, if it has one."""
+    if row.source_problem:
+        return _failed(row, row.source_problem)
+    if row.source is None:
+        if args.all:
+            return Outcome(row, BY_PATH)
+        return _failed(row, f"its latest revision {row.latest['metadata']['name']} records no catalog (published by "
+                            "path): upgrade it with cosctl publish, or publish it once with --package NAME --catalog "
+                            "CATALOG to have its upgrades resolved")
+    if row.upgrade_problem:
+        return _failed(row, row.upgrade_problem)
+    if row.up_to_date:
+        return Outcome(row, UP_TO_DATE, revision=row.installed.revision if row.installed else None)
+    if (published := row.published) is not None:
+        return Outcome(row, PUBLISHED, revision=published)
+    assert row.upgrade is not None   # a row with a source and no problem was resolved
+    installed = row.installed
+    what = f"{row.upgrade['version']} ({row.upgrade['name']})"
+    out = sys.stderr if args.output == "json" else sys.stdout
+    print(f"{row.owner}: upgrading {installed.bundle.version or installed.bundle.name} "
+          f"({installed.bundle.name}) to {what}" if installed is not None else f"{row.owner}: installing {what}",
+          file=out, flush=True)
+    published_result: list[Result] = []
+    progress = Progress(args.dry_run)
+
+    def body() -> int:
+        with contextlib.redirect_stdout(out):
+            result = publish.publish_package(_publish_arguments(args, cluster, row), progress,
+                                             read=lambda catalog, package: catalogs[catalog],
+                                             probes=(row.latest.get("spec") or {}).get("progressionProbes"),
+                                             command="upgrade")
+            print(result.summary())
+        published_result.append(result)
+        return EXIT_OK
+
+    if run(f"upgrade: {row.owner}", body, progress=progress) != EXIT_OK or not published_result:
+        return Outcome(row, FAILED, problem="publish failed (said above)")
+    result = published_result[0]
+    return Outcome(row, result.outcome, revision=result.name)
+
+
+def _publish_arguments(args: argparse.Namespace, cluster: Cluster, row: Row) -> argparse.Namespace:
+    """The arguments of ``cosctl publish --package PACKAGE --owner OWNER`` as publish's own parser makes them (so
+    every default is publish's), with what the latest revision carries and the connection already open."""
+    assert row.source is not None
+    parser = argparse.ArgumentParser(prog="cosctl upgrade", add_help=False)
+    publish.register(parser.add_subparsers())
+    spec = row.latest.get("spec") or {}
+    labels = (row.latest.get("metadata") or {}).get("labels") or {}
+    argv = ["publish", "--package", row.source.package, "--owner", row.owner,
+            "--system-namespace", _secrets_namespace(row.latest)]
+    if isinstance(kind := labels.get(api.LABEL_OWNER_KIND), str) and kind:
+        argv += ["--owner-kind", kind]
+    if spec.get("collisionProtection") in api.COLLISION_PROTECTIONS:
+        argv += ["--collision-protection", spec["collisionProtection"]]
+    if isinstance(minutes := spec.get("progressDeadlineMinutes"), int) and not isinstance(minutes, bool):
+        argv += ["--progress-deadline-minutes", str(minutes)]
+    if args.dry_run:
+        argv.append("--dry-run")
+    parsed = parser.parse_args(argv)
+    parsed.connect = lambda _args: cluster
+    return parsed
+
+
+def _secrets_namespace(cos: Obj) -> str:
+    """Where the latest revision's object-data Secrets are (the namespace of its first ref): the next revision's
+    go there too, as ``publish --system-namespace`` put them; the default for a revision with none."""
+    for phase in (cos.get("spec") or {}).get("phases") or []:
+        for entry in phase.get("objects") or []:
+            if isinstance(ref := entry.get("ref"), dict) and isinstance(ref.get("namespace"), str) and ref["namespace"]:
+                return str(ref["namespace"])
+    return api.DEFAULT_SYSTEM_NAMESPACE
+
+
+def _print(outcomes: list[Outcome], *, dry_run: bool) -> None:
+    table = [["OWNER", "PACKAGE", "INSTALLED", "UPGRADE", "RESULT"]]
+    for outcome in outcomes:
+        row = outcome.row
+        table.append([row.owner, row.source.package if row.source is not None else "-",
+                      (row.installed.bundle.version or row.installed.bundle.name) if row.installed else "-",
+                      row.upgrade["version"] if row.upgrade is not None and not row.up_to_date else "-",
+                      _result_text(outcome, dry_run)])
+    print_table(table)
+
+
+def _result_text(outcome: Outcome, dry_run: bool) -> str:
+    would = "would be " if dry_run else ""
+    return {
+        CREATED: f"{outcome.revision} {would}created",
+        UPDATED: f"{outcome.revision} {would}updated in place",
+        UNCHANGED: f"unchanged ({outcome.revision})",
+        UP_TO_DATE: "up to date",
+        PUBLISHED: f"published in {outcome.revision}",
+        BY_PATH: "by path",
+        FAILED: "failed (said on stderr)",
+    }[outcome.result]

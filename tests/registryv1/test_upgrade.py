@@ -1,0 +1,209 @@
+"""``cosctl upgrade``: each owner resolved from a catalog gets the upgrade its catalog offers, published as
+``publish --package`` publishes it; the others are left alone, and one failing does not stop the rest. The bundle
+images are pulled from the test registry (tests/support/registry_server.py), over HTTP."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from common.contract import api
+from common.testing.memcluster import MemCluster
+from tests.producer.helpers import cosctl
+from tests.registryv1.bundles import Layout, files_layer
+from tests.registryv1.demo_catalog import COS, columns, install, pulled, source_of, succeed, write_catalog
+from tests.support.registry_server import Registry
+
+
+def widen(mc: MemCluster, name: str, catalog: str) -> None:
+    """The revision's record drops its range (as an admin's ``kubectl annotate`` would): any version is next."""
+    mc.merge_patch(*COS, name, None, {"metadata": {"annotations": {api.ANNOTATION_BUNDLE_SOURCE: json.dumps(
+        {"catalog": catalog, "packageName": "demo"})}}})
+
+
+def install_wide(mc: MemCluster, catalog: str, owner: str = "wide", *extra: str) -> None:
+    """``owner`` installed at 1.0.0 into ``<owner>-system``, rolled out, then its range dropped: 1.1.0 is waiting."""
+    code, out, err = cosctl("publish", "--package", "demo", "--owner", owner, "-n", f"{owner}-system", "--catalog",
+                            catalog, "--version", "1.0.0", *extra, cluster=mc)
+    assert code == 0, out + err
+    succeed(mc, f"{owner}-1")
+    widen(mc, f"{owner}-1", catalog)
+
+
+def by_path(mc: MemCluster, tmp_path: Path) -> None:
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "settings.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: "
+                                             "shop}\ndata: {page-size: '20'}\n")
+    assert cosctl("publish", str(manifests), "--owner", "shop", cluster=mc)[0] == 0
+
+
+def names(mc: MemCluster) -> list[str]:
+    return sorted(cos["metadata"]["name"] for cos in mc.objects(*COS))
+
+
+def test_every_waiting_upgrade_is_published_and_the_rest_left_alone(images: dict[str, str], tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    install(mc, catalog)   # demo: 1.0.0 within its range --version 1.0.0, up to date
+    install_wide(mc, catalog)
+    by_path(mc, tmp_path)
+    code, out, err = cosctl("upgrade", "--all", cluster=mc)
+    assert (code, err) == (0, pulled("upgrade", images["1.1.0"]))
+    lines = out.splitlines()
+    assert lines[:4] == [
+        "wide: upgrading 1.0.0 (demo-operator.v1.0.0) to 1.1.0 (demo-operator.v1.1.0)",
+        f"package demo resolves to demo-operator.v1.1.0 (1.1.0) over demo-operator.v1.0.0 in catalog {catalog} "
+        f"(--catalog kept from wide-1): {images['1.1.0']}",
+        "bundle demo-operator.v1.1.0 rendered for namespace wide-system (options kept from wide-1)",
+        f"catalog {catalog}: demo-operator.v1.1.0 is an upgrade it allows from demo-operator.v1.0.0 (installed by "
+        "ClusterObjectSet wide-1)"]
+    assert lines[4].startswith("create Secret olmv1-system/wide-2-")
+    assert lines[5:7] == ["create ClusterObjectSet wide-2: revision 2, 2 phase(s), 2 object(s)",
+                          f"patch Secret olmv1-system/{lines[4].split('/')[1].split(':')[0]}: ownerReference to "
+                          "ClusterObjectSet wide-2"]
+    assert lines[7] == "ClusterObjectSet wide-2 (revision 2) created"
+    assert columns("\n".join(lines[8:])) == [
+        ["OWNER", "PACKAGE", "INSTALLED", "UPGRADE", "RESULT"],
+        ["demo", "demo", "1.0.0", "-", "up to date"],
+        ["shop", "-", "-", "-", "by path"],
+        ["wide", "demo", "1.0.0", "1.1.0", "wide-2 created"]]
+    assert source_of(mc, "wide-2") == {"catalog": catalog, "packageName": "demo"}
+    assert mc.get(*COS, "wide-2")["metadata"]["annotations"][api.ANNOTATION_BUNDLE_NAME] == "demo-operator.v1.1.0"
+
+    # while wide-2 rolls out, the upgrade is published already: nothing is written, nothing pulled
+    before = names(mc)
+    code, out, err = cosctl("upgrade", "--all", cluster=mc)
+    assert (code, err) == (0, "")
+    assert [row[-1] for row in columns(out)] == ["RESULT", "up to date", "by path", "published in wide-2"]
+    assert names(mc) == before
+
+    # once it has succeeded, the catalog's next edge: 1.2.0 replaces 1.1.0
+    succeed(mc, "wide-2")
+    code, out, err = cosctl("upgrade", "--all", cluster=mc)
+    assert (code, out.splitlines()[0]) == (0, "wide: upgrading 1.1.0 (demo-operator.v1.1.0) to 1.2.0 "
+                                              "(demo-operator.v1.2.0)")
+    assert columns(out)[-1] == ["wide", "demo", "1.1.0", "1.2.0", "wide-3 created"]
+    succeed(mc, "wide-3")
+    code, out, _ = cosctl("upgrade", "wide", cluster=mc)
+    assert (code, columns(out)) == (0, [["OWNER", "PACKAGE", "INSTALLED", "UPGRADE", "RESULT"],
+                                        ["wide", "demo", "1.2.0", "-", "up to date"]])
+
+
+def test_an_upgrade_changes_the_bundle_only(images: dict[str, str], tmp_path: Path) -> None:
+    """What publish --package would reset to its defaults, the latest revision's owner kind, collision protection,
+    progress deadline, probes and Secrets namespace, is carried to the upgrade."""
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    probes = [{"selector": {"type": "GroupKind", "groupKind": {"group": "", "kind": "ConfigMap"}},
+               "assertions": [{"type": "FieldsEqual", "fieldsEqual": {"fieldA": "data.version",
+                                                                      "fieldB": "data.version"}}]}]
+    (tmp_path / "probes.json").write_text(json.dumps(probes))
+    mc = MemCluster()
+    install_wide(mc, catalog, "wide", "--owner-kind", "Operator", "--collision-protection", "IfNoController",
+                 "--progress-deadline-minutes", "30", "--progression-probes", str(tmp_path / "probes.json"),
+                 "--system-namespace", "wide-secrets")
+    code, out, err = cosctl("upgrade", "wide", cluster=mc)
+    assert code == 0, out + err
+    old, new = mc.get(*COS, "wide-1"), mc.get(*COS, "wide-2")
+    for cos in (old, new):
+        assert cos["metadata"]["labels"][api.LABEL_OWNER_KIND] == "Operator"
+        assert (cos["spec"]["collisionProtection"], cos["spec"]["progressDeadlineMinutes"]) == ("IfNoController", 30)
+        assert cos["spec"]["progressionProbes"] == probes
+        assert {entry["ref"]["namespace"] for phase in cos["spec"]["phases"] for entry in phase["objects"]} == {
+            "wide-secrets"}
+    assert new["metadata"]["annotations"][api.ANNOTATION_BUNDLE_NAME] == "demo-operator.v1.1.0"
+
+
+def test_named_owners_are_upgraded_and_what_cannot_be_is_said(images: dict[str, str], tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    install_wide(mc, catalog)
+    by_path(mc, tmp_path)
+    code, out, err = cosctl("upgrade", "ghost", "shop", "wide", "shop", cluster=mc)
+    assert code == 1
+    assert err == ("cosctl upgrade: ghost: no ClusterObjectSets of owner ghost on the cluster (cosctl list shows the "
+                   "owners)\n"
+                   "cosctl upgrade: shop: its latest revision shop-1 records no catalog (published by path): upgrade "
+                   "it with cosctl publish, or publish it once with --package NAME --catalog CATALOG to have its "
+                   "upgrades resolved\n" + pulled("upgrade", images["1.1.0"]))
+    assert columns(out)[-4:] == [["OWNER", "PACKAGE", "INSTALLED", "UPGRADE", "RESULT"],
+                                 ["ghost", "-", "-", "-", "failed (said on stderr)"],
+                                 ["shop", "-", "-", "-", "failed (said on stderr)"],
+                                 ["wide", "demo", "1.0.0", "1.1.0", "wide-2 created"]]
+    assert cosctl("upgrade", cluster=mc) == (
+        2, "", "cosctl upgrade: name the owners to upgrade, or give --all for every owner resolved from a catalog\n")
+    assert cosctl("upgrade", "--all", "wide", cluster=mc) == (
+        2, "", "cosctl upgrade: --all and OWNER: give one or the other\n")
+
+
+def test_one_owner_failing_does_not_stop_the_others(images: dict[str, str], tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    gone = write_catalog(tmp_path / "gone.json", images)
+    liar = str(write_catalog(tmp_path / "liar.json", {**images, "1.1.0": images["1.0.0"]}))
+    mc = MemCluster()
+    install_wide(mc, str(gone), "lost")
+    gone.unlink()
+    install_wide(mc, liar, "bad")   # its catalog names 1.0.0's image for 1.1.0: the pull disagrees
+    install_wide(mc, catalog)
+    code, out, err = cosctl("upgrade", "--all", "-o", "json", cluster=mc)
+    assert code == 1
+    lost = (f"{gone}: no such catalog (give a File-Based Catalog directory or file, or an OCI image layout of an "
+            "index image)")
+    assert err.splitlines()[0] == "bad: upgrading 1.0.0 (demo-operator.v1.0.0) to 1.1.0 (demo-operator.v1.1.0)"
+    assert (f"cosctl upgrade: bad: image {images['1.0.0']}: holds bundle demo-operator.v1.0.0 of package demo, but "
+            f"catalog {liar} lists it as bundle demo-operator.v1.1.0 of package demo: the catalog and the image "
+            "disagree; nothing was done") in err.splitlines()
+    assert f"cosctl upgrade: lost: {lost}" in err.splitlines()
+    assert err.splitlines()[-1] == "ClusterObjectSet wide-2 (revision 2) created"
+    listed = {outcome["owner"]: outcome for outcome in json.loads(out)}
+    assert {owner: (o["result"], o["revision"], o.get("problem")) for owner, o in listed.items()} == {
+        "bad": ("failed", None, "publish failed (said above)"),
+        "lost": ("failed", None, lost),
+        "wide": ("created", "wide-2", None)}
+    assert names(mc) == ["bad-1", "lost-1", "wide-1", "wide-2"]
+
+
+def test_a_dry_run_says_what_it_would_publish_and_writes_nothing(images: dict[str, str], tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    install_wide(mc, catalog)
+    code, out, err = cosctl("upgrade", "--all", "--dry-run", "-o", "json", cluster=mc)
+    assert code == 0
+    assert json.loads(out) == [{
+        "owner": "wide", "package": "demo",
+        "installed": {"name": "demo-operator.v1.0.0", "version": "1.0.0", "revision": "wide-1"},
+        "upgrade": {"name": "demo-operator.v1.1.0", "version": "1.1.0", "image": images["1.1.0"]},
+        "result": "created", "revision": "wide-2", "dryRun": True}]
+    assert "would create ClusterObjectSet wide-2: revision 2, 2 phase(s), 2 object(s)" in err.splitlines()
+    assert err.splitlines()[-1] == "ClusterObjectSet wide-2 (revision 2) would be created"
+    assert names(mc) == ["wide-1"]
+    code, out, _ = cosctl("upgrade", "--all", "--dry-run", cluster=mc)
+    assert (code, columns(out)[-1]) == (0, ["wide", "demo", "1.0.0", "1.1.0", "wide-2 would be created"])
+
+
+def push_index(registry: Registry, tmp_path: Path, images: dict[str, str]) -> str:
+    """The catalog of :func:`write_catalog` as an index image (its /configs), pushed as op/catalog:latest."""
+    text = write_catalog(tmp_path / "index-catalog.json", images).read_text()
+    layout = Layout(tmp_path / "index")
+    layer = layout.layer(files_layer({"configs/demo/catalog.json": text.encode()}))
+    layout.finish([layout.image([layer], labels={"operators.operatorframework.io.index.configs.v1": "/configs"})])
+    registry.push_layout("op/catalog", "latest", layout.root)
+    return f"docker://{registry.ref('op/catalog')}"
+
+
+def test_each_catalog_is_read_once_however_many_owners_record_it(images: dict[str, str], registry: Registry,
+                                                                 tmp_path: Path) -> None:
+    index = push_index(registry, tmp_path, images)
+    mc = MemCluster()
+    for owner in ("one", "two", "three"):
+        install_wide(mc, index, owner)
+    asked = len(registry.requests)
+    code, out, err = cosctl("upgrade", "--all", cluster=mc)
+    assert code == 0, err
+    index_reads = [r for r in registry.requests[asked:] if r.method == "GET" and r.path.startswith(
+        "/v2/op/catalog/manifests/")]
+    assert len(index_reads) == 1
+    assert [row[-1] for row in columns(out)[-4:]] == ["RESULT", "one-2 created", "three-2 created", "two-2 created"]
+    assert source_of(mc, "two-2") == {"catalog": index, "packageName": "demo"}
+
+
