@@ -118,6 +118,8 @@ def _upgrade(args: argparse.Namespace) -> int:
     for row in rows:
         done[row.owner] = _upgrade_one(args, cluster, row, catalogs)
     outcomes = [done[name] for name in names]
+    if not grouped and args.all:
+        print("cosctl upgrade: no ClusterObjectSets on the cluster", file=sys.stderr)
     if args.output == "json":
         print(json.dumps([outcome.to_json(args.dry_run) for outcome in outcomes], indent=2))
     else:

@@ -751,6 +751,92 @@ def test_a_package_is_installed_and_upgraded_from_its_catalog_and_registry(ctx: 
                      f"the revisions of {owner} to be torn down")
 
 
+def test_cos_upgrade_follows_the_catalog_with_the_rights_of_the_auto_upgrade_component(ctx: Ctx) -> None:
+    """``cosctl upgrade``, run as deploy/components/auto-upgrade's ServiceAccount with exactly the rights the
+    component grants (its CronJob accepted by the API server, dry run): within the range the owner records it does
+    nothing; once the range is dropped it publishes the catalog's next version, which the reconciler rolls out."""
+    case = KOKU
+    if any(not (ctx.corpus / d / "metadata").is_dir() for d in case.dirs):
+        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
+    owner = ns = f"koku-upgrade-{RUN}"
+    ctx.stand_ins.namespaces.add(ns)
+    home = ctx.tmp / "upgrade-home"
+    (home / ".config" / "containers").mkdir(parents=True)
+    (home / "registries.conf").write_text("")
+    (ctx.tmp / "upgrade-ca").mkdir()
+    ca = CA(ctx.tmp / "upgrade-ca")
+    config = ctx.tmp / "koku-upgrade-config.yaml"
+    config.write_text(f"watchNamespace: {ns}\n")
+    system_ns = ctx.env["system_ns"]
+    component = Path(__file__).resolve().parents[2] / "deploy" / "components" / "auto-upgrade"
+    rights = "---\n".join((component / f"{name}.yaml").read_text().replace("namespace: olmv1-system",
+                                                                          f"namespace: {system_ns}")
+                          for name in ("serviceaccount", "clusterrole", "clusterrolebinding", "role", "rolebinding"))
+    cronjob = (component / "cronjob.yaml").read_text().replace("namespace: olmv1-system", f"namespace: {system_ns}")
+    with Registry(ca) as registry:
+        trust(home, ca, registry)
+        images = {v: registry.ref("koku/bundle", push_bundle(registry, copy_bundle(ctx, case, v), ctx.tmp,
+                                                             repo="koku/bundle", tag=f"v{v}"))
+                  for v in (case.first, case.second)}
+        catalog = _koku_catalog(ctx.tmp / "upgrade-catalog", edge=True, images=images)
+        try:
+            kubectl(ctx.env, "apply", "-f", "-", stdin=rights)
+            assert "cronjob.batch/cos-upgrade created (server dry run)" in kubectl(
+                ctx.env, "apply", "--dry-run=server", "-f", "-", stdin=cronjob)
+            token = kubectl(ctx.env, "create", "token", "cos-upgrade", "-n", system_ns, "--duration", "1h").strip()
+            kubeconfig = yaml.safe_load(Path(ctx.env["kubeconfig"]).read_text())
+            context = next(c for c in kubeconfig["contexts"] if c["name"] == kubeconfig["current-context"])
+            context["context"]["user"] = "cos-upgrade"
+            kubeconfig["contexts"], kubeconfig["users"] = [context], [{"name": "cos-upgrade",
+                                                                       "user": {"token": token}}]
+            as_component = ctx.tmp / "cos-upgrade.kubeconfig"
+            as_component.write_text(yaml.safe_dump(kubeconfig))
+
+            def upgrade() -> subprocess.CompletedProcess[str]:
+                env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+                env.update(HOME=str(home), COSCTL_CACHE_DIR=str(home / "cache"),
+                           CONTAINERS_REGISTRIES_CONF=str(home / "registries.conf"))
+                return subprocess.run([str(BIN / "cosctl"), "upgrade", owner, "--kubeconfig", str(as_component)],
+                                      env=env, capture_output=True, text=True, timeout=360)
+
+            done = cosctl(ctx, "publish", "--package", case.package, "--owner", owner, "-n", ns,
+                          "--create-namespace", "--config", str(config), "--catalog", str(catalog), "--version",
+                          "<0.9.1", home=home)
+            assert done.returncode == 0, done.stdout + done.stderr
+            rolled_out(ctx, f"{owner}-1", case.first)
+
+            done = upgrade()
+            assert (done.returncode, done.stderr, done.stdout.splitlines()[-1].split()) == (
+                0, "", [owner, case.package, case.first, "-", "up", "to", "date"]), done.stdout + done.stderr
+
+            kubectl(ctx.env, "annotate", "--overwrite", "clusterobjectset", f"{owner}-1",
+                    f"{api.ANNOTATION_BUNDLE_SOURCE}=" + json.dumps({"catalog": str(catalog),
+                                                                     "packageName": case.package}))
+            done = upgrade()
+            out = done.stdout.splitlines()
+            assert (done.returncode, done.stderr) == (0, f"cosctl upgrade: pulled docker://{images[case.second]}\n"), \
+                done.stdout + done.stderr
+            assert out[0] == (f"{owner}: upgrading {case.first} (koku-metrics-operator.v{case.first}) to "
+                              f"{case.second} (koku-metrics-operator.v{case.second})")
+            assert f"ClusterObjectSet {owner}-2 (revision 2) created" in out
+            assert out[-1].split() == [owner, case.package, case.first, case.second, f"{owner}-2", "created"]
+            rolled_out(ctx, f"{owner}-2", case.second)
+            archived_and_torn_down(ctx, f"{owner}-1")
+            cos = get_cos(ctx.env, f"{owner}-2")
+            assert json.loads(cos["metadata"]["annotations"][api.ANNOTATION_BUNDLE_SOURCE]) == {
+                "catalog": str(catalog), "packageName": case.package}
+            assert {entry["ref"]["namespace"] for phase in cos["spec"]["phases"] for entry in phase["objects"]
+                    if "ref" in entry} == {system_ns}
+            done = upgrade()
+            assert (done.returncode, done.stderr, done.stdout.splitlines()[-1].split()) == (
+                0, "", [owner, case.package, case.second, "-", "up", "to", "date"]), done.stdout + done.stderr
+        finally:
+            kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={owner}", "--wait=false")
+            wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
+                     f"the revisions of {owner} to be torn down")
+            kubectl(ctx.env, "delete", "--ignore-not-found", "-f", "-", stdin=rights)
+
+
 def ok_but_pulled(done: subprocess.CompletedProcess[str], image: str) -> list[str]:
     """The output lines of a command that succeeded and said only that it pulled ``image`` (by digest)."""
     assert (done.returncode, done.stderr) == (0, f"cosctl publish: pulled docker://{image}\n"), \
