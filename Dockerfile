@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# One image for both programs (cos-webhook, cos-reconciler); the manifests in deploy/ pick one with `command:`.
+# One image for both programs (cos-webhook, cos-reconciler) and cosctl (run by deploy/components/auto-upgrade's
+# CronJob); the manifests in deploy/ pick one with `command:`.
 #
 #   make image                       # docker build (or podman build) -t cluster-object-set:<version> .
 #   make image IMAGE=registry.example.com/cluster-object-set:0.1.0

@@ -7,18 +7,22 @@ admin who wants operators to follow their catalogs (by hand, or from the CronJob
 ``list --upgrades`` resolves it (each catalog read once), and only an owner with an upgrade waiting is published,
 exactly as ``publish --package PACKAGE --owner OWNER`` publishes it (recovery first, the catalog's verdict, the CRD
 upgrade safety and permission preflights, the recorded bounds and bundle options kept). An upgrade changes the
-bundle only: the latest revision's owner kind, collision protection, progress deadline and progression probes
-are carried to the next. One owner failing does not stop the others; the exit code says it.
+bundle only: the latest revision's owner kind, collision protection, progress deadline, progression probes and
+Secrets namespace are carried to the next. An owner is left alone while a revision of it has not succeeded (OLM v1
+resolves nothing while a revision rolls out), while it is being deleted, and when its latest revision is archived:
+unattended, an upgrade never decides over a rollout, a rollback or an uninstall on its way. One owner failing does
+not stop the others; the exit code says it.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from common.bundle.publish import Result
 from common.bundle.registryv1.catalog import Catalog, load_catalog
@@ -40,7 +44,8 @@ from common.cosctl.owners import Row, check_upgrades, owners, rows_of
 
 # What happened to each owner: the RESULT column, and "result" in JSON.
 CREATED, UPDATED, UNCHANGED = "created", "updated", "unchanged"   # published (Result.outcome)
-UP_TO_DATE, PUBLISHED, BY_PATH, FAILED = "upToDate", "published", "byPath", "failed"
+UP_TO_DATE, ROLLING_OUT, BY_PATH, FAILED = "upToDate", "rollingOut", "byPath", "failed"
+DELETING, ARCHIVED = "deleting", "archived"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,10 +56,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "read once) and, when an upgrade is waiting, publish it as 'cosctl publish --package PACKAGE "
                     "--owner OWNER' does, with the recorded catalog, channels and range and the bundle options "
                     "kept. The latest revision's owner kind, collision protection, progress deadline and "
-                    "progression probes are carried: an upgrade changes the bundle only. An owner up to date, or "
-                    "whose latest revision already carries the upgrade (rolling out, or stuck), is left alone; with "
-                    "--all, so is an owner published by path. One owner failing does not stop the others: the "
-                    "exit code is 1 when one failed (why is said on stderr), 0 otherwise.")
+                    "progression probes and Secrets namespace are carried: an upgrade changes the bundle only. An "
+                    "owner is left alone when it is up to date, while a revision of it has not succeeded (rolling "
+                    "out, or stuck: OLM v1 resolves nothing then), while it is being deleted, and when its latest "
+                    "revision is archived; with --all, so is an owner published by path. One owner failing does not "
+                    "stop the others: the exit code is 1 when one failed (why is said on stderr), 0 otherwise.")
     parser.add_argument("owners", nargs="*", metavar="OWNER", help="an owner to upgrade (repeatable)")
     parser.add_argument("--all", action="store_true",
                         help="every owner on the cluster whose latest revision records a catalog")
@@ -74,7 +80,7 @@ class Outcome:
 
     row: Row
     result: str
-    revision: str | None = None   # the revision published, or the one already carrying the upgrade
+    revision: str | None = None   # the revision published, or the one the owner was left alone for
     problem: str | None = None
 
     def to_json(self, dry_run: bool) -> dict[str, Any]:
@@ -143,12 +149,16 @@ def _upgrade_one(args: argparse.Namespace, cluster: Cluster, row: Row, catalogs:
         return _failed(row, f"its latest revision {row.latest['metadata']['name']} records no catalog (published by "
                             "path): upgrade it with cosctl publish, or publish it once with --package NAME --catalog "
                             "CATALOG to have its upgrades resolved")
+    if deleted := [c["metadata"]["name"] for c in row.revisions if c["metadata"].get("deletionTimestamp")]:
+        return Outcome(row, DELETING, revision=str(deleted[-1]))   # being uninstalled: never installed again
+    if (row.latest.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ARCHIVED:
+        return Outcome(row, ARCHIVED, revision=str(row.latest["metadata"]["name"]))   # nothing active to upgrade
+    if (pending := _not_succeeded(row)) is not None:
+        return Outcome(row, ROLLING_OUT, revision=pending)
     if row.upgrade_problem:
         return _failed(row, row.upgrade_problem)
     if row.up_to_date:
         return Outcome(row, UP_TO_DATE, revision=row.installed.revision if row.installed else None)
-    if (published := row.published) is not None:
-        return Outcome(row, PUBLISHED, revision=published)
     assert row.upgrade is not None   # a row with a source and no problem was resolved
     installed = row.installed
     what = f"{row.upgrade['version']} ({row.upgrade['name']})"
@@ -169,10 +179,43 @@ def _upgrade_one(args: argparse.Namespace, cluster: Cluster, row: Row, catalogs:
         published_result.append(result)
         return EXIT_OK
 
-    if run(f"upgrade: {row.owner}", body, progress=progress) != EXIT_OK or not published_result:
-        return Outcome(row, FAILED, problem="publish failed (said above)")
+    said = _Said(sys.stderr, f"cosctl upgrade: {row.owner}: ")
+    with contextlib.redirect_stderr(said):
+        code = run(f"upgrade: {row.owner}", body, progress=progress)
+    if code != EXIT_OK or not published_result:
+        return Outcome(row, FAILED, problem="; ".join(said.lines) or f"publish failed (exit {code})")
     result = published_result[0]
     return Outcome(row, result.outcome, revision=result.name)
+
+
+class _Said(io.TextIOBase):
+    """stderr as it is, keeping the lines that start with ``prefix`` (the failure ``run`` reports for one owner,
+    and its causes), without the prefix: the ``problem`` of the JSON summary."""
+
+    def __init__(self, stream: TextIO, prefix: str) -> None:
+        self.stream, self.prefix = stream, prefix
+        self.lines: list[str] = []
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self.stream.write(text)
+        self._pending += text
+        *complete, self._pending = self._pending.split("\n")
+        self.lines += [line.removeprefix(self.prefix) for line in complete if line.startswith(self.prefix)]
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _not_succeeded(row: Row) -> str | None:
+    """The newest revision that is not archived and has not succeeded (rolling out, or stuck), if any: OLM v1
+    resolves nothing while a revision rolls out, and an upgrade published over it (or over a first install that
+    never succeeded, or a rollback on its way) would decide for the admin what only they can."""
+    if row.installed is not None:
+        return row.installed.rolling_out[-1][0] if row.installed.rolling_out else None
+    active = [c for c in row.revisions if (c.get("spec") or {}).get("lifecycleState") != api.LIFECYCLE_ARCHIVED]
+    return str(active[-1]["metadata"]["name"]) if active else None
 
 
 def _publish_arguments(args: argparse.Namespace, cluster: Cluster, row: Row) -> argparse.Namespace:
@@ -183,14 +226,15 @@ def _publish_arguments(args: argparse.Namespace, cluster: Cluster, row: Row) -> 
     publish.register(parser.add_subparsers())
     spec = row.latest.get("spec") or {}
     labels = (row.latest.get("metadata") or {}).get("labels") or {}
-    argv = ["publish", "--package", row.source.package, "--owner", row.owner,
-            "--system-namespace", _secrets_namespace(row.latest)]
+    # NAME=VALUE: a value starting with "-" (a package name in a record) is a value, not an option
+    argv = ["publish", f"--package={row.source.package}", f"--owner={row.owner}",
+            f"--system-namespace={_secrets_namespace(row.latest)}"]
     if isinstance(kind := labels.get(api.LABEL_OWNER_KIND), str) and kind:
-        argv += ["--owner-kind", kind]
+        argv.append(f"--owner-kind={kind}")
     if spec.get("collisionProtection") in api.COLLISION_PROTECTIONS:
-        argv += ["--collision-protection", spec["collisionProtection"]]
+        argv.append(f"--collision-protection={spec['collisionProtection']}")
     if isinstance(minutes := spec.get("progressDeadlineMinutes"), int) and not isinstance(minutes, bool):
-        argv += ["--progress-deadline-minutes", str(minutes)]
+        argv.append(f"--progress-deadline-minutes={minutes}")
     if args.dry_run:
         argv.append("--dry-run")
     parsed = parser.parse_args(argv)
@@ -226,7 +270,9 @@ def _result_text(outcome: Outcome, dry_run: bool) -> str:
         UPDATED: f"{outcome.revision} {would}updated in place",
         UNCHANGED: f"unchanged ({outcome.revision})",
         UP_TO_DATE: "up to date",
-        PUBLISHED: f"published in {outcome.revision}",
+        ROLLING_OUT: f"left alone: {outcome.revision} has not succeeded",
+        DELETING: f"left alone: {outcome.revision} is being deleted",
+        ARCHIVED: f"left alone: {outcome.revision} is archived",
         BY_PATH: "by path",
         FAILED: "failed (said on stderr)",
     }[outcome.result]

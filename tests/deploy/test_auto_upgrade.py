@@ -71,7 +71,7 @@ def test_the_cronjob_runs_cosctl_upgrade_all_hardened_and_bounded(tmp_path: Path
     # what it writes goes to emptyDirs (the root filesystem is read-only); the credentials are optional
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
-    assert "emptyDir" in volumes[mounts["/tmp"]["name"]]
+    assert volumes[mounts["/tmp"]["name"]]["emptyDir"] == {"sizeLimit": "1Gi"}   # a large index unpacks there
     assert "emptyDir" in volumes[mounts["/var/cache/cosctl"]["name"]]
     auth = mounts["/etc/cos-upgrade/registry-auth"]
     assert auth["readOnly"] is True
@@ -83,6 +83,8 @@ def test_its_rights_are_those_cosctl_upgrade_uses(tmp_path: Path) -> None:
     assert objs[("ClusterRole", "cos-upgrade")]["rules"] == [
         {"apiGroups": ["olm.operatorframework.io"], "resources": ["clusterobjectsets"],
          "verbs": ["get", "list", "create", "patch", "delete"]},
+        {"apiGroups": ["olm.operatorframework.io"], "resources": ["clusterobjectsets/finalizers"],
+         "verbs": ["update"]},
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get"]},
         {"apiGroups": ["rbac.authorization.k8s.io"],

@@ -71,11 +71,12 @@ def test_every_waiting_upgrade_is_published_and_the_rest_left_alone(images: dict
     assert source_of(mc, "wide-2") == {"catalog": catalog, "packageName": "demo"}
     assert mc.get(*COS, "wide-2")["metadata"]["annotations"][api.ANNOTATION_BUNDLE_NAME] == "demo-operator.v1.1.0"
 
-    # while wide-2 rolls out, the upgrade is published already: nothing is written, nothing pulled
+    # while wide-2 rolls out, the owner is left alone: nothing is written, nothing pulled
     before = names(mc)
     code, out, err = cosctl("upgrade", "--all", cluster=mc)
     assert (code, err) == (0, "")
-    assert [row[-1] for row in columns(out)] == ["RESULT", "up to date", "by path", "published in wide-2"]
+    assert [row[-1] for row in columns(out)] == ["RESULT", "up to date", "by path",
+                                                 "left alone: wide-2 has not succeeded"]
     assert names(mc) == before
 
     # once it has succeeded, the catalog's next edge: 1.2.0 replaces 1.1.0
@@ -150,14 +151,15 @@ def test_one_owner_failing_does_not_stop_the_others(images: dict[str, str], tmp_
     lost = (f"{gone}: no such catalog (give a File-Based Catalog directory or file, or an OCI image layout of an "
             "index image)")
     assert err.splitlines()[0] == "bad: upgrading 1.0.0 (demo-operator.v1.0.0) to 1.1.0 (demo-operator.v1.1.0)"
-    assert (f"cosctl upgrade: bad: image {images['1.0.0']}: holds bundle demo-operator.v1.0.0 of package demo, but "
-            f"catalog {liar} lists it as bundle demo-operator.v1.1.0 of package demo: the catalog and the image "
-            "disagree; nothing was done") in err.splitlines()
+    disagree = (f"image {images['1.0.0']}: holds bundle demo-operator.v1.0.0 of package demo, but catalog {liar} "
+                "lists it as bundle demo-operator.v1.1.0 of package demo: the catalog and the image disagree; nothing "
+                "was done")
+    assert f"cosctl upgrade: bad: {disagree}" in err.splitlines()
     assert f"cosctl upgrade: lost: {lost}" in err.splitlines()
     assert err.splitlines()[-1] == "ClusterObjectSet wide-2 (revision 2) created"
     listed = {outcome["owner"]: outcome for outcome in json.loads(out)}
     assert {owner: (o["result"], o["revision"], o.get("problem")) for owner, o in listed.items()} == {
-        "bad": ("failed", None, "publish failed (said above)"),
+        "bad": ("failed", None, disagree),
         "lost": ("failed", None, lost),
         "wide": ("created", "wide-2", None)}
     assert names(mc) == ["bad-1", "lost-1", "wide-1", "wide-2"]
@@ -207,3 +209,53 @@ def test_each_catalog_is_read_once_however_many_owners_record_it(images: dict[st
     assert source_of(mc, "two-2") == {"catalog": index, "packageName": "demo"}
 
 
+def test_a_revision_that_has_not_succeeded_an_uninstall_or_an_archived_owner_is_left_alone(
+        images: dict[str, str], tmp_path: Path) -> None:
+    """Unattended, an upgrade never decides over what is on its way: a first install that has not succeeded (the
+    catalog would pick 1.2.0 over it), a rollback rolling out, an owner being deleted, an owner all archived."""
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    mc = MemCluster()
+    assert cosctl("publish", "--package", "demo", "--owner", "first", "-n", "first-system", "--catalog", catalog,
+                  "--version", "1.0.0", cluster=mc)[0] == 0
+    widen(mc, "first-1", catalog)   # publish --package would resolve 1.2.0 as a first install, over first-1
+    install_wide(mc, catalog, "back")
+    assert cosctl("upgrade", "back", cluster=mc)[0] == 0
+    succeed(mc, "back-2")
+    mc.merge_patch(*COS, "back-1", None, {"spec": {"lifecycleState": "Archived"}})
+    assert cosctl("rollback", "--owner", "back", cluster=mc)[0] == 0   # back-3: 1.0.0 again, rolling out
+    install_wide(mc, catalog, "gone")
+    mc.merge_patch(*COS, "gone-1", None, {"metadata": {"finalizers": ["example.com/teardown"]}})
+    mc.delete(*COS, "gone-1", None)   # uninstall (or kubectl delete): the teardown is under way
+    install_wide(mc, catalog, "old")
+    mc.merge_patch(*COS, "old-1", None, {"spec": {"lifecycleState": "Archived"}})
+    before = names(mc)
+    code, out, err = cosctl("upgrade", "--all", "-o", "json", cluster=mc)
+    assert (code, err) == (0, "")
+    assert [(o["owner"], o["result"], o["revision"]) for o in json.loads(out)] == [
+        ("back", "rollingOut", "back-3"), ("first", "rollingOut", "first-1"), ("gone", "deleting", "gone-1"),
+        ("old", "archived", "old-1")]
+    assert names(mc) == before
+    code, out, _ = cosctl("upgrade", "--all", cluster=mc)
+    assert [row[-1] for row in columns(out)] == [
+        "RESULT", "left alone: back-3 has not succeeded", "left alone: first-1 has not succeeded",
+        "left alone: gone-1 is being deleted", "left alone: old-1 is archived"]
+
+
+def test_a_failed_publish_says_why_in_json_too_and_a_package_is_never_read_as_an_option(
+        images: dict[str, str], tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    dashed = tmp_path / "dashed.json"
+    dashed.write_text(Path(catalog).read_text().replace('"demo"', '"-demo"'))
+    mc = MemCluster()
+    install_wide(mc, catalog, "dash")
+    mc.merge_patch(*COS, "dash-1", None, {"metadata": {"annotations": {api.ANNOTATION_BUNDLE_SOURCE: json.dumps(
+        {"catalog": str(dashed), "packageName": "-demo"})}}})   # a record naming a package that starts with "-"
+    install_wide(mc, catalog)
+    code, out, err = cosctl("upgrade", "--all", "-o", "json", cluster=mc)
+    listed = {o["owner"]: o for o in json.loads(out)}
+    problem = (f"image {images['1.1.0']}: holds bundle demo-operator.v1.1.0 of package demo, but catalog {dashed} "
+               "lists it as bundle demo-operator.v1.1.0 of package -demo: the catalog and the image disagree; "
+               "nothing was done")
+    assert (code, listed["dash"]["result"], listed["dash"]["problem"]) == (1, "failed", problem)
+    assert f"cosctl upgrade: dash: {problem}" in err.splitlines()
+    assert (listed["wide"]["result"], listed["wide"]["revision"]) == ("created", "wide-2")
