@@ -25,6 +25,8 @@ from common.bundle.catalogcheck import (
     rolling_out_hint,
 )
 from common.bundle.catalogsource import SourceChoice, check_pulled, choose_source, image_to_pull, resolve_source
+from common.bundle.crdsafety import ENFORCEMENT_STRICT
+from common.bundle.extension import load_extension
 from common.bundle.publish import owner_revisions
 from common.bundle.registryv1.catalog import Catalog, load_catalog
 from common.bundle.registryv1.imageref import is_image_reference
@@ -34,6 +36,7 @@ from common.bundle.registryv1.source import load_bundle
 from common.cluster.interface import Cluster
 from common.contract import api
 from common.contract.objects import Obj
+from common.cosctl._inputs import InlineConfig
 from common.cosctl._producer import MissingArgument, reporter
 
 CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an index image's /configs, or what `opm "
@@ -69,6 +72,13 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "",
                                  width=76))
     kept = "; with --package, default: what the owner's latest revision records" if package else ""
     if package:
+        group.add_argument("--extension", default=None, metavar="FILE", type=catalog_argument,
+                           help=f"instead of --package and the install options, {package} what an OLM v1 "
+                                "ClusterExtension manifest says (YAML or JSON, as kubectl get clusterextension NAME "
+                                "-o yaml writes it): its name is the owner, and spec.namespace, serviceAccount, "
+                                "source.catalog (packageName, channels, version, upgradeConstraintPolicy), "
+                                "config.inline, install.preflight.crdUpgradeSafety and progressDeadlineMinutes are "
+                                "the options; --catalog still names the catalog")
         group.add_argument("--package", default=None, metavar="NAME",
                            help=f"instead of DIR|FILE, {package} the bundle of package NAME that OLM v1 would "
                                 "install or upgrade to from the catalog (a ClusterExtension's "
@@ -145,9 +155,12 @@ class PackageRun:
     annotations: dict[str, str]
 
 
-def check_package_arguments(args: argparse.Namespace, inputs: Sequence[str]) -> bool:
-    """Whether ``--package`` is given; what cannot go with it (``inputs``: the command's DIR|FILE arguments, a
-    ``--bundle-version``), or ``--version`` without it, is a usage error."""
+def check_package_arguments(args: argparse.Namespace, inputs: Sequence[str], command: str = "publish") -> bool:
+    """Whether ``--package`` (or ``--extension``, which fills it and the install options in) is given; what cannot
+    go with it (``inputs``: the command's DIR|FILE arguments, a ``--bundle-version``), or ``--version`` without it,
+    is a usage error."""
+    if getattr(args, "extension", None) is not None:
+        take_extension(args, command)
     if args.package is None:
         if args.version is not None:
             raise MissingArgument("--version: only with --package (a bundle given by path is its own version)")
@@ -213,3 +226,47 @@ def kept_catalog(choice: SourceChoice, command: str, read: CatalogReader | None 
     except BundleInputError as exc:  # not there any more, or its registry refuses: say where it came from
         raise type(exc)(f"the catalog kept from ClusterObjectSet {choice.kept_from}: {exc} (give --catalog to "
                         "resolve from another)", exc.hints) from None
+
+
+# The options a ClusterExtension gives, as (attribute, flag, its default, the manifest's field): given on the command
+# line as well, they are refused rather than one silently winning. Only those the command has are looked at.
+_EXTENSION_OPTIONS = (
+    ("package", "--package", None, "spec.source.catalog.packageName"),
+    ("owner", "--owner", None, "metadata.name"),
+    ("namespace", "-n/--namespace", None, "spec.namespace"),
+    ("service_account", "--service-account", None, "spec.serviceAccount.name"),
+    ("channels", "--channel", None, "spec.source.catalog.channels"),
+    ("version", "--version", None, "spec.source.catalog.version"),
+    ("upgrade_constraint_policy", "--upgrade-constraint-policy", POLICY_CATALOG_PROVIDED,
+     "spec.source.catalog.upgradeConstraintPolicy"),
+    ("config", "--config", None, "spec.config.inline"),
+    ("crd_upgrade_safety", "--crd-upgrade-safety", ENFORCEMENT_STRICT, "spec.install.preflight.crdUpgradeSafety"),
+    ("progress_deadline_minutes", "--progress-deadline-minutes", None, "spec.progressDeadlineMinutes"),
+)
+
+
+def take_extension(args: argparse.Namespace, command: str) -> None:
+    """``--extension FILE``: the ClusterExtension's fields as the command's options (:mod:`common.bundle.extension`).
+    The manifest is the whole truth, as it is for OLM v1: what it leaves out (channels, a range, a configuration)
+    is none, not what the owner's latest revision recorded."""
+    path = str(args.extension)
+    extension = load_extension(path)
+    given = [(flag, field) for attribute, flag, default, field in _EXTENSION_OPTIONS
+             if hasattr(args, attribute) and getattr(args, attribute) != default]
+    if given:
+        flag, field = given[0]
+        raise MissingArgument(f"{flag} and --extension {path}: the ClusterExtension says it ({field}); give one or "
+                              "the other")
+    for warning in extension.warnings:
+        print(f"cosctl {command}: warning: {warning}", file=sys.stderr)
+    args.package, args.owner, args.namespace = extension.package, extension.name, extension.namespace
+    args.channels, args.version = list(extension.channels), extension.version
+    args.upgrade_constraint_policy = extension.policy
+    if hasattr(args, "service_account"):
+        args.service_account = extension.service_account
+    if hasattr(args, "config"):
+        args.config = InlineConfig(extension.config, f"{path}: spec.config.inline")
+    if hasattr(args, "crd_upgrade_safety") and extension.crd_upgrade_safety is not None:
+        args.crd_upgrade_safety = extension.crd_upgrade_safety
+    if hasattr(args, "progress_deadline_minutes"):
+        args.progress_deadline_minutes = extension.progress_deadline_minutes

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from common.bundle.phasing import Phase, sort_into_phases
 from common.bundle.registryv1.config import load_config_file
+from common.bundle.registryv1.confighints import dropped_keys
 from common.bundle.registryv1.install import (
     CERT_PROVIDERS,
     InstallOptions,
@@ -165,11 +166,26 @@ def install_options(args: argparse.Namespace, recorded: InstallOptions | None = 
     return InstallOptions(namespace, config, provider, create)
 
 
-def load_config(path: str, command: str, *, warn: bool = True) -> Obj | None:
+@dataclass(frozen=True, slots=True)
+class InlineConfig:
+    """A configuration given inline (a ClusterExtension's ``spec.config.inline``: ``--extension``) where ``--config``
+    gives a file; ``value`` None is none. ``where`` names it in warnings."""
+
+    value: Obj | None
+    where: str
+
+
+def load_config(path: str | InlineConfig, command: str, *, warn: bool = True) -> Obj | None:
     """The ``--config`` file (:func:`load_config_file`), its warnings printed as ``command``'s (with ``warn``): a
     key written twice, a key of ``deploymentConfig`` that OLM v1 drops (a typo inside a toleration or an env entry
-    would otherwise change the operator without a word)."""
+    would otherwise change the operator without a word). An :class:`InlineConfig` is its value, with the same
+    warnings about dropped keys."""
     warnings: list[str] = []
+    if isinstance(path, InlineConfig):
+        warnings = [f"{path.where}: {note}" for note in dropped_keys(path.value)] if path.value is not None else []
+        for note in warnings if warn else ():
+            print(f"cosctl {command}: warning: {note}", file=sys.stderr)
+        return path.value
     config = load_config_file(path, warnings)
     for note in warnings if warn else ():
         print(f"cosctl {command}: warning: {note}", file=sys.stderr)

@@ -239,7 +239,7 @@ def latest_active(revisions: list[Obj]) -> Obj | None:
 
 def _diff(args: argparse.Namespace) -> int:
     chosen = None
-    if check_package_arguments(args, args.sources):  # what publish --package would change
+    if check_package_arguments(args, args.sources, "diff"):  # what publish --package would change
         chosen = resolve_package(args, "diff", lambda line: print(f"cosctl diff: {line}", file=sys.stderr))
         args.sources = [chosen.image]
     elif not args.sources:

@@ -105,7 +105,7 @@ def _rbac(args: argparse.Namespace) -> int:
     bundle: RegistryV1 | None
     owner: str | None
     paths: list[str] = args.paths
-    if check_package_arguments(args, args.paths):  # the bundle publish --package would install, with its options
+    if check_package_arguments(args, args.paths, "rbac"):  # the bundle publish --package would install
         chosen = resolve_package(args, "rbac", lambda line: print(f"cosctl rbac: {line}", file=sys.stderr))
         bundle, owner, cluster, paths = chosen.bundle, chosen.owner, chosen.cluster, [chosen.image]
         recorded = chosen.revisions[-1] if chosen.revisions else None

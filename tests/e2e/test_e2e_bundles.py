@@ -4,7 +4,8 @@ through ``cosctl`` and the real reconciler process (issue 15; shared/spec/bundle
 Opt-in twice over: ``pytest -m e2e`` with ``COS_E2E_KUBECONFIG`` (tests/e2e/conftest.py), and
 ``COS_E2E_BUNDLES`` naming a directory of bundles laid out as ``PACKAGE/VERSION/{manifests,metadata}``. Third-party
 bundles are never committed; without the variable, or without the bundles a case needs, the case is skipped with
-the reason.
+the reason. ``COS_E2E_OLM_CRDS`` (operator-controller's CRD directory) opts in to the ClusterExtension manifest
+test.
 
 Three upgrade pairs of different shapes, each published, rolled out, upgraded with ``cosctl publish NEXT`` (no
 ``-n``, no ``--config``: the options recorded on revision 1 are kept) and rolled back:
@@ -835,6 +836,92 @@ def test_cos_upgrade_follows_the_catalog_with_the_rights_of_the_auto_upgrade_com
             wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
                      f"the revisions of {owner} to be torn down")
             kubectl(ctx.env, "delete", "--ignore-not-found", "-f", "-", stdin=rights)
+
+
+OLM_CRDS_VARIABLE = "COS_E2E_OLM_CRDS"
+
+
+def test_a_cluster_extension_manifest_as_the_api_server_stores_it_is_installed_and_upgraded(ctx: Ctx) -> None:
+    """``publish --extension``: a ClusterExtension written as an OLM v1 user writes it, admitted, validated and
+    defaulted by the real API server under OLM v1's own CRD (``$COS_E2E_OLM_CRDS``: the directory holding
+    operator-controller's experimental ``olm.operatorframework.io_clusterextensions.yaml``, which has spec.config),
+    read back with ``kubectl get -o yaml`` and published; nothing reconciles the ClusterExtension itself. Editing the
+    manifest (its range dropped, as in a GitOps repository) upgrades along the catalog's edge."""
+    crds = os.environ.get(OLM_CRDS_VARIABLE)
+    if not crds:
+        pytest.skip(f"{OLM_CRDS_VARIABLE} is not set: no ClusterExtension CRD to admit the manifest with")
+    case = KOKU
+    if any(not (ctx.corpus / d / "metadata").is_dir() for d in case.dirs):
+        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
+    owner = ns = f"koku-ce-{RUN}"
+    kubectl(ctx.env, "create", "namespace", ns)
+    ctx.namespaces.append(ns)
+    ctx.stand_ins.namespaces.add(ns)
+    kubectl(ctx.env, "create", "serviceaccount", "installer", "-n", ns)
+    binding = f"{owner}-installer"
+    kubectl(ctx.env, "create", "clusterrolebinding", binding, "--clusterrole", "cluster-admin",
+            f"--serviceaccount={ns}:installer")
+    crd = "clusterextensions.olm.operatorframework.io"
+    made_crd = gone(ctx.kube, CRD_API, "CustomResourceDefinition", crd)
+    home = ctx.tmp / "ce-home"
+    (home / ".config" / "containers").mkdir(parents=True)
+    (home / "registries.conf").write_text("")
+    (ctx.tmp / "ce-ca").mkdir()
+    ca = CA(ctx.tmp / "ce-ca")
+    with Registry(ca) as registry:
+        trust(home, ca, registry)
+        images = {v: registry.ref("koku/bundle", push_bundle(registry, copy_bundle(ctx, case, v), ctx.tmp,
+                                                             repo="koku/bundle", tag=f"v{v}"))
+                  for v in (case.first, case.second)}
+        catalog = _koku_catalog(ctx.tmp / "ce-catalog", edge=True, images=images)
+        try:
+            if made_crd:
+                kubectl(ctx.env, "apply", "--server-side", "-f",
+                        str(Path(crds) / "olm.operatorframework.io_clusterextensions.yaml"))
+                wait_for(lambda: crd_established(ctx.kube, crd), 60, f"CRD {crd}")
+            kubectl(ctx.env, "apply", "-f", "-", stdin=yaml.safe_dump({
+                "apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterExtension", "metadata": {"name": owner},
+                "spec": {"namespace": ns, "serviceAccount": {"name": "installer"},
+                         "source": {"sourceType": "Catalog", "catalog": {"packageName": case.package,
+                                                                         "version": f"<{case.second}"}},
+                         "config": {"configType": "Inline", "inline": {"watchNamespace": ns}}}}))
+            stored = kubectl(ctx.env, "get", "clusterextension", owner, "-o", "yaml")
+            kubectl(ctx.env, "delete", "clusterextension", owner)   # nothing reconciles it; the manifest remains
+            assert yaml.safe_load(stored)["spec"]["source"]["catalog"]["upgradeConstraintPolicy"] == \
+                "CatalogProvided"   # the API server's default, under OLM v1's CRD
+            manifest = ctx.tmp / "ce.yaml"
+            manifest.write_text(stored)
+            done = cosctl(ctx, "publish", "--extension", str(manifest), "--catalog", str(catalog), home=home)
+            out = ok_but_pulled(done, images[case.first])
+            assert (out[0], out[1], out[-1]) == (
+                f"package {case.package} resolves to koku-metrics-operator.v{case.first} ({case.first}) in catalog "
+                f"{catalog}: {images[case.first]}", f"bundle koku-metrics-operator.v{case.first} rendered for "
+                f"namespace {ns}", f"ClusterObjectSet {owner}-1 (revision 1) created")
+            rolled_out(ctx, f"{owner}-1", case.first)
+            annotations = get_cos(ctx.env, f"{owner}-1")["metadata"]["annotations"]
+            assert json.loads(annotations[api.ANNOTATION_BUNDLE_SOURCE]) == {
+                "catalog": str(catalog), "packageName": case.package, "version": f"<{case.second}"}
+            assert json.loads(annotations[OPTIONS]) == {"namespace": ns, "config": {"watchNamespace": ns}}
+            assert (annotations[api.ANNOTATION_SERVICE_ACCOUNT_NAMESPACE],
+                    annotations[api.ANNOTATION_SERVICE_ACCOUNT_NAME]) == (ns, "installer")
+
+            edited = yaml.safe_load(stored)
+            del edited["spec"]["source"]["catalog"]["version"]
+            manifest.write_text(yaml.safe_dump(edited))
+            out = ok_but_pulled(cosctl(ctx, "publish", "--extension", str(manifest), home=home), images[case.second])
+            assert (out[0], out[-1]) == (
+                f"package {case.package} resolves to koku-metrics-operator.v{case.second} ({case.second}) over "
+                f"koku-metrics-operator.v{case.first} in catalog {catalog} (--catalog kept from {owner}-1): "
+                f"{images[case.second]}", f"ClusterObjectSet {owner}-2 (revision 2) created")
+            rolled_out(ctx, f"{owner}-2", case.second)
+            archived_and_torn_down(ctx, f"{owner}-1")
+        finally:
+            kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={owner}", "--wait=false")
+            wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
+                     f"the revisions of {owner} to be torn down")
+            kubectl(ctx.env, "delete", "clusterrolebinding", binding)
+            if made_crd:
+                kubectl(ctx.env, "delete", "--ignore-not-found", "customresourcedefinition", crd)
 
 
 def ok_but_pulled(done: subprocess.CompletedProcess[str], image: str) -> list[str]:
