@@ -11,19 +11,25 @@ Pure: a parsed document in, an :class:`Extension` or :class:`ExtensionError` (na
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import difflib
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
 from common.bundle.registryv1.documents import read_documents
 from common.bundle.registryv1.model import BundleInputError
+from common.bundle.registryv1.resolve import (
+    POLICY_CATALOG_PROVIDED,
+    UPGRADE_CONSTRAINT_POLICIES,
+    ResolutionError,
+    make_query,
+)
 
 API_VERSION: Final = "olm.operatorframework.io/v1"
 KIND: Final = "ClusterExtension"
 # A ClusterExtension is small; its inline configuration is bounded by the API server's 1.5 MiB request limit.
 MAX_BYTES: Final = 3 * 1024 * 1024
-_POLICIES: Final = ("CatalogProvided", "SelfCertified")
 _ENFORCEMENTS: Final = ("None", "Strict")
 
 
@@ -42,7 +48,7 @@ class Extension:
     package: str
     channels: tuple[str, ...] = ()
     version: str = ""
-    policy: str = "CatalogProvided"
+    policy: str = POLICY_CATALOG_PROVIDED
     service_account: str | None = None
     config: dict[str, Any] | None = None
     config_given: bool = False
@@ -52,103 +58,177 @@ class Extension:
 
 
 def load_extension(path: str) -> Extension:
-    """The ClusterExtension in the YAML or JSON file ``path`` (one document, or a v1 List of one item, as ``kubectl
-    get clusterextension NAME -o yaml`` writes it)."""
+    """The ClusterExtension in the YAML or JSON file ``path``: one document (``kubectl get clusterextension NAME -o
+    yaml``), or a List of one (``kubectl get clusterextensions -o yaml`` on a cluster with one)."""
     problems: list[str] = []
     if Path(path).is_dir():
         raise ExtensionError(f"{path}: is a directory, not a ClusterExtension manifest")
     if not Path(path).exists():
         raise ExtensionError(f"{path}: no such file or directory")
-    documents = read_documents(Path(path), path, problems, max_bytes=MAX_BYTES)
+    warnings: list[str] = []
+    documents = read_documents(Path(path), path, problems, max_bytes=MAX_BYTES, warnings=warnings)
     if problems:
         raise ExtensionError("\n".join(problems))
     values = [value for _, value in documents]
-    if len(values) == 1 and isinstance(values[0], dict) and values[0].get("kind") == "List":
+    if len(values) == 1 and isinstance(values[0], dict) and values[0].get("kind") in ("List", f"{KIND}List"):
         items = values[0].get("items")
         values = items if isinstance(items, list) else []
+        if len(values) != 1:
+            raise ExtensionError(f"{path}: a List of {len(values)} items: give one ClusterExtension")
     if len(values) != 1:
         raise ExtensionError(f"{path}: give one ClusterExtension, found {len(values)} documents")
-    return parse_extension(values[0], path)
+    extension = parse_extension(values[0], path)
+    return replace(extension, warnings=(*warnings, *extension.warnings))
+
+
+# OLM v1's CRD rules (helm/olmv1/base/operator-controller/crd/experimental), with its messages.
+_DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_SUBDOMAIN_RULE: Final = ("must be a valid DNS1123 subdomain. It must contain only lowercase alphanumeric characters, "
+                          "hyphens (-) or periods (.), start and end with an alphanumeric character, and be no "
+                          "longer than 253 characters")
+# The fields of each object the manifest's spec holds: anything else is a typo kubectl apply would refuse too
+# (strict field validation), and here it would widen the install (a misspelt version range is no range).
+_FIELDS: Final = {
+    "spec": ("namespace", "serviceAccount", "source", "install", "config", "progressDeadlineMinutes"),
+    "spec.serviceAccount": ("name",),
+    "spec.source": ("sourceType", "catalog"),
+    "spec.source.catalog": ("packageName", "channels", "version", "selector", "upgradeConstraintPolicy"),
+    "spec.config": ("configType", "inline"),
+    "spec.install": ("preflight",),
+    "spec.install.preflight": ("crdUpgradeSafety",),
+    "spec.install.preflight.crdUpgradeSafety": ("enforcement",),
+}
+_DEADLINE: Final = (10, 720)
 
 
 def parse_extension(obj: Any, where: str) -> Extension:
-    """:func:`load_extension` for a document already read; ``where`` names it in messages."""
+    """:func:`load_extension` for a document already read; ``where`` names it in messages. Refused as the API server
+    refuses it under OLM v1's CRD (a required field missing, a value its rules reject, a field it does not have),
+    in the CRD's words, so that cosctl never acts on a manifest OLM v1 would not have taken."""
     def fail(field_path: str, why: str) -> ExtensionError:
         return ExtensionError(f"{where}: {field_path}: {why}")
 
+    def section(parent: dict[str, Any], key: str, path: str, *, required: bool = True) -> dict[str, Any] | None:
+        value = parent.get(key)
+        if value is None:
+            if required:
+                raise fail(path, "Required value")
+            return None
+        if not isinstance(value, dict):
+            raise fail(path, f"must be an object, not {_type(value)}")
+        if path in _FIELDS:
+            for unknown in sorted(set(value) - set(_FIELDS[path])):
+                close = difflib.get_close_matches(str(unknown), _FIELDS[path], n=1)
+                raise fail(f"{path}.{unknown}", "unknown field (OLM v1's ClusterExtension has none such; kubectl "
+                                                "apply refuses it too)" + (f": did you mean {close[0]}?" if close
+                                                                            else ""))
+        return value
+
+    def string(parent: dict[str, Any], key: str, path: str, *, required: bool = False, max_length: int = 253,
+               pattern: re.Pattern[str] | None = None, rule: str = "") -> str:
+        value = parent.get(key)
+        if value is None:
+            if required:
+                raise fail(path, "Required value")
+            return ""
+        if not isinstance(value, str):
+            raise fail(path, f"must be a string, not {_type(value)}")
+        if len(value) > max_length:
+            raise fail(path, f"may not be longer than {max_length} characters")
+        if pattern is not None and not pattern.fullmatch(value):
+            raise fail(path, rule)
+        return value
+
     if not isinstance(obj, dict):
-        raise ExtensionError(f"{where}: not a ClusterExtension (a {type(obj).__name__}, not an object)")
+        raise ExtensionError(f"{where}: not a ClusterExtension (a {_type(obj)}, not an object)")
     if obj.get("apiVersion") != API_VERSION or obj.get("kind") != KIND:
         raise ExtensionError(f"{where}: not a ClusterExtension: apiVersion {obj.get('apiVersion')!r}, kind "
                              f"{obj.get('kind')!r} (want {API_VERSION}, {KIND})")
     warnings: list[str] = []
-    name = _string(_object(obj, "metadata", fail), "name", "metadata.name", fail, required=True)
-    spec = _object(obj, "spec", fail)
-    namespace = _string(spec, "namespace", "spec.namespace", fail, required=True)
-    source = _object(spec, "source", fail, "spec.source")
-    if source.get("sourceType") != "Catalog":
-        raise fail("spec.source.sourceType", f"{source.get('sourceType')!r}: only Catalog is defined")
-    catalog = _object(source, "catalog", fail, "spec.source.catalog")
-    package = _string(catalog, "packageName", "spec.source.catalog.packageName", fail, required=True)
-    channels = catalog.get("channels", [])
-    if not isinstance(channels, list) or not all(isinstance(c, str) and c for c in channels):
-        raise fail("spec.source.catalog.channels", "must be a list of channel names")
-    version = _string(catalog, "version", "spec.source.catalog.version", fail)
-    policy = catalog.get("upgradeConstraintPolicy", "CatalogProvided")
-    if policy not in _POLICIES:
-        raise fail("spec.source.catalog.upgradeConstraintPolicy", f"{policy!r}: must be one of {', '.join(_POLICIES)}")
-    if catalog.get("selector"):
+    metadata = section(obj, "metadata", "metadata")
+    assert metadata is not None
+    name = string(metadata, "name", "metadata.name", required=True, pattern=_DNS1123_SUBDOMAIN,
+                  rule=f"name {_SUBDOMAIN_RULE}")
+    spec = section(obj, "spec", "spec")
+    assert spec is not None
+    namespace = string(spec, "namespace", "spec.namespace", required=True, max_length=63, pattern=_DNS1123_LABEL,
+                       rule="namespace must be a valid DNS1123 label")
+    account = section(spec, "serviceAccount", "spec.serviceAccount")
+    assert account is not None
+    service_account = string(account, "name", "spec.serviceAccount.name", required=True,
+                             pattern=_DNS1123_SUBDOMAIN, rule=f"name {_SUBDOMAIN_RULE}")
+    source = section(spec, "source", "spec.source")
+    assert source is not None
+    kind = string(source, "sourceType", "spec.source.sourceType", required=True)
+    if kind != "Catalog":
+        raise fail("spec.source.sourceType", f"Unsupported value: {kind!r}: supported values: \"Catalog\"")
+    catalog = section(source, "catalog", "spec.source.catalog")
+    assert catalog is not None
+    package = string(catalog, "packageName", "spec.source.catalog.packageName", required=True,
+                     pattern=_DNS1123_SUBDOMAIN, rule=f"packageName {_SUBDOMAIN_RULE}")
+    channels = catalog.get("channels") or []
+    if not isinstance(channels, list):
+        raise fail("spec.source.catalog.channels", f"must be a list, not {_type(channels)}")
+    if len(channels) > 256:
+        raise fail("spec.source.catalog.channels", "must have at most 256 items")
+    for i in range(len(channels)):
+        string({"c": channels[i]}, "c", f"spec.source.catalog.channels[{i}]", required=True,
+               pattern=_DNS1123_SUBDOMAIN, rule="channels entries must be valid DNS1123 subdomains")
+    version = string(catalog, "version", "spec.source.catalog.version", max_length=64)
+    if version:
+        try:
+            make_query(package, version=version)
+        except ResolutionError as exc:   # OLM v1's own words, as its resolver says them
+            raise fail("spec.source.catalog.version", str(exc)) from None
+    policy = catalog.get("upgradeConstraintPolicy", POLICY_CATALOG_PROVIDED)
+    if policy not in UPGRADE_CONSTRAINT_POLICIES:
+        raise fail("spec.source.catalog.upgradeConstraintPolicy",
+                   f"Unsupported value: {policy!r}: supported values: " + ", ".join(
+                       f'"{p}"' for p in UPGRADE_CONSTRAINT_POLICIES))
+    if section(catalog, "selector", "spec.source.catalog.selector", required=False):
         warnings.append(f"{where}: spec.source.catalog.selector is not used: the package is resolved from the one "
                         "catalog --catalog names (or the owner's revision records)")
-    account = spec.get("serviceAccount")
-    service_account = None
-    if account is not None:
-        if not isinstance(account, dict):
-            raise fail("spec.serviceAccount", "must be an object")
-        service_account = _string(account, "name", "spec.serviceAccount.name", fail, required=True)
     config, config_given = None, False
-    if (given := spec.get("config")) is not None:
-        if not isinstance(given, dict) or given.get("configType") != "Inline":
-            raise fail("spec.config.configType", "only Inline is defined")
-        inline = given.get("inline")
-        if not isinstance(inline, dict):
-            raise fail("spec.config.inline", "must be an object (the bundle's configuration)")
+    if (given := section(spec, "config", "spec.config", required=False)) is not None:
+        if string(given, "configType", "spec.config.configType", required=True) != "Inline":
+            raise fail("spec.config.configType", f"Unsupported value: {given['configType']!r}: supported values: "
+                                                 '"Inline"')
+        inline = section(given, "inline", "spec.config.inline", required=False)
+        if inline is None:
+            raise fail("spec.config", "inline is required when configType is Inline, and forbidden otherwise")
+        if not inline:
+            raise fail("spec.config.inline", "should have at least 1 properties")
         config, config_given = inline, True
     enforcement = None
-    if spec.get("install") is not None:
-        preflight = _object(spec, "install", fail, "spec.install").get("preflight")
-        if preflight is not None:
-            if not isinstance(preflight, dict):
-                raise fail("spec.install.preflight", "must be an object")
-            safety = preflight.get("crdUpgradeSafety")
-            if safety is not None:
-                if not isinstance(safety, dict):
-                    raise fail("spec.install.preflight.crdUpgradeSafety", "must be an object")
-                enforcement = safety.get("enforcement")
-                if enforcement not in _ENFORCEMENTS:
-                    raise fail("spec.install.preflight.crdUpgradeSafety.enforcement",
-                               f"{enforcement!r}: must be one of {', '.join(_ENFORCEMENTS)}")
+    if (install := section(spec, "install", "spec.install", required=False)) is not None:
+        preflight = section(install, "preflight", "spec.install.preflight", required=False)
+        if preflight is None:
+            raise fail("spec.install", "at least one of [preflight] are required when install is specified")
+        safety = section(preflight, "crdUpgradeSafety", "spec.install.preflight.crdUpgradeSafety", required=False)
+        if safety is None:
+            raise fail("spec.install.preflight", "at least one of [crdUpgradeSafety] are required when preflight "
+                                                 "is specified")
+        enforcement = string(safety, "enforcement", "spec.install.preflight.crdUpgradeSafety.enforcement",
+                             required=True)
+        if enforcement not in _ENFORCEMENTS:
+            raise fail("spec.install.preflight.crdUpgradeSafety.enforcement",
+                       f"Unsupported value: {enforcement!r}: supported values: "
+                       + ", ".join(f'"{e}"' for e in _ENFORCEMENTS))
     minutes = spec.get("progressDeadlineMinutes")
-    if minutes is not None and (not isinstance(minutes, int) or isinstance(minutes, bool)):
-        raise fail("spec.progressDeadlineMinutes", "must be an integer")
+    if minutes is not None:
+        if not isinstance(minutes, int) or isinstance(minutes, bool):
+            raise fail("spec.progressDeadlineMinutes", f"must be an integer, not {_type(minutes)}")
+        if not _DEADLINE[0] <= minutes <= _DEADLINE[1]:
+            raise fail("spec.progressDeadlineMinutes", f"should be between {_DEADLINE[0]} and {_DEADLINE[1]}, "
+                                                       f"not {minutes}")
     return Extension(name, namespace, package, tuple(channels), version, policy, service_account, config,
-                     config_given, enforcement, minutes or None, tuple(warnings))
+                     config_given, enforcement, minutes, tuple(warnings))
 
 
-_Fail = Callable[[str, str], ExtensionError]
-
-
-def _object(parent: dict[str, Any], key: str, fail: _Fail, path: str | None = None) -> dict[str, Any]:
-    value = parent.get(key)
-    if not isinstance(value, dict):
-        raise fail(path or key, "missing, or not an object")
-    return value
-
-
-def _string(parent: dict[str, Any], key: str, path: str, fail: _Fail, *, required: bool = False) -> str:
-    value = parent.get(key)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value):
-        raise fail(path, "missing, or not a string" if required else "must be a string")
-    return value
+def _type(value: Any) -> str:
+    """A value's type as the API server names it."""
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "object", list: "array", str: "string", int: "integer", float: "number",
+            type(None): "null"}.get(type(value), type(value).__name__)

@@ -37,7 +37,7 @@ from common.cluster.interface import Cluster
 from common.contract import api
 from common.contract.objects import Obj
 from common.cosctl._inputs import InlineConfig
-from common.cosctl._producer import MissingArgument, reporter
+from common.cosctl._producer import MissingArgument, StoreGiven, reporter
 
 CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an index image's /configs, or what `opm "
                 "render` wrote), an OCI image layout of an index image (a directory or tar, as `skopeo copy "
@@ -47,6 +47,13 @@ CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an i
 
 # How a command reads a catalog by its reference, for one package: load_catalog, or a catalog already read.
 CatalogReader = Callable[[str, str], Catalog]
+
+
+def _extension_argument(text: str) -> str:
+    """``--extension``: an empty value names no file."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty: give a ClusterExtension manifest file")
+    return text
 
 
 def catalog_argument(text: str) -> str:
@@ -72,7 +79,7 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "",
                                  width=76))
     kept = "; with --package, default: what the owner's latest revision records" if package else ""
     if package:
-        group.add_argument("--extension", default=None, metavar="FILE", type=catalog_argument,
+        group.add_argument("--extension", default=None, metavar="FILE", type=_extension_argument,
                            help=f"instead of --package and the install options, {package} what an OLM v1 "
                                 "ClusterExtension manifest says (YAML or JSON, as kubectl get clusterextension NAME "
                                 "-o yaml writes it): its name is the owner, and spec.namespace, serviceAccount, "
@@ -93,7 +100,7 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "",
                             "(repeatable; default: any" + ("; with --package, default: the channels the owner's latest "
                                                            "revision records, '' for any)" if package else ")"))
     group.add_argument("--upgrade-constraint-policy", choices=UPGRADE_CONSTRAINT_POLICIES,
-                       default=POLICY_CATALOG_PROVIDED,
+                       default=POLICY_CATALOG_PROVIDED, action=StoreGiven,
                        help="CatalogProvided (default): only an upgrade the catalog allows from the installed bundle; "
                             "SelfCertified: any bundle of the package, downgrades included (OLM v1's "
                             "spec.source.catalog.upgradeConstraintPolicy), for this run only")
@@ -251,13 +258,14 @@ def take_extension(args: argparse.Namespace, command: str) -> None:
     is none, not what the owner's latest revision recorded."""
     path = str(args.extension)
     extension = load_extension(path)
+    explicit = getattr(args, "given", None) or set()   # options with a default, given (StoreGiven)
     given = [(flag, field) for attribute, flag, default, field in _EXTENSION_OPTIONS
-             if hasattr(args, attribute) and getattr(args, attribute) != default]
+             if hasattr(args, attribute) and (getattr(args, attribute) != default or attribute in explicit)]
     if given:
         flag, field = given[0]
         raise MissingArgument(f"{flag} and --extension {path}: the ClusterExtension says it ({field}); give one or "
                               "the other")
-    for warning in extension.warnings:
+    for warning in extension.warnings:   # a selector not used, a key written twice
         print(f"cosctl {command}: warning: {warning}", file=sys.stderr)
     args.package, args.owner, args.namespace = extension.package, extension.name, extension.namespace
     args.channels, args.version = list(extension.channels), extension.version

@@ -52,9 +52,22 @@ def add_bundle_arguments(parser: argparse.ArgumentParser, *, optional_paths: str
                         help=f"annotation {api.ANNOTATION_BUNDLE_VERSION} (shown in rollout messages)")
 
 
+class StoreGiven(argparse.Action):
+    """Stores the value as ``store`` does, and the destination in the namespace's ``given`` set: whether an option
+    with a default was given at all (its default value included), which ``--extension`` must know to refuse saying
+    a field twice."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        given: set[str] = getattr(namespace, "given", None) or set()
+        given.add(self.dest)
+        namespace.given = given
+
+
 def add_crd_upgrade_safety_argument(parser: argparse.ArgumentParser) -> None:
     """``--crd-upgrade-safety``: OLM v1's ``spec.install.preflight.crdUpgradeSafety.enforcement``, for this run."""
-    parser.add_argument("--crd-upgrade-safety", choices=ENFORCEMENTS, default=ENFORCEMENT_STRICT,
+    parser.add_argument("--crd-upgrade-safety", choices=ENFORCEMENTS, default=ENFORCEMENT_STRICT, action=StoreGiven,
                         help="OLM v1's CRD upgrade safety check before a revision is created: Strict (default) "
                              "refuses CustomResourceDefinitions that would break the custom resources stored "
                              "under the cluster's current ones (a removed field or stored version, a removed enum "

@@ -86,15 +86,39 @@ def test_what_the_manifest_says_cannot_be_said_again_on_the_command_line(tmp_pat
                    "one or the other\n")
 
 
+CATALOG = {"sourceType": "Catalog", "catalog": {"packageName": "demo"}}
+
+
 @pytest.mark.parametrize(("spec", "why"), [
-    ({"source": {"sourceType": "Image"}}, "spec.source.sourceType: 'Image': only Catalog is defined"),
-    ({"source": {"sourceType": "Catalog", "catalog": {}}},
-     "spec.source.catalog.packageName: missing, or not a string"),
-    ({"namespace": None}, "spec.namespace: missing, or not a string"),
-    ({"config": {"configType": "Inline", "inline": [1]}},
-     "spec.config.inline: must be an object (the bundle's configuration)"),
+    ({"source": {"sourceType": "Image"}}, "spec.source.sourceType: Unsupported value: 'Image': supported values: "
+                                          '"Catalog"'),
+    ({"source": {"sourceType": "Catalog", "catalog": {}}}, "spec.source.catalog.packageName: Required value"),
+    ({"namespace": None}, "spec.namespace: Required value"),
+    ({"namespace": "Demo_NS"}, "spec.namespace: namespace must be a valid DNS1123 label"),
+    ({"serviceAccount": None}, "spec.serviceAccount: Required value"),
+    ({"serviceAccount": {"name": "Installer"}}, "spec.serviceAccount.name: name must be a valid DNS1123 subdomain. "
+     "It must contain only lowercase alphanumeric characters, hyphens (-) or periods (.), start and end with an "
+     "alphanumeric character, and be no longer than 253 characters"),
+    ({"source": {"sourceType": "Catalog", "catalog": {"packageName": "demo", "versoin": "1.0.0"}}},
+     "spec.source.catalog.versoin: unknown field (OLM v1's ClusterExtension has none such; kubectl apply refuses it "
+     "too): did you mean version?"),
+    ({"progresDeadlineMinutes": 30}, "spec.progresDeadlineMinutes: unknown field (OLM v1's ClusterExtension has none "
+                                     "such; kubectl apply refuses it too): did you mean progressDeadlineMinutes?"),
+    ({"source": {"sourceType": "Catalog", "catalog": {"packageName": "demo", "version": "not a range"}}},
+     'spec.source.catalog.version: desired version range "not a range" is invalid: improper constraint: "not a '
+     'range"'),
+    ({"source": {"sourceType": "Catalog", "catalog": {"packageName": "demo", "channels": ["Stable"]}}},
+     "spec.source.catalog.channels[0]: channels entries must be valid DNS1123 subdomains"),
+    ({"config": {"configType": "Inline", "inline": [1]}}, "spec.config.inline: must be an object, not array"),
+    ({"config": {"configType": "Inline", "inline": {}}}, "spec.config.inline: should have at least 1 properties"),
+    ({"config": {"configType": "Inline"}},
+     "spec.config: inline is required when configType is Inline, and forbidden otherwise"),
+    ({"install": {}}, "spec.install: at least one of [preflight] are required when install is specified"),
     ({"install": {"preflight": {"crdUpgradeSafety": {"enforcement": "Lax"}}}},
-     "spec.install.preflight.crdUpgradeSafety.enforcement: 'Lax': must be one of None, Strict"),
+     "spec.install.preflight.crdUpgradeSafety.enforcement: Unsupported value: 'Lax': supported values: \"None\", "
+     '"Strict"'),
+    ({"progressDeadlineMinutes": 5}, "spec.progressDeadlineMinutes: should be between 10 and 720, not 5"),
+    ({"progressDeadlineMinutes": 0}, "spec.progressDeadlineMinutes: should be between 10 and 720, not 0"),
 ])
 def test_a_manifest_cosctl_cannot_act_on_is_refused_naming_the_field(spec: dict[str, Any], why: str,
                                                                     tmp_path: Path) -> None:
@@ -111,19 +135,58 @@ def test_other_files_and_what_is_not_used_are_said(images: dict[str, str], tmp_p
                "(want olm.operatorframework.io/v1, ClusterExtension)\n")
     assert cosctl("publish", "--extension", str(tmp_path / "absent.yaml"), cluster=MemCluster()) == (
         2, "", f"cosctl publish: {tmp_path / 'absent.yaml'}: no such file or directory\n")
-    manifest = extension(tmp_path / "ce.yaml", serviceAccount=None,
+    manifest = extension(tmp_path / "ce.yaml",
                          config={"configType": "Inline", "inline": {"deploymentConfig": {"env": [
                              {"name": "A", "valeu": "secret-looking"}]}}})
     text = yaml.safe_load(Path(manifest).read_text())
-    del text["spec"]["serviceAccount"]
     text["spec"]["source"]["catalog"]["selector"] = {"matchLabels": {"tier": "prod"}}
-    Path(manifest).write_text(yaml.safe_dump(text))
+    Path(manifest).write_text(yaml.safe_dump(text).replace("  namespace: demo-system\n",
+                                                           "  namespace: demo-system\n  namespace: demo-system\n"))
     code, out, err = cosctl("rbac", "--extension", manifest, "--catalog", catalog, cluster=MemCluster())
     lines = err.splitlines()
-    assert (code, out, lines[-1]) == (2, "", "cosctl rbac: --service-account [NS/]NAME is required: the "
-                                             "ServiceAccount to grant the rights to")   # the manifest names none
-    assert lines[0] == (f"cosctl rbac: warning: {manifest}: spec.source.catalog.selector is not used: the package is "
-                        "resolved from the one catalog --catalog names (or the owner's revision records)")
+    assert (code, lines[:2]) == (0, [
+        f"cosctl rbac: warning: {manifest}:0: key \"namespace\" at line {text_line(manifest, 'namespace: demo')} "
+        "repeats an earlier key of the same mapping: its last value is used, as kubectl does",
+        f"cosctl rbac: warning: {manifest}: spec.source.catalog.selector is not used: the package is resolved from "
+        "the one catalog --catalog names (or the owner's revision records)"]), err
     assert any(line.startswith(f"cosctl rbac: warning: {manifest}: spec.config.inline: deploymentConfig.env.0") and
                "valeu" in line for line in lines), err
+    assert "kind: ServiceAccount\nmetadata:\n  name: installer\n  namespace: demo-system" in out
     assert "secret-looking" not in err + out
+
+
+def text_line(path: str, text: str) -> int:
+    """The line (from 1) of the second occurrence of ``text`` in ``path``."""
+    lines = [i + 1 for i, line in enumerate(Path(path).read_text().splitlines()) if text in line]
+    return lines[1]
+
+
+def test_options_with_a_default_said_again_are_refused_too(tmp_path: Path) -> None:
+    """A flag given at its default value still says the field a second time."""
+    manifest = extension(tmp_path / "ce.yaml", install={"preflight": {"crdUpgradeSafety": {"enforcement": "None"}}})
+    (tmp_path / "config.yaml").write_text("{}\n")
+    for argv, field in ((["--crd-upgrade-safety", "Strict"], "spec.install.preflight.crdUpgradeSafety"),
+                        (["--upgrade-constraint-policy", "CatalogProvided"],
+                         "spec.source.catalog.upgradeConstraintPolicy"),
+                        (["--channel", "stable"], "spec.source.catalog.channels"),
+                        (["--config", str(tmp_path / "config.yaml")], "spec.config.inline"),
+                        (["--service-account", "installer"], "spec.serviceAccount.name"),
+                        (["--progress-deadline-minutes", "30"], "spec.progressDeadlineMinutes")):
+        code, out, err = cosctl("publish", "--extension", manifest, *argv, cluster=MemCluster())
+        assert (code, out, err) == (2, "", f"cosctl publish: {argv[0]} and --extension {manifest}: the "
+                                           f"ClusterExtension says it ({field}); give one or the other\n")
+
+
+def test_a_list_of_one_and_json_are_read_and_a_list_of_two_refused(images: dict[str, str], tmp_path: Path) -> None:
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    one = yaml.safe_load(Path(extension(tmp_path / "ce.yaml")).read_text())
+    (tmp_path / "list.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [one]}))
+    mc = MemCluster()
+    allow_service_accounts(mc, "demo-system/installer")
+    code, out, err = cosctl("publish", "--extension", str(tmp_path / "list.json"), "--catalog", catalog,
+                            "--dry-run", cluster=mc)
+    assert (code, out.splitlines()[-1]) == (0, "ClusterObjectSet my-demo-1 (revision 1) would be created"), err
+    (tmp_path / "two.yaml").write_text(yaml.safe_dump({"apiVersion": "olm.operatorframework.io/v1",
+                                                       "kind": "ClusterExtensionList", "items": [one, one]}))
+    assert cosctl("publish", "--extension", str(tmp_path / "two.yaml"), cluster=mc) == (
+        2, "", f"cosctl publish: {tmp_path / 'two.yaml'}: a List of 2 items: give one ClusterExtension\n")
