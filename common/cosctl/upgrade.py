@@ -27,7 +27,7 @@ from typing import Any, TextIO
 from common.bundle.publish import Result
 from common.bundle.registryv1.catalog import Catalog, load_catalog
 from common.cluster.interface import Cluster
-from common.contract import api
+from common.contract import api, conditions
 from common.contract.objects import Obj
 from common.cosctl import publish
 from common.cosctl._producer import (
@@ -209,13 +209,13 @@ class _Said(io.TextIOBase):
 
 
 def _not_succeeded(row: Row) -> str | None:
-    """The newest revision that is not archived and has not succeeded (rolling out, or stuck), if any: OLM v1
+    """The owner's newest revision that is not archived, when it has not succeeded (rolling out, or stuck): OLM v1
     resolves nothing while a revision rolls out, and an upgrade published over it (or over a first install that
     never succeeded, or a rollback on its way) would decide for the admin what only they can."""
-    if row.installed is not None:
-        return row.installed.rolling_out[-1][0] if row.installed.rolling_out else None
     active = [c for c in row.revisions if (c.get("spec") or {}).get("lifecycleState") != api.LIFECYCLE_ARCHIVED]
-    return str(active[-1]["metadata"]["name"]) if active else None
+    if not active or conditions.succeeded(active[-1]):
+        return None
+    return str(active[-1]["metadata"]["name"])
 
 
 def _publish_arguments(args: argparse.Namespace, cluster: Cluster, row: Row) -> argparse.Namespace:

@@ -685,6 +685,25 @@ def test_a_catalog_holds_upgrades_to_its_edges(ctx: Ctx) -> None:
                  f"the revisions of {owner} to be torn down")
 
 
+@contextlib.contextmanager
+def koku_served(ctx: Ctx, name: str) -> Iterator[tuple[Path, dict[str, str], Path]]:
+    """koku's two versions pushed to a registry of the test's own over TLS (tests/support/registry_server.py), with
+    a catalog naming them and the edge between them: the admin's HOME (which trusts the registry), the images by
+    version, the catalog. ``name`` keeps each test's files apart."""
+    case = KOKU
+    home = ctx.tmp / f"{name}-home"
+    (home / ".config" / "containers").mkdir(parents=True)
+    (home / "registries.conf").write_text("")
+    (ctx.tmp / f"{name}-ca").mkdir()
+    ca = CA(ctx.tmp / f"{name}-ca")
+    with Registry(ca) as registry:
+        trust(home, ca, registry)
+        images = {v: registry.ref("koku/bundle", push_bundle(registry, copy_bundle(ctx, case, v), ctx.tmp,
+                                                             repo="koku/bundle", tag=f"v{v}"))
+                  for v in (case.first, case.second)}
+        yield home, images, _koku_catalog(ctx.tmp / f"{name}-catalog", edge=True, images=images)
+
+
 def test_a_package_is_installed_and_upgraded_from_its_catalog_and_registry(ctx: Ctx) -> None:
     """``publish --package``: the catalog picks the bundle, its image is pulled from a registry over TLS (the test's
     own: tests/support/registry_server.py), and the revision records the source; the next run keeps the version
@@ -694,19 +713,9 @@ def test_a_package_is_installed_and_upgraded_from_its_catalog_and_registry(ctx: 
         pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
     owner = ns = f"koku-package-{RUN}"
     ctx.stand_ins.namespaces.add(ns)
-    home = ctx.tmp / "package-home"
-    (home / ".config" / "containers").mkdir(parents=True)
-    (home / "registries.conf").write_text("")
-    (ctx.tmp / "package-ca").mkdir()
-    ca = CA(ctx.tmp / "package-ca")
     config = ctx.tmp / "koku-package-config.yaml"
     config.write_text(f"watchNamespace: {ns}\n")
-    with Registry(ca) as registry:
-        trust(home, ca, registry)
-        images = {v: registry.ref("koku/bundle", push_bundle(registry, copy_bundle(ctx, case, v), ctx.tmp,
-                                                             repo="koku/bundle", tag=f"v{v}"))
-                  for v in (case.first, case.second)}
-        catalog = _koku_catalog(ctx.tmp / "package-catalog", edge=True, images=images)
+    with koku_served(ctx, "package") as (home, images, catalog):
         try:
             done = cosctl(ctx, "publish", "--package", case.package, "--owner", owner, "-n", ns,
                           "--create-namespace", "--config", str(config), "--catalog", str(catalog), "--version",
@@ -761,11 +770,6 @@ def test_cos_upgrade_follows_the_catalog_with_the_rights_of_the_auto_upgrade_com
         pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
     owner = ns = f"koku-upgrade-{RUN}"
     ctx.stand_ins.namespaces.add(ns)
-    home = ctx.tmp / "upgrade-home"
-    (home / ".config" / "containers").mkdir(parents=True)
-    (home / "registries.conf").write_text("")
-    (ctx.tmp / "upgrade-ca").mkdir()
-    ca = CA(ctx.tmp / "upgrade-ca")
     config = ctx.tmp / "koku-upgrade-config.yaml"
     config.write_text(f"watchNamespace: {ns}\n")
     system_ns = ctx.env["system_ns"]
@@ -774,12 +778,7 @@ def test_cos_upgrade_follows_the_catalog_with_the_rights_of_the_auto_upgrade_com
                                                                           f"namespace: {system_ns}")
                           for name in ("serviceaccount", "clusterrole", "clusterrolebinding", "role", "rolebinding"))
     cronjob = (component / "cronjob.yaml").read_text().replace("namespace: olmv1-system", f"namespace: {system_ns}")
-    with Registry(ca) as registry:
-        trust(home, ca, registry)
-        images = {v: registry.ref("koku/bundle", push_bundle(registry, copy_bundle(ctx, case, v), ctx.tmp,
-                                                             repo="koku/bundle", tag=f"v{v}"))
-                  for v in (case.first, case.second)}
-        catalog = _koku_catalog(ctx.tmp / "upgrade-catalog", edge=True, images=images)
+    with koku_served(ctx, "upgrade") as (home, images, catalog):
         try:
             kubectl(ctx.env, "apply", "-f", "-", stdin=rights)
             assert "cronjob.batch/cos-upgrade created (server dry run)" in kubectl(
@@ -863,17 +862,7 @@ def test_a_cluster_extension_manifest_as_the_api_server_stores_it_is_installed_a
             f"--serviceaccount={ns}:installer")
     crd = "clusterextensions.olm.operatorframework.io"
     made_crd = gone(ctx.kube, CRD_API, "CustomResourceDefinition", crd)
-    home = ctx.tmp / "ce-home"
-    (home / ".config" / "containers").mkdir(parents=True)
-    (home / "registries.conf").write_text("")
-    (ctx.tmp / "ce-ca").mkdir()
-    ca = CA(ctx.tmp / "ce-ca")
-    with Registry(ca) as registry:
-        trust(home, ca, registry)
-        images = {v: registry.ref("koku/bundle", push_bundle(registry, copy_bundle(ctx, case, v), ctx.tmp,
-                                                             repo="koku/bundle", tag=f"v{v}"))
-                  for v in (case.first, case.second)}
-        catalog = _koku_catalog(ctx.tmp / "ce-catalog", edge=True, images=images)
+    with koku_served(ctx, "ce") as (home, images, catalog):
         try:
             if made_crd:
                 kubectl(ctx.env, "apply", "--server-side", "-f",
