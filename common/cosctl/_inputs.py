@@ -23,12 +23,14 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.bundle.packing import DEFAULT_OWNER_KIND
 from common.bundle.phasing import Phase, sort_into_phases
 from common.bundle.registryv1.config import load_config_file
 from common.bundle.registryv1.confighints import dropped_keys
 from common.bundle.registryv1.install import (
     CERT_PROVIDERS,
     InstallOptions,
+    owned_objects,
     recorded_options,
     render_bundle,
     revision_annotations,
@@ -201,7 +203,7 @@ def _check_bundle_only_options(args: argparse.Namespace) -> None:
 
 
 def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | None = None,
-                recorded: Obj | None = None, bundle: RegistryV1 | None = None) -> Inputs:
+                recorded: Obj | None = None, bundle: RegistryV1 | None = None, owner: str | None = None) -> Inputs:
     """Read ``paths`` (default ``args.paths``): a bundle is rendered with the options of ``args``, completed from
     ``recorded`` (the owner's latest revision, when the caller has read it); plain manifests are loaded as ever.
     ``bundle`` is the bundle of ``paths`` when the caller has loaded it already (:func:`peek_bundle`)."""
@@ -229,6 +231,9 @@ def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | No
     annotations = revision_annotations(bundle, options)
     if getattr(args, "bundle_version", None):
         annotations[api.ANNOTATION_BUNDLE_VERSION] = args.bundle_version
+    objects = owned_objects(objects, owner=owner or getattr(args, "owner", None) or bundle.package_name,
+                            owner_kind=getattr(args, "owner_kind", None) or DEFAULT_OWNER_KIND,
+                            annotations=annotations)
     given = (args.namespace, args.config, args.cert_provider, args.create_namespace)
     kept_from = str(recorded["metadata"]["name"]) if kept is not None and recorded is not None and None in given \
         else None

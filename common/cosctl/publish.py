@@ -95,7 +95,7 @@ def publish_package(args: argparse.Namespace, progress: Progress, *, read: Catal
     chosen = resolve_package(args, command, print, read=read)
     revisions = chosen.revisions
     inputs = load_inputs(args, command=command, paths=[chosen.image], bundle=chosen.bundle,
-                         recorded=revisions[-1] if revisions else None)
+                         recorded=revisions[-1] if revisions else None, owner=chosen.owner)
     inputs.annotations.update(chosen.annotations)
     return _write(args, progress, inputs, owner=chosen.owner, bundle=chosen.bundle, catalog=chosen.catalog,
                   cluster=chosen.cluster, revisions=revisions, probes=probes, command=command)
@@ -117,7 +117,8 @@ def _publish_paths(args: argparse.Namespace, progress: Progress) -> Result:
     else:
         cluster = args.connect(args)
         revisions = owner_revisions(cluster, owner)
-        inputs = load_inputs(args, command="publish", bundle=bundle, recorded=revisions[-1] if revisions else None)
+        inputs = load_inputs(args, command="publish", bundle=bundle, recorded=revisions[-1] if revisions else None,
+                             owner=owner)
     return _write(args, progress, inputs, owner=owner, bundle=bundle, catalog=catalog, cluster=cluster,
                   revisions=revisions)
 

@@ -285,7 +285,11 @@ def test_pack_create_namespace_adds_the_install_namespace_first(tmp_path):
     assert code == 0
     cos = documents(out)[-1]
     assert cos["spec"]["phases"][0] == {"name": "namespaces", "objects": [
-        {"object": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo-system"}}}]}
+        {"object": {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": "demo-system",
+            # every object of a revision, as operator-controller labels and annotates it
+            "labels": {api.LABEL_OWNER_KIND: "ClusterExtension", api.LABEL_OWNER_NAME: "demo"},
+            "annotations": {api.ANNOTATION_BUNDLE_VERSION: "1.0.0", api.ANNOTATION_PACKAGE_NAME: "demo"}}}}]}
     assert json.loads(cos["metadata"]["annotations"][OPTIONS]) == {"namespace": "demo-system",
                                                                    "createNamespace": True}
 
@@ -427,8 +431,9 @@ def test_diff_of_the_next_bundle_shows_what_publish_would_change(tmp_path):
                               "kept from demo-1)\n")
     assert out.splitlines()[0:2] == ["--- demo-1", f"+++ {tmp_path / 'v2'}"]
     assert "changed  Deployment.apps demo-system/demo-controller (phase deploy)" in out
-    # the RBAC objects' names carry the CSV name (OLM v1's): a new version replaces them
-    assert out.splitlines()[-1] == "4 added, 4 removed, 1 changed, 0 moved, 2 unchanged"
+    # the RBAC objects' names carry the CSV name (OLM v1's): a new version replaces them; the others change their
+    # bundle-version annotation, as operator-controller's next revision changes it on every object
+    assert out.splitlines()[-1] == "4 added, 4 removed, 3 changed, 0 moved, 0 unchanged"
 
 
 def test_an_object_rendered_twice_is_packed_once_when_one_says_all_and_refused_when_they_contradict(tmp_path):
@@ -451,7 +456,9 @@ def test_an_object_rendered_twice_is_packed_once_when_one_says_all_and_refused_w
                               "says all the first does and more: the revision holds it once\n")
     assert documents(out)[-1]["spec"]["phases"][0]["objects"] == [{"object": {
         "apiVersion": "v1", "imagePullSecrets": [{"name": "registry"}], "kind": "ServiceAccount",
-        "metadata": {"name": "demo-sa", "namespace": "demo-system"}}}]
+        "metadata": {"name": "demo-sa", "namespace": "demo-system",
+                     "labels": {api.LABEL_OWNER_KIND: "ClusterExtension", api.LABEL_OWNER_NAME: "demo"},
+                     "annotations": {api.ANNOTATION_BUNDLE_VERSION: "1.0.0", api.ANNOTATION_PACKAGE_NAME: "demo"}}}}]
     one = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"mode": "a"}}
     two = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"mode": "b"}}
     bundle = write_bundle(tmp_path / "differ", manifests={"a.yaml": one, "b.yaml": two,
@@ -865,3 +872,32 @@ def test_a_catalog_with_no_edge_to_a_bundle_declaring_a_dependency_says_self_cer
         "demo-operator.v1.2.0 depends on kind EtcdCluster.etcd.database.coreos.com/v1beta2 (catalog "
         f"{catalog}): OLM v1 resolves no dependencies, and installs no bundle that declares one",
         "publish without --catalog installs it anyway; what it depends on is then yours to install first"]
+
+
+def test_each_object_of_a_bundle_revision_is_labelled_and_annotated_as_operator_controller_does(tmp_path):
+    """operator-controller's revision generator labels every object with its owner, annotates it with the bundle
+    version and package, strips kubectl's last-applied-configuration, and copies the CSV's olm.properties onto the
+    revision: a revision it made and one cosctl makes of the same bundle must hold the same objects."""
+    settings = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "settings", "labels": {"app": "demo", api.LABEL_OWNER_NAME: "theirs"},
+                             "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "this",
+                                             api.ANNOTATION_PACKAGE_NAME: "theirs"}},
+                "data": {"a": "1"}}
+    properties = '[{"type":"olm.maxOpenShiftVersion","value":"4.18"}]'
+    bundle = write_bundle(tmp_path / "b", manifests={
+        "settings.yaml": settings, "widgets.crd.yaml": crd(),
+        "demo.clusterserviceversion.yaml": csv(annotations={"olm.properties": properties})},
+        annotations=annotations_yaml(package="demo"))
+    code, out, err = cosctl("pack", str(bundle), "-n", "demo-system", "--inline", "--owner", "shop",
+                            "--owner-kind", "Operator")
+    assert (code, err) == (0, "")
+    cos = documents(out)[-1]
+    assert cos["metadata"]["annotations"]["olm.properties"] == properties
+    objects = {o["object"]["kind"]: o["object"] for phase in cos["spec"]["phases"] for o in phase["objects"]}
+    assert objects["ConfigMap"]["metadata"] == {
+        "name": "settings", "namespace": "demo-system",
+        "labels": {"app": "demo", api.LABEL_OWNER_NAME: "shop", api.LABEL_OWNER_KIND: "Operator"},
+        "annotations": {"keep": "this", api.ANNOTATION_PACKAGE_NAME: "demo", api.ANNOTATION_BUNDLE_VERSION: "1.0.0"}}
+    for obj in objects.values():
+        assert (obj["metadata"]["labels"][api.LABEL_OWNER_NAME],
+                obj["metadata"]["annotations"][api.ANNOTATION_BUNDLE_VERSION]) == ("shop", "1.0.0")

@@ -65,8 +65,8 @@ def test_a_cluster_extension_is_published_as_publish_package_would_publish_it(im
         f"package demo resolves to demo-operator.v1.2.0 (1.2.0) over demo-operator.v1.1.0 in catalog {catalog} "
         f"(--catalog kept from my-demo-1): {images['1.2.0']}")), out + err
     code, out, err = cosctl("diff", "--extension", manifest, "--stat", cluster=mc)
-    assert (code, out.splitlines()[-1]) == (1, "0 added, 0 removed, 1 changed, 0 moved, 1 unchanged; 1 insertion(+), "
-                                               "1 deletion(-)"), out + err
+    assert (code, out.splitlines()[-1]) == (1, "0 added, 0 removed, 2 changed, 0 moved, 0 unchanged; 3 "
+                                               "insertions(+), 3 deletions(-)"), out + err
     assert cosctl("publish", "--extension", manifest, cluster=mc)[0] == 0
     assert json.loads(mc.get(*COS, "my-demo-2")["metadata"]["annotations"][api.ANNOTATION_BUNDLE_OPTIONS]) == {
         "namespace": "demo-system"}   # no spec.config: no configuration, not the one my-demo-1 recorded

@@ -65,8 +65,9 @@ def test_a_package_is_installed_and_upgraded_within_the_bounds_it_was_installed_
         + "cosctl diff: bundle demo-operator.v1.2.0 rendered for namespace demo-system (options kept from demo-1)\n"))
     assert out == ("--- demo-1\n"
                    f"+++ docker://{images['1.2.0']}\n"
-                   "changed  ConfigMap demo-system/demo-settings (phase configuration) | 2 +-\n"
-                   "0 added, 0 removed, 1 changed, 0 moved, 1 unchanged; 1 insertion(+), 1 deletion(-)\n")
+                   "changed  ConfigMap demo-system/demo-settings (phase configuration)                      | 4 ++--\n"
+                   "changed  CustomResourceDefinition.apiextensions.k8s.io widgets.example.com (phase crds) | 2 +-\n"
+                   "0 added, 0 removed, 2 changed, 0 moved, 0 unchanged; 3 insertions(+), 3 deletions(-)\n")
     code, out, err = cosctl("publish", "--package", "demo", "--version", "", cluster=mc)
     assert (code, out.splitlines()[-1]) == (0, "ClusterObjectSet demo-2 (revision 2) created")
     assert out.splitlines()[2] == (f"catalog {catalog}: demo-operator.v1.2.0 is an upgrade it allows from "

@@ -155,17 +155,50 @@ def _within(small: object, large: object) -> bool:
 
 def revision_annotations(bundle: RegistryV1, options: InstallOptions) -> dict[str, str]:
     """The annotations a revision of ``bundle`` carries: OLM v1's package, bundle name and version, the image it
-    was pulled from (by digest), and the options it was rendered with."""
+    was pulled from (by digest), the CSV's ``olm.properties`` (which operator-controller copies onto its revisions
+    for whoever reads bundle properties, such as maxOpenShiftVersion), and the options it was rendered with."""
     annotations = {
         api.ANNOTATION_PACKAGE_NAME: bundle.package_name,
         api.ANNOTATION_BUNDLE_NAME: bundle.csv_name,
         api.ANNOTATION_BUNDLE_OPTIONS: options.to_annotation(),
     }
+    properties = ((bundle.csv.get("metadata") or {}).get("annotations") or {}).get(OLM_PROPERTIES)
+    if isinstance(properties, str):
+        annotations[OLM_PROPERTIES] = properties
     if bundle.version:
         annotations[api.ANNOTATION_BUNDLE_VERSION] = bundle.version
     if bundle.image:
         annotations[api.ANNOTATION_BUNDLE_REFERENCE] = bundle.image
     return annotations
+
+
+# The CSV annotation operator-controller copies onto the revision (``source.PropertyOLMProperties``).
+OLM_PROPERTIES = "olm.properties"
+# kubectl's copy of an object, which operator-controller strips from every object of a revision.
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def owned_objects(objects: list[Obj], *, owner: str, owner_kind: str, annotations: dict[str, str]) -> list[Obj]:
+    """``objects`` as operator-controller puts them in a revision (``SimpleRevisionGenerator.GenerateRevision``):
+    each labelled with the owner's kind and name, annotated with the bundle version and package name the revision's
+    ``annotations`` say, and without kubectl's last-applied-configuration. Why: every object of a revision
+    operator-controller made carries these, so the same bundle published by cosctl must carry them too, or taking
+    over an extension's revisions would rewrite every object (and the labels say, on each object, whose it is)."""
+    labels = {api.LABEL_OWNER_KIND: owner_kind, api.LABEL_OWNER_NAME: owner}
+    extra = {key: annotations[key] for key in (api.ANNOTATION_BUNDLE_VERSION, api.ANNOTATION_PACKAGE_NAME)
+             if annotations.get(key)}
+    owned = []
+    for obj in objects:
+        meta = dict(obj.get("metadata") or {})
+        meta["labels"] = {**(meta.get("labels") or {}), **labels}
+        notes = {k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED}
+        notes.update(extra)
+        if notes:
+            meta["annotations"] = notes
+        else:
+            meta.pop("annotations", None)
+        owned.append({**obj, "metadata": meta})
+    return owned
 
 
 def recorded_options(cos: Obj) -> InstallOptions | None:
