@@ -165,7 +165,7 @@ def _flux_deployment(deployment: dict[str, Any]) -> None:
 
 KOKU = Case(
     package="koku-metrics-operator", first="0.9.0", second="0.9.1", namespace="koku", config=KOKU_CONFIG, refusal=True,
-    diff_summary="4 added, 4 removed, 1 changed, 0 moved, 6 unchanged",
+    diff_summary="4 added, 4 removed, 7 changed, 0 moved, 0 unchanged",
     moved=(("Role", "koku-metrics-opera-1r8d4demh6u26ge69p0k8wlitu8j6m0tb6syvjkcjtug",
             "koku-metrics-opera-2k3ug4m09auuf9o1mdcpjl0vp1nscnrx6uwvxbvfaz2b"),
            ("RoleBinding", "koku-metrics-opera-1r8d4demh6u26ge69p0k8wlitu8j6m0tb6syvjkcjtug",
@@ -178,7 +178,7 @@ KOKU = Case(
 
 FLUX = Case(
     package="flux", first="0.16.0", second="0.16.1", namespace="flux-system", watch="flux-apps",
-    config=FLUX_CONFIG, diff_summary="2 added, 2 removed, 25 changed, 0 moved, 6 unchanged",
+    config=FLUX_CONFIG, diff_summary="2 added, 2 removed, 31 changed, 0 moved, 0 unchanged",
     moved=(("ClusterRole", "flux.v0.16.0-defau-2m7vkzry09ksbf4rnu5vhwccueic9lg27dmqdu0wazuq",
             "flux.v0.16.1-defau-2m7vkzry09ksbf4rnu5vhwccueic9lg27dmqdu0wazuq"),
            ("ClusterRoleBinding", "flux.v0.16.0-defau-2m7vkzry09ksbf4rnu5vhwccueic9lg27dmqdu0wazuq",
@@ -187,7 +187,7 @@ FLUX = Case(
 
 SAP = Case(
     package="sap-btp-operator", first="0.1.5", second="0.1.6", namespace="sap-btp", cert_provider="cert-manager",
-    second_as_oci=True, diff_summary="0 added, 0 removed, 3 changed, 0 moved, 11 unchanged")
+    second_as_oci=True, diff_summary="0 added, 0 removed, 14 changed, 0 moved, 0 unchanged")
 
 CASES = {"koku-own-namespace": KOKU, "flux-single-namespace": FLUX, "sap-webhooks-cert-manager": SAP}
 
