@@ -100,6 +100,8 @@ _FIELDS: Final = {
     "spec.install.preflight.crdUpgradeSafety": ("enforcement",),
 }
 _DEADLINE: Final = (10, 720)
+# The ServiceAccount name that, with OLM v1's SyntheticPermissions gate, means a synthetic user instead.
+SYNTHETIC_USER: Final = "olm.synthetic-user"
 
 
 def parse_extension(obj: Any, where: str) -> Extension:
@@ -158,6 +160,10 @@ def parse_extension(obj: Any, where: str) -> Extension:
     assert account is not None
     service_account = string(account, "name", "spec.serviceAccount.name", required=True,
                              pattern=_DNS1123_SUBDOMAIN, rule=f"name {_SUBDOMAIN_RULE}")
+    if service_account == SYNTHETIC_USER:
+        raise fail("spec.serviceAccount.name", f"{SYNTHETIC_USER} (OLM v1's SyntheticPermissions, an alpha feature "
+                                               f"that applies as the user olm:clusterextension:{name}) is not "
+                                               "supported: name a ServiceAccount of the install namespace")
     source = section(spec, "source", "spec.source")
     assert source is not None
     kind = string(source, "sourceType", "spec.source.sourceType", required=True)

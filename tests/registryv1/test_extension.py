@@ -117,6 +117,9 @@ CATALOG = {"sourceType": "Catalog", "catalog": {"packageName": "demo"}}
     ({"install": {"preflight": {"crdUpgradeSafety": {"enforcement": "Lax"}}}},
      "spec.install.preflight.crdUpgradeSafety.enforcement: Unsupported value: 'Lax': supported values: \"None\", "
      '"Strict"'),
+    ({"serviceAccount": {"name": "olm.synthetic-user"}}, "spec.serviceAccount.name: olm.synthetic-user (OLM v1's "
+     "SyntheticPermissions, an alpha feature that applies as the user olm:clusterextension:my-demo) is not supported: "
+     "name a ServiceAccount of the install namespace"),
     ({"progressDeadlineMinutes": 5}, "spec.progressDeadlineMinutes: should be between 10 and 720, not 5"),
     ({"progressDeadlineMinutes": 0}, "spec.progressDeadlineMinutes: should be between 10 and 720, not 0"),
 ])
