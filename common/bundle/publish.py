@@ -63,7 +63,7 @@ _MUTABLE_SPEC = ("progressDeadlineMinutes", "progressionProbes")
 # What a revision says about where its content came from: updated in place when the content itself is unchanged,
 # and carried to the new revision by a rollback, which restores that content.
 PROVENANCE_ANNOTATIONS = (api.ANNOTATION_BUNDLE_VERSION, api.ANNOTATION_PACKAGE_NAME, api.ANNOTATION_BUNDLE_NAME,
-                          api.ANNOTATION_BUNDLE_OPTIONS, api.ANNOTATION_BUNDLE_REFERENCE)
+                          api.ANNOTATION_BUNDLE_OPTIONS, api.ANNOTATION_BUNDLE_REFERENCE, api.ANNOTATION_OLM_PROPERTIES)
 # How the bundle was chosen (publish --package): set in place when the publish names it, never removed by one that
 # does not (the same content published by path is still the content that was resolved, and the next --package run
 # must keep its bounds), and carried to the new revision by a rollback, with the content it restores.

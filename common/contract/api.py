@@ -37,6 +37,9 @@ ANNOTATION_REVISION = "olm.operatorframework.io/revision"
 ANNOTATION_BUNDLE_VERSION = "olm.operatorframework.io/bundle-version"
 # A revision made from a registry+v1 bundle: OLM v1's names for the package and the bundle (the CSV name) ...
 ANNOTATION_PACKAGE_NAME = "olm.operatorframework.io/package-name"
+# The CSV's olm.properties (bundle properties such as olm.maxOpenShiftVersion), which operator-controller copies onto
+# each revision of a bundle for whoever reads them.
+ANNOTATION_OLM_PROPERTIES = "olm.properties"
 ANNOTATION_BUNDLE_NAME = "olm.operatorframework.io/bundle-name"
 # ... the bundle image it was pulled from, by digest (OLM v1 records its catalog's image reference there) ...
 ANNOTATION_BUNDLE_REFERENCE = "olm.operatorframework.io/bundle-reference"

@@ -54,6 +54,7 @@ class Inputs:
     options: InstallOptions | None = None
     annotations: dict[str, str] = field(default_factory=dict)
     kept_from: str | None = None  # the revision whose options completed the command line's, if any
+    owner_kind: str | None = None  # a bundle's owner kind, --owner-kind else the latest revision's (on its objects)
 
     @property
     def default_owner(self) -> str | None:
@@ -203,7 +204,8 @@ def _check_bundle_only_options(args: argparse.Namespace) -> None:
 
 
 def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | None = None,
-                recorded: Obj | None = None, bundle: RegistryV1 | None = None, owner: str | None = None) -> Inputs:
+                recorded: Obj | None = None, bundle: RegistryV1 | None = None, owner: str | None = None,
+                owner_kind: str | None = None) -> Inputs:
     """Read ``paths`` (default ``args.paths``): a bundle is rendered with the options of ``args``, completed from
     ``recorded`` (the owner's latest revision, when the caller has read it); plain manifests are loaded as ever.
     ``bundle`` is the bundle of ``paths`` when the caller has loaded it already (:func:`peek_bundle`)."""
@@ -231,13 +233,16 @@ def load_inputs(args: argparse.Namespace, *, command: str, paths: list[str] | No
     annotations = revision_annotations(bundle, options)
     if getattr(args, "bundle_version", None):
         annotations[api.ANNOTATION_BUNDLE_VERSION] = args.bundle_version
-    objects = owned_objects(objects, owner=owner or getattr(args, "owner", None) or bundle.package_name,
-                            owner_kind=getattr(args, "owner_kind", None) or DEFAULT_OWNER_KIND,
-                            annotations=annotations)
+    # the owner and its kind as the revision compared with says them, unless given: the objects carry them
+    labels = ((recorded or {}).get("metadata") or {}).get("labels") or {}
+    owner_kind = (getattr(args, "owner_kind", None) or owner_kind or labels.get(api.LABEL_OWNER_KIND)
+                  or DEFAULT_OWNER_KIND)
+    objects = owned_objects(objects, owner=owner or getattr(args, "owner", None) or labels.get(api.LABEL_OWNER_NAME)
+                            or bundle.package_name, owner_kind=str(owner_kind), annotations=annotations)
     given = (args.namespace, args.config, args.cert_provider, args.create_namespace)
     kept_from = str(recorded["metadata"]["name"]) if kept is not None and recorded is not None and None in given \
         else None
-    return Inputs(sort_into_phases(objects), bundle, options, annotations, kept_from)
+    return Inputs(sort_into_phases(objects), bundle, options, annotations, kept_from, str(owner_kind))
 
 
 def peek_bundle(paths: list[str], command: str) -> RegistryV1 | None:

@@ -166,12 +166,17 @@ def check_paths(sources: list[str]) -> None:
 
 
 def local_phases(paths: list[str], args: argparse.Namespace | None = None, *,
-                 recorded: Obj | None = None, bundle: RegistryV1 | None = None) -> list[Phase]:
+                 recorded: Obj | None = None, bundle: RegistryV1 | None = None,
+                 owned_by: Obj | None = None) -> list[Phase]:
     """Phases from files: a registry+v1 bundle rendered with the options of ``args`` (completed from the
-    ``recorded`` revision, as publish completes them), ``cosctl pack`` output (one ClusterObjectSet, its Secrets
-    beside it) or plain manifests, sorted and cleaned as ``publish`` does."""
+    ``recorded`` revision, as publish completes them; its objects labelled with the owner of ``owned_by``, the
+    revision it is compared with, unless ``--owner`` says), ``cosctl pack`` output (one ClusterObjectSet, its
+    Secrets beside it) or plain manifests, sorted and cleaned as ``publish`` does."""
     if args is not None and len(paths) == 1 and bundle_input(paths) is not None:
-        inputs = load_inputs(args, command="diff", paths=paths, recorded=recorded, bundle=bundle)
+        labels = ((owned_by or {}).get("metadata") or {}).get("labels") or {}
+        inputs = load_inputs(args, command="diff", paths=paths, recorded=recorded, bundle=bundle,
+                             owner=getattr(args, "owner", None) or labels.get(api.LABEL_OWNER_NAME),
+                             owner_kind=labels.get(api.LABEL_OWNER_KIND))
         if inputs.bundle is not None and inputs.options is not None:  # stdout stays a diff: say it on stderr
             kept = f" (options kept from {inputs.kept_from})" if inputs.kept_from else ""
             print(f"cosctl diff: bundle {inputs.bundle.csv_name} rendered for namespace {inputs.options.namespace}"
@@ -194,6 +199,7 @@ class _Sides:
     def __init__(self, args: argparse.Namespace, cluster: Cluster | None = None) -> None:
         self.args = args
         self._cluster = cluster
+        self.looked_up: Obj | None = None   # the last revision read by name (what a bundle side is compared with)
 
     @property
     def cluster(self) -> Cluster:
@@ -207,9 +213,10 @@ class _Sides:
         return resolve_phases(cos, cluster_reader(self.cluster),
                               system_namespace=system_namespace(self.args, bundle=bundles))
 
-    def side(self, source: str) -> tuple[str, list[Phase]]:
+    def side(self, source: str, other: Obj | None = None) -> tuple[str, list[Phase]]:
+        """A source's name and phases; a bundle compared with the revision ``other`` is labelled with its owner."""
         if _is_path(source):
-            return source, local_phases([_expanded(source)], self.args)
+            return source, local_phases([_expanded(source)], self.args, owned_by=other)
         owner = self.args.owner
         if owner and source.isdigit():
             wanted = int(source)
@@ -221,6 +228,7 @@ class _Sides:
             cos = self._cluster_for(source, f"a ClusterObjectSet {source}").get(api.API_VERSION, api.KIND, source)
         except NotFound:
             raise UsageError(f"{source}: neither a file or directory nor a ClusterObjectSet on the cluster") from None
+        self.looked_up = cos
         return source, self.remote(cos)
 
     def _cluster_for(self, source: str, what: str) -> Cluster:
@@ -317,7 +325,11 @@ def _diff(args: argparse.Namespace) -> int:
     elif args.owner and len(args.sources) == 1:
         raise UsageError(f"{args.sources[0]}: no such file or directory")
     elif len(args.sources) == 2:
-        (a_name, a), (b_name, b) = sides.side(args.sources[0]), sides.side(args.sources[1])
+        # a revision side first: a bundle compared with it carries its owner's labels, as publish would give them
+        first = 1 if _is_path(args.sources[0]) and not _is_path(args.sources[1]) else 0
+        got = {first: sides.side(args.sources[first])}
+        got[1 - first] = sides.side(args.sources[1 - first], sides.looked_up)
+        (a_name, a), (b_name, b) = got[0], got[1]
         held = {str(o["metadata"]["name"]): assume_stored_versions(o) for p in a for o in p.objects if is_crd(o)}
 
         def check() -> list[str]:  # B's CRDs replacing A's: the upgrade from A to B

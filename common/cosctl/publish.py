@@ -138,7 +138,7 @@ def _write(args: argparse.Namespace, progress: Progress, inputs: Inputs, *, owne
         print(verdict.summary())
     if inputs.bundle is not None:
         _warn_unmet_dependencies(cluster, inputs.bundle, command)
-    return publish(cluster, inputs.phases, owner=owner, owner_kind=args.owner_kind,
+    return publish(cluster, inputs.phases, owner=owner, owner_kind=args.owner_kind or inputs.owner_kind,
                    system_namespace=system_namespace(args, bundle=bundle is not None),
                    collision_protection=args.collision_protection,
                    progress_deadline_minutes=args.progress_deadline_minutes,

@@ -901,3 +901,31 @@ def test_each_object_of_a_bundle_revision_is_labelled_and_annotated_as_operator_
     for obj in objects.values():
         assert (obj["metadata"]["labels"][api.LABEL_OWNER_NAME],
                 obj["metadata"]["annotations"][api.ANNOTATION_BUNDLE_VERSION]) == ("shop", "1.0.0")
+
+
+def test_what_a_revision_says_of_its_owner_and_bundle_properties_is_kept_by_later_publishes_and_rollbacks(tmp_path):
+    """The owner kind and name its objects carry come from the revision compared with when not given (so the same
+    bundle published again, or diffed against an owner that is not the package, is unchanged), and olm.properties
+    travels with the content a rollback restores."""
+    properties = '[{"type":"olm.maxOpenShiftVersion","value":"4.18"}]'
+
+    def bundle(version: str) -> Path:
+        return write_bundle(tmp_path / version, manifests={
+            "a-crd.yaml": crd(), "demo.clusterserviceversion.yaml": csv(
+                f"demo-operator.v{version}", version=version, annotations={"olm.properties": properties})},
+            annotations=annotations_yaml(package="demo"))
+
+    mc = MemCluster()
+    assert cosctl("publish", str(bundle("1.0.0")), "-n", "demo-system", "--owner", "shop", "--owner-kind",
+                  "Operator", cluster=mc)[0] == 0
+    succeed(mc, "shop-1")
+    assert cosctl("publish", str(bundle("1.0.0")), "--owner", "shop", cluster=mc)[1].splitlines()[-1] == (
+        "unchanged: ClusterObjectSet shop-1 (revision 1) already has this content")
+    code, out, _ = cosctl("diff", "shop-1", str(bundle("1.0.0")), "-n", "demo-system", cluster=mc)
+    assert (code, out.splitlines()[-1]) == (0, "0 added, 0 removed, 0 changed, 0 moved, 1 unchanged")
+    assert cosctl("publish", str(bundle("1.1.0")), "--owner", "shop", cluster=mc)[0] == 0
+    assert mc.get(*COS, "shop-2")["metadata"]["labels"][api.LABEL_OWNER_KIND] == "Operator"
+    succeed(mc, "shop-2")
+    assert cosctl("rollback", "--owner", "shop", cluster=mc)[0] == 0
+    restored = mc.get(*COS, "shop-3")["metadata"]["annotations"]
+    assert (restored[api.ANNOTATION_BUNDLE_VERSION], restored[api.ANNOTATION_OLM_PROPERTIES]) == ("1.0.0", properties)

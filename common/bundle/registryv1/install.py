@@ -162,9 +162,9 @@ def revision_annotations(bundle: RegistryV1, options: InstallOptions) -> dict[st
         api.ANNOTATION_BUNDLE_NAME: bundle.csv_name,
         api.ANNOTATION_BUNDLE_OPTIONS: options.to_annotation(),
     }
-    properties = ((bundle.csv.get("metadata") or {}).get("annotations") or {}).get(OLM_PROPERTIES)
+    properties = ((bundle.csv.get("metadata") or {}).get("annotations") or {}).get(api.ANNOTATION_OLM_PROPERTIES)
     if isinstance(properties, str):
-        annotations[OLM_PROPERTIES] = properties
+        annotations[api.ANNOTATION_OLM_PROPERTIES] = properties
     if bundle.version:
         annotations[api.ANNOTATION_BUNDLE_VERSION] = bundle.version
     if bundle.image:
@@ -172,8 +172,6 @@ def revision_annotations(bundle: RegistryV1, options: InstallOptions) -> dict[st
     return annotations
 
 
-# The CSV annotation operator-controller copies onto the revision (``source.PropertyOLMProperties``).
-OLM_PROPERTIES = "olm.properties"
 # kubectl's copy of an object, which operator-controller strips from every object of a revision.
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
