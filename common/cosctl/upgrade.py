@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "publish --package resolved it from: resolve it as cosctl list --upgrades does (each catalog "
                     "read once) and, when an upgrade is waiting, publish it as 'cosctl publish --package PACKAGE "
                     "--owner OWNER' does, with the recorded catalog, channels and range and the bundle options "
-                    "kept. The latest revision's owner kind, collision protection, progress deadline and "
+                    "kept. The latest revision's owner kind, collision protection, progress deadline, "
                     "progression probes and Secrets namespace are carried: an upgrade changes the bundle only. An "
                     "owner is left alone when it is up to date, while a revision of it has not succeeded (rolling "
                     "out, or stuck: OLM v1 resolves nothing then), while it is being deleted, and when its latest "
