@@ -14,10 +14,9 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Final
 
-from common.bundle.registryv1.documents import read_documents
+from common.bundle.registryv1.documents import read_file_documents
 from common.bundle.registryv1.model import BundleInputError
 from common.bundle.registryv1.resolve import (
     POLICY_CATALOG_PROVIDED,
@@ -60,15 +59,9 @@ class Extension:
 def load_extension(path: str) -> Extension:
     """The ClusterExtension in the YAML or JSON file ``path``: one document (``kubectl get clusterextension NAME -o
     yaml``), or a List of one (``kubectl get clusterextensions -o yaml`` on a cluster with one)."""
-    problems: list[str] = []
-    if Path(path).is_dir():
-        raise ExtensionError(f"{path}: is a directory, not a ClusterExtension manifest")
-    if not Path(path).exists():
-        raise ExtensionError(f"{path}: no such file or directory")
     warnings: list[str] = []
-    documents = read_documents(Path(path), path, problems, max_bytes=MAX_BYTES, warnings=warnings)
-    if problems:
-        raise ExtensionError("\n".join(problems))
+    documents = read_file_documents(path, "ClusterExtension manifest", max_bytes=MAX_BYTES, warnings=warnings,
+                                    error=ExtensionError)
     values = [value for _, value in documents]
     if len(values) == 1 and isinstance(values[0], dict) and values[0].get("kind") in ("List", f"{KIND}List"):
         items = values[0].get("items")

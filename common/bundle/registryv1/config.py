@@ -34,7 +34,7 @@ from .deploymentconfig import (
     DeploymentConfig,
     decode_deployment_config,
 )
-from .documents import read_documents
+from .documents import read_file_documents
 from .gotext import json_type_name
 from .model import BundleInputError, ConfigurationError, RegistryV1
 
@@ -208,14 +208,8 @@ def load_config_file(path: str | Path, warnings: list[str] | None = None) -> dic
     ``deploymentConfig`` that Go's decoder drops (:func:`.confighints.dropped_keys`).
     """
     name = str(path)
-    if Path(name).is_dir():
-        raise BundleInputError(f"{name}: is a directory, not a configuration file")
-    if not Path(name).exists():
-        raise BundleInputError(f"{name}: no such file or directory")
-    problems: list[str] = []
-    found = read_documents(Path(name), name, problems, max_bytes=CONFIG_FILE_MAX_BYTES, warnings=warnings)
-    if problems:
-        raise BundleInputError("\n".join(problems))
+    found = read_file_documents(name, "configuration file", max_bytes=CONFIG_FILE_MAX_BYTES, warnings=warnings,
+                                error=BundleInputError)
     if len(found) > 1:
         raise BundleInputError(f"{name}: a configuration is one document, found {len(found)}")
     if not found:

@@ -46,3 +46,17 @@ def read_documents(path: Path, name: str, problems: list[str], *, max_bytes: int
             found.append((document.index, document.value))
     return found
 
+
+def read_file_documents(name: str, what: str, *, max_bytes: int, warnings: list[str] | None = None,
+                        error: type[Exception]) -> list[tuple[int, Any]]:
+    """:func:`read_documents` of a file the user named (a configuration, a ClusterExtension manifest): a directory,
+    a missing file or any problem reading it raises ``error`` naming the file (``what``: what it should have been)."""
+    if Path(name).is_dir():
+        raise error(f"{name}: is a directory, not a {what}")
+    if not Path(name).exists():
+        raise error(f"{name}: no such file or directory")
+    problems: list[str] = []
+    found = read_documents(Path(name), name, problems, max_bytes=max_bytes, warnings=warnings)
+    if problems:
+        raise error("\n".join(problems))
+    return found
