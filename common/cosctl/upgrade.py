@@ -220,17 +220,15 @@ def _not_succeeded(row: Row) -> str | None:
 
 def _publish_arguments(args: argparse.Namespace, cluster: Cluster, row: Row) -> argparse.Namespace:
     """The arguments of ``cosctl publish --package PACKAGE --owner OWNER`` as publish's own parser makes them (so
-    every default is publish's), with what the latest revision carries and the connection already open."""
+    every default is publish's), with what the latest revision carries that publish would not keep by itself
+    (publish keeps the owner kind, the ServiceAccount and the bundle options), and the connection already open."""
     assert row.source is not None
     parser = argparse.ArgumentParser(prog="cosctl upgrade", add_help=False)
     publish.register(parser.add_subparsers())
     spec = row.latest.get("spec") or {}
-    labels = (row.latest.get("metadata") or {}).get("labels") or {}
     # NAME=VALUE: a value starting with "-" (a package name in a record) is a value, not an option
     argv = ["publish", f"--package={row.source.package}", f"--owner={row.owner}",
             f"--system-namespace={_secrets_namespace(row.latest)}"]
-    if isinstance(kind := labels.get(api.LABEL_OWNER_KIND), str) and kind:
-        argv.append(f"--owner-kind={kind}")
     if spec.get("collisionProtection") in api.COLLISION_PROTECTIONS:
         argv.append(f"--collision-protection={spec['collisionProtection']}")
     if isinstance(minutes := spec.get("progressDeadlineMinutes"), int) and not isinstance(minutes, bool):
