@@ -286,35 +286,41 @@ def reporter(command: str) -> Callable[[str], None]:
 
 
 def run(command: str, body: Callable[[], int], *, failure: int = EXIT_FAILED,
-        progress: Progress | None = None) -> int:
+        progress: Progress | None = None, say: Callable[[str], None] | None = None) -> int:
     """Run a subcommand body, turning every expected failure into a clear message and exit code ``failure``
     (1; ``diff`` uses 2, as diff(1) does, since 1 means "different"). With ``progress``, a refusal by the
     cluster after some writes also says that rerunning finishes the job (a :class:`PublishError` says itself
-    what to do)."""
+    what to do). ``say`` hears each line of the failure instead of stderr (``cosctl upgrade`` prefixes the owner
+    and keeps them for its summary)."""
+    def tell(line: str) -> None:
+        if say is not None:
+            say(line)
+        else:
+            print(f"cosctl {command}: {line}", file=sys.stderr)
+
     try:
         return body()
     except ManifestError as exc:
         for problem in exc.problems:
-            print(f"cosctl {command}: {problem}", file=sys.stderr)
-        print(f"cosctl {command}: {len(exc.problems)} problem(s) in the manifests; nothing was done",
-              file=sys.stderr)
+            tell(str(problem))
+        tell(f"{len(exc.problems)} problem(s) in the manifests; nothing was done")
     except ContentUnavailable as exc:
-        print(f"cosctl {command}: {exc}", file=sys.stderr)
+        tell(str(exc))
     except (PhasingError, PackingError, PublishError, ConnectError, UsageError) as exc:
-        print(f"cosctl {command}: {exc}", file=sys.stderr)
+        tell(str(exc))
     except (BundleInputError, MissingArgument) as exc:  # not a usable bundle, or no way to use it (bundles.md §4)
-        print(f"cosctl {command}: {exc}", file=sys.stderr)
+        tell(str(exc))
         return EXIT_USAGE
     except (ConfigurationError, RenderError, ResolutionError) as exc:  # OLM v1's refusal, in its words
-        print(f"cosctl {command}: {exc}", file=sys.stderr)
+        tell(str(exc))
         for cause in exc.hints:  # ours: what OLM's message leaves unnamed (the field, the file, the flag)
-            print(f"cosctl {command}: cause: {cause}", file=sys.stderr)
+            tell(f"cause: {cause}")
     except ApiError as exc:
-        print(f"cosctl {command}: the cluster refused: {exc.reason}: {exc.message}", file=sys.stderr)
+        tell(f"the cluster refused: {exc.reason}: {exc.message}")
         if progress is not None and (hint := progress.hint()) is not None:
-            print(f"cosctl {command}: {hint}", file=sys.stderr)
+            tell(hint)
     except BrokenPipeError:
         raise  # the reader went away (| head): main exits quietly
     except OSError as exc:
-        print(f"cosctl {command}: {exc}", file=sys.stderr)
+        tell(str(exc))
     return failure

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import sys
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 from common.bundle.publish import Result
 from common.bundle.registryv1.catalog import Catalog, load_catalog
@@ -179,33 +178,17 @@ def _upgrade_one(args: argparse.Namespace, cluster: Cluster, row: Row, catalogs:
         published_result.append(result)
         return EXIT_OK
 
-    said = _Said(sys.stderr, f"cosctl upgrade: {row.owner}: ")
-    with contextlib.redirect_stderr(said):
-        code = run(f"upgrade: {row.owner}", body, progress=progress)
+    said: list[str] = []
+
+    def say(line: str) -> None:   # the failure, on stderr as it happens, and in the summary's problem
+        print(f"cosctl upgrade: {row.owner}: {line}", file=sys.stderr, flush=True)
+        said.append(line)
+
+    code = run("upgrade", body, progress=progress, say=say)
     if code != EXIT_OK or not published_result:
-        return Outcome(row, FAILED, problem="; ".join(said.lines) or f"publish failed (exit {code})")
+        return Outcome(row, FAILED, problem="; ".join(said) or f"publish failed (exit {code})")
     result = published_result[0]
     return Outcome(row, result.outcome, revision=result.name)
-
-
-class _Said(io.TextIOBase):
-    """stderr as it is, keeping the lines that start with ``prefix`` (the failure ``run`` reports for one owner,
-    and its causes), without the prefix: the ``problem`` of the JSON summary."""
-
-    def __init__(self, stream: TextIO, prefix: str) -> None:
-        self.stream, self.prefix = stream, prefix
-        self.lines: list[str] = []
-        self._pending = ""
-
-    def write(self, text: str) -> int:
-        self.stream.write(text)
-        self._pending += text
-        *complete, self._pending = self._pending.split("\n")
-        self.lines += [line.removeprefix(self.prefix) for line in complete if line.startswith(self.prefix)]
-        return len(text)
-
-    def flush(self) -> None:
-        self.stream.flush()
 
 
 def _not_succeeded(row: Row) -> str | None:
