@@ -199,7 +199,6 @@ class _Sides:
     def __init__(self, args: argparse.Namespace, cluster: Cluster | None = None) -> None:
         self.args = args
         self._cluster = cluster
-        self.looked_up: Obj | None = None   # the last revision read by name (what a bundle side is compared with)
 
     @property
     def cluster(self) -> Cluster:
@@ -213,23 +212,23 @@ class _Sides:
         return resolve_phases(cos, cluster_reader(self.cluster),
                               system_namespace=system_namespace(self.args, bundle=bundles))
 
-    def side(self, source: str, other: Obj | None = None) -> tuple[str, list[Phase]]:
-        """A source's name and phases; a bundle compared with the revision ``other`` is labelled with its owner."""
+    def side(self, source: str, other: Obj | None = None) -> tuple[str, list[Phase], Obj | None]:
+        """A source's name, phases and revision (None for files); a bundle compared with the revision ``other`` is
+        labelled with its owner."""
         if _is_path(source):
-            return source, local_phases([_expanded(source)], self.args, owned_by=other)
+            return source, local_phases([_expanded(source)], self.args, owned_by=other), None
         owner = self.args.owner
         if owner and source.isdigit():
             wanted = int(source)
             for cos in owner_revisions(self._cluster_for(source, f"revision {wanted} of owner {owner}"), owner):
                 if revision_of(cos) == wanted:
-                    return str(cos["metadata"]["name"]), self.remote(cos)
+                    return str(cos["metadata"]["name"]), self.remote(cos), cos
             raise UsageError(f"owner {owner} has no revision {wanted}")
         try:
             cos = self._cluster_for(source, f"a ClusterObjectSet {source}").get(api.API_VERSION, api.KIND, source)
         except NotFound:
             raise UsageError(f"{source}: neither a file or directory nor a ClusterObjectSet on the cluster") from None
-        self.looked_up = cos
-        return source, self.remote(cos)
+        return source, self.remote(cos), cos
 
     def _cluster_for(self, source: str, what: str) -> Cluster:
         """The cluster, to look ``source`` up on since it is no file; without one, a message saying both."""
@@ -328,8 +327,8 @@ def _diff(args: argparse.Namespace) -> int:
         # a revision side first: a bundle compared with it carries its owner's labels, as publish would give them
         first = 1 if _is_path(args.sources[0]) and not _is_path(args.sources[1]) else 0
         got = {first: sides.side(args.sources[first])}
-        got[1 - first] = sides.side(args.sources[1 - first], sides.looked_up)
-        (a_name, a), (b_name, b) = got[0], got[1]
+        got[1 - first] = sides.side(args.sources[1 - first], got[first][2])
+        (a_name, a, _), (b_name, b, _) = got[0], got[1]
         held = {str(o["metadata"]["name"]): assume_stored_versions(o) for p in a for o in p.objects if is_crd(o)}
 
         def check() -> list[str]:  # B's CRDs replacing A's: the upgrade from A to B
