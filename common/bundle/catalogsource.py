@@ -24,20 +24,23 @@ from common.contract import api
 from common.contract.objects import Obj
 
 from .catalogcheck import InstalledRevision
+from .clustercatalogs import WalkedCatalog, unserved_error
 from .registryv1.catalog import Bundle, Catalog, Package
+from .registryv1.gotext import go_quote
 from .registryv1.imageref import DOCKER_TRANSPORT, ImageReferenceError, parse_reference
-from .registryv1.model import BundleInputError, RegistryV1
+from .registryv1.model import BundleError, BundleInputError, RegistryV1
 from .registryv1.resolve import (
     POLICY_CATALOG_PROVIDED,
     Installed,
     Query,
+    RankedPackage,
     Resolution,
     ResolutionError,
     candidates,
     dependencies,
     dependency_error,
     make_query,
-    resolve,
+    resolve_among,
 )
 
 
@@ -161,26 +164,84 @@ def choose_source(package: str, *, catalog: str | None, channels: Sequence[str] 
     return SourceChoice(source, tuple(kept), kept_from)
 
 
-def resolve_source(catalog: Catalog, choice: SourceChoice, installed: InstalledRevision | None, *,
-                   policy: str = POLICY_CATALOG_PROVIDED) -> Resolution:
-    """OLM v1's pick for ``choice`` over ``installed``; its refusal (:class:`ResolutionError`) carries our hints
-    (:func:`resolution_hints`, and where a kept bound came from). A bundle the catalog lists with no image is
-    refused: there is nothing to pull."""
+@dataclass(frozen=True, slots=True)
+class SourceCatalog:
+    """A catalog read for resolution: the one a path or image names (``name`` None), or one of the cluster's
+    ClusterCatalogs, with its name and ``spec.priority`` (:mod:`.clustercatalogs`); one that is not served is not
+    read (``catalog`` None) and stops resolution on reaching it, as it stops OLM v1's (``unserved``)."""
+
+    catalog: Catalog | None
+    name: str | None = None
+    priority: int = 0
+    unserved: WalkedCatalog | None = None
+
+    @property
+    def label(self) -> str:
+        """How messages name it: ``catalog PATH`` or ``ClusterCatalog NAME``."""
+        return f"ClusterCatalog {self.name}" if self.name is not None else f"catalog {self.source}"
+
+    @property
+    def source(self) -> str:
+        """Where its content was read from (a path, or the image, by digest for a ClusterCatalog)."""
+        return self.catalog.source if self.catalog is not None else ""
+
+
+def resolve_source(catalogs: Catalog | Sequence[SourceCatalog], choice: SourceChoice,
+                   installed: InstalledRevision | None, *,
+                   policy: str = POLICY_CATALOG_PROVIDED) -> tuple[SourceCatalog, Resolution]:
+    """OLM v1's pick for ``choice`` over ``installed``, from one catalog or across ClusterCatalogs (by priority,
+    :func:`.registryv1.resolve.resolve_among`): the catalog it comes from and the resolution. A refusal
+    (:class:`ResolutionError`) carries our hints (:func:`resolution_hints`, and where a kept bound came from). A
+    bundle the catalog lists with no image is refused: there is nothing to pull."""
+    among = [SourceCatalog(catalogs)] if isinstance(catalogs, Catalog) else list(catalogs)
     source = choice.source
     kept = kept_hints(choice)
     try:
         query = source.query(policy)
     except ResolutionError as exc:
         raise ResolutionError(str(exc), kept) from None
-    package = catalog.package(source.package)
+    packages, readable = [], []
+    for read in among:
+        if read.catalog is None:
+            assert read.unserved is not None
+            raise unserved_error(read.unserved, source.package)
+        readable.append((read, read.catalog))
+        try:
+            packages.append(RankedPackage(read.name or "", read.priority, read.catalog.package(source.package)))
+        except BundleError as exc:   # one of its objects cannot be read
+            if read.name is None:
+                raise
+            raise ResolutionError(f"error walking catalogs: error getting package {go_quote(source.package)} from "
+                                  f"catalog {go_quote(read.name)}: {exc}") from None
     on = installed.bundle if installed is not None else None
     try:
-        resolution = resolve(package, query, on)
+        index, resolution = resolve_among(packages, query, on)
     except ResolutionError as exc:
-        raise ResolutionError(str(exc), [*resolution_hints(catalog, package, query, on), *kept]) from None
+        tied = "in multiple catalogs with the same priority" in str(exc)
+        raise ResolutionError(str(exc), [*_among_hints(readable, packages, query, on, tied=tied), *kept]) from None
+    chosen = among[index]
     if not resolution.bundle.image:
-        raise ResolutionError(f"bundle {resolution.bundle.name} of catalog {catalog.source} names no image")
-    return resolution
+        raise ResolutionError(f"bundle {resolution.bundle.name} of {chosen.label} names no image")
+    return chosen, resolution
+
+
+def _among_hints(readable: Sequence[tuple[SourceCatalog, Catalog]], packages: Sequence[RankedPackage], query: Query,
+                 installed: Installed | None, *, tied: bool) -> list[str]:
+    """:func:`resolution_hints` of each catalog read; across ClusterCatalogs, each prefixed with its name, a package
+    none has said once, and a tie said with its way out."""
+    if len(readable) == 1 and readable[0][0].name is None:
+        return resolution_hints(readable[0][1], packages[0].package, query, installed)
+    if not any(ranked.package.found for ranked in packages):
+        names = sorted({name for _, catalog in readable for name in catalog.package_names()})
+        close = difflib.get_close_matches(query.package, names, n=3)
+        return [f"no ClusterCatalog read ({', '.join(read.name or '' for read, _ in readable)}) has package "
+                f"{query.package}" + (f"; the closest: {', '.join(close)}" if close else "")]
+    if tied:
+        return ["OLM v1 does not choose between catalogs of the same priority: give one ClusterCatalog a higher "
+                "spec.priority, or leave the others out with a selector (--catalog clustercatalogs:SELECTOR, a "
+                "ClusterExtension's spec.source.catalog.selector)"]
+    return [f"ClusterCatalog {read.name}: {hint}" for (read, catalog), ranked in zip(readable, packages, strict=True)
+            if ranked.package.found for hint in resolution_hints(catalog, ranked.package, query, installed)]
 
 
 def kept_text(choice: SourceChoice) -> str:

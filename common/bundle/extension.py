@@ -4,7 +4,8 @@ Why: an admin coming from OLM v1 holds ClusterExtensions (in a GitOps repository
 ran on); each says the package, channels, version range, upgrade policy, install namespace, ServiceAccount,
 configuration and preflight setting that ``publish --package`` takes as flags. Reading the manifest itself, rather
 than having the admin copy each field into a flag, keeps the two from drifting and makes the migration one command
-per extension. Fields that have no meaning here are said (``selector``: one catalog is read; ``status``: ignored).
+per extension. ``spec.source.catalog.selector`` picks the cluster's ClusterCatalogs to resolve from, as it does for
+OLM v1, unless ``--catalog`` names a catalog. ``status`` is ignored.
 
 Pure: a parsed document in, an :class:`Extension` or :class:`ExtensionError` (naming the file and the field) out.
 """
@@ -24,6 +25,7 @@ from common.bundle.registryv1.resolve import (
     ResolutionError,
     make_query,
 )
+from common.contract import labels as labelsel
 
 API_VERSION: Final = "olm.operatorframework.io/v1"
 KIND: Final = "ClusterExtension"
@@ -54,6 +56,7 @@ class Extension:
     crd_upgrade_safety: str | None = None
     progress_deadline_minutes: int | None = None
     warnings: tuple[str, ...] = field(default=())
+    selector: str = ""   # spec.source.catalog.selector in the API server's string form ("": every ClusterCatalog)
 
 
 def load_extension(path: str) -> Extension:
@@ -87,6 +90,7 @@ _FIELDS: Final = {
     "spec.serviceAccount": ("name",),
     "spec.source": ("sourceType", "catalog"),
     "spec.source.catalog": ("packageName", "channels", "version", "selector", "upgradeConstraintPolicy"),
+    "spec.source.catalog.selector": ("matchLabels", "matchExpressions"),
     "spec.config": ("configType", "inline"),
     "spec.install": ("preflight",),
     "spec.install.preflight": ("crdUpgradeSafety",),
@@ -185,9 +189,14 @@ def parse_extension(obj: Any, where: str) -> Extension:
         raise fail("spec.source.catalog.upgradeConstraintPolicy",
                    f"Unsupported value: {policy!r}: supported values: " + ", ".join(
                        f'"{p}"' for p in UPGRADE_CONSTRAINT_POLICIES))
-    if section(catalog, "selector", "spec.source.catalog.selector", required=False):
-        warnings.append(f"{where}: spec.source.catalog.selector is not used: the package is resolved from the one "
-                        "catalog --catalog names (or the owner's revision records)")
+    selector = ""
+    if (given_selector := section(catalog, "selector", "spec.source.catalog.selector", required=False)) is not None:
+        try:   # as operator-controller reads it: an empty selector selects every ClusterCatalog
+            labelsel.from_label_selector(given_selector)
+            selector = labelsel.to_string(given_selector)
+            labelsel.parse(selector)
+        except labelsel.SelectorError as exc:
+            raise fail("spec.source.catalog.selector", f"desired catalog selector is invalid: {exc}") from None
     config, config_given = None, False
     if (given := section(spec, "config", "spec.config", required=False)) is not None:
         if string(given, "configType", "spec.config.configType", required=True) != "Inline":
@@ -222,7 +231,7 @@ def parse_extension(obj: Any, where: str) -> Extension:
             raise fail("spec.progressDeadlineMinutes", f"should be between {_DEADLINE[0]} and {_DEADLINE[1]}, "
                                                        f"not {minutes}")
     return Extension(name, namespace, package, tuple(channels), version, policy, service_account, config,
-                     config_given, enforcement, minutes, tuple(warnings))
+                     config_given, enforcement, minutes, tuple(warnings), selector)
 
 
 def _type(value: Any) -> str:

@@ -14,9 +14,10 @@ import argparse
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from common.bundle import clustercatalogs
 from common.bundle.catalogcheck import (
     CatalogVerdict,
     check_bundle,
@@ -24,7 +25,17 @@ from common.bundle.catalogcheck import (
     installed_bundle,
     rolling_out_hint,
 )
-from common.bundle.catalogsource import SourceChoice, check_pulled, choose_source, image_to_pull, resolve_source
+from common.bundle.catalogsource import (
+    CatalogSourceError,
+    SourceCatalog,
+    SourceChoice,
+    check_pulled,
+    choose_source,
+    image_to_pull,
+    recorded_source,
+    resolve_source,
+)
+from common.bundle.clustercatalogs import ClusterCatalogsError, is_cluster_catalogs, reference_for, selector_of
 from common.bundle.crdsafety import ENFORCEMENT_STRICT
 from common.bundle.extension import load_extension
 from common.bundle.publish import owner_revisions
@@ -33,7 +44,7 @@ from common.bundle.registryv1.imageref import is_image_reference
 from common.bundle.registryv1.model import BundleInputError, RegistryV1
 from common.bundle.registryv1.resolve import POLICY_CATALOG_PROVIDED, UPGRADE_CONSTRAINT_POLICIES, make_query
 from common.bundle.registryv1.source import load_bundle
-from common.cluster.interface import Cluster
+from common.cluster.interface import Cluster, UnknownKind
 from common.contract import api
 from common.contract.objects import Obj
 from common.cosctl._inputs import InlineConfig
@@ -43,10 +54,14 @@ CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an i
                 "render` wrote), an OCI image layout of an index image (a directory or tar, as `skopeo copy "
                 "docker://INDEX oci:DIR` writes it), or the index image itself, pulled: docker://REGISTRY/REPO[:TAG]"
                 "[@DIGEST] (a ClusterCatalog's spec.source.image.ref)")
+CLUSTER_CATALOGS_HELP = ("; or clustercatalogs:[SELECTOR]: the cluster's ClusterCatalogs (OLM v1's catalogd), those "
+                         "the label selector picks, each read from the digest catalogd serves, by priority, as OLM v1 "
+                         "resolves a ClusterExtension")
 
 
-# How a command reads a catalog by its reference, for one package: load_catalog, or a catalog already read.
-CatalogReader = Callable[[str, str], Catalog]
+# How a command reads a catalog by its reference (a path, an image, or clustercatalogs:SELECTOR) for one package:
+# read_catalogs, or catalogs already read.
+CatalogReader = Callable[[str, str], tuple[SourceCatalog, ...]]
 
 
 def _extension_argument(text: str) -> str:
@@ -57,10 +72,60 @@ def _extension_argument(text: str) -> str:
 
 
 def catalog_argument(text: str) -> str:
-    """``--catalog``: an empty value would be read as the working directory."""
+    """``--catalog``: an empty value would be read as the working directory; ``clustercatalogs:SELECTOR`` must be a
+    label selector (said before anything is read)."""
     if not text:
         raise argparse.ArgumentTypeError("empty: give a catalog directory or file, or docker://INDEX")
+    if is_cluster_catalogs(text):
+        try:
+            return reference_for(selector_of(text))
+        except ClusterCatalogsError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--catalog {text}: ")) from None
     return text
+
+
+def one_catalog_argument(text: str) -> str:
+    """``--catalog`` where one catalog is read whole (``search``): not the cluster's ClusterCatalogs."""
+    if is_cluster_catalogs(text):
+        raise argparse.ArgumentTypeError("the cluster's ClusterCatalogs are read for --package only: name one "
+                                         "catalog (a ClusterCatalog's spec.source.image.ref as docker://REF)")
+    return catalog_argument(text)
+
+
+def read_catalogs(reference: str, package: str | Collection[str], command: str,
+                  connect: Callable[[], Cluster]) -> tuple[SourceCatalog, ...]:
+    """The catalogs ``reference`` names, read for ``package`` (or several): one path or image; or
+    (``clustercatalogs:SELECTOR``) the ClusterCatalogs OLM v1 would walk, listed on the cluster ``connect`` opens,
+    each that is served read from its image. Nothing to walk, or no ClusterCatalog API, is
+    :class:`ClusterCatalogsError`."""
+    def load(image: str) -> Catalog:
+        return load_catalog(image, package=package, report=reporter(command))
+    if not is_cluster_catalogs(reference):
+        return (SourceCatalog(load(reference)),)
+    selector = selector_of(reference)
+    try:
+        listed = connect().list(clustercatalogs.API_VERSION, clustercatalogs.KIND, label_selector=selector or None)
+    except UnknownKind:
+        raise ClusterCatalogsError(f"--catalog {reference}: the cluster serves no ClusterCatalogs "
+                                   f"({clustercatalogs.API_VERSION}, OLM v1's catalogd): name a catalog (a "
+                                   "ClusterCatalog's spec.source.image.ref as docker://REF)") from None
+    walked = clustercatalogs.walked(listed)
+    if not walked:
+        said = package if isinstance(package, str) else ", ".join(sorted(package))
+        raise ClusterCatalogsError(clustercatalogs.nothing_selected(selector, listed, said))
+    if (unserved := next((c for c in walked if c.image is None), None)) is not None:
+        # resolution stops there, with OLM v1's message, whatever the others hold: none is pulled
+        if isinstance(package, str):
+            raise clustercatalogs.unserved_error(unserved, package)
+        return (SourceCatalog(None, unserved.name, unserved.priority, unserved=unserved),)
+    out = []
+    for catalog in walked:
+        assert catalog.image is not None
+        try:
+            out.append(SourceCatalog(load(catalog.image), catalog.name, catalog.priority))
+        except BundleInputError as exc:
+            raise type(exc)(f"ClusterCatalog {catalog.name}: {exc}", exc.hints) from None
+    return tuple(out)
 
 
 def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "", by_path: bool = True) -> None:
@@ -94,7 +159,8 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "",
                            help="with --package: a version range, as spec.source.catalog.version (Masterminds/semver: "
                                 f"'>=1.2, <2', '~1.2', '1.2.x'); '' for any version{kept}")
     group.add_argument("--catalog", default=None, metavar="DIR|FILE", type=catalog_argument,
-                       help=CATALOG_HELP + kept)
+                       help=CATALOG_HELP + (CLUSTER_CATALOGS_HELP + " (--extension's default: its "
+                                            "spec.source.catalog.selector)" if package else "") + kept)
     group.add_argument("--channel", dest="channels", action="append", default=None, metavar="NAME",
                        help="a channel the bundle must be in, as a ClusterExtension's spec.source.catalog.channels "
                             "(repeatable; default: any" + ("; with --package, default: the channels the owner's latest "
@@ -132,6 +198,10 @@ def open_catalog(args: argparse.Namespace, bundle: RegistryV1 | None, command: s
         return None
     if bundle is None:
         raise MissingArgument(f"--catalog: {misuse}")
+    if is_cluster_catalogs(args.catalog):
+        raise MissingArgument(f"--catalog {args.catalog}: the cluster's ClusterCatalogs are read for --package only; "
+                              "a bundle given by path is held to the one catalog named (a ClusterCatalog's "
+                              "spec.source.image.ref as docker://REF)")
     if getattr(args, "bundle_version", None):
         raise MissingArgument("--bundle-version with --catalog: the catalog's upgrade edges are checked against the "
                               "bundle versions the revisions record, so a registry+v1 bundle records its own")
@@ -189,47 +259,73 @@ def resolve_package(args: argparse.Namespace, command: str, say: Callable[[str],
     owner = args.owner or package
     if args.version:
         make_query(package, version=args.version)  # a range OLM v1 refuses: said before anything is read
-    given = load_catalog(args.catalog, package=package, report=reporter(command)) if args.catalog else None
+    given = args.catalog if args.catalog is not None and not is_cluster_catalogs(args.catalog) else None
+    given_read = read_catalogs(given, package, command, lambda: args.connect(args)) if given is not None else None
     cluster = args.connect(args)
     revisions = owner_revisions(cluster, owner)
-    choice = choose_source(package, catalog=_recordable(args.catalog), channels=args.channels, version=args.version,
-                           latest=revisions[-1] if revisions else None)
+    latest = revisions[-1] if revisions else None
+    catalog = _recordable(args.catalog)
+    if catalog is None and getattr(args, "extension_catalogs", None) is not None:
+        catalog = _extension_catalogs(args.extension_catalogs, package, latest)
+    choice = choose_source(package, catalog=catalog, channels=args.channels, version=args.version, latest=latest)
     source = choice.source
-    catalog = given if given is not None else kept_catalog(choice, command, read)
+    if given_read is not None:
+        catalogs = given_read
+    elif catalog is not None:   # clustercatalogs:SELECTOR, read once the cluster is open
+        catalogs = read_catalogs(source.catalog, package, command, lambda: cluster)
+    else:
+        catalogs = kept_catalog(choice, command, read, lambda: cluster)
     installed = installed_bundle(revisions)
     if (rolling := rolling_out_hint(installed) if installed is not None else first_install_hint(revisions)):
         print(f"cosctl {command}: warning: {rolling}", file=sys.stderr)
-    resolution = resolve_source(catalog, choice, installed, policy=args.upgrade_constraint_policy)
+    chosen, resolution = resolve_source(catalogs, choice, installed, policy=args.upgrade_constraint_policy)
+    read_from = chosen.catalog
+    assert read_from is not None   # resolution stops at a catalog not read
     kept = f" ({', '.join(choice.kept)} kept from {choice.kept_from})" if choice.kept_from else ""
     if installed is not None and installed.bundle.name == resolution.bundle.name:
         what = f"the installed bundle {resolution.bundle.name} ({resolution.version})"
     else:
         what = f"{resolution.bundle.name} ({resolution.version})" + (
             f" over {installed.bundle.name}" if installed is not None else "")
-    say(f"package {package} resolves to {what} in catalog {catalog.source}{kept}: {resolution.bundle.image}")
-    image = image_to_pull(resolution.bundle, catalog)
+    where = chosen.label + (f" (priority {chosen.priority}, {chosen.source})" if chosen.name is not None else "")
+    say(f"package {package} resolves to {what} in {where}{kept}: {resolution.bundle.image}")
+    image = image_to_pull(resolution.bundle, read_from)
     bundle = load_bundle(image, reporter(command))
     check_pulled(bundle, resolution.bundle, source)
     return PackageRun(owner, cluster, revisions, bundle, image,
-                      CatalogRun(catalog, bundle, source.channels, args.upgrade_constraint_policy), choice,
+                      CatalogRun(read_from, bundle, source.channels, args.upgrade_constraint_policy), choice,
                       {api.ANNOTATION_BUNDLE_SOURCE: source.to_annotation()})
 
 
+def _extension_catalogs(by_selector: str, package: str, latest: Obj | None) -> str | None:
+    """Where a ClusterExtension manifest given without ``--catalog`` resolves from: the ClusterCatalogs its selector
+    picks, as OLM v1 resolves it; but a catalog the owner's latest revision records by path or image (published
+    with ``--catalog``) is kept, as ``--package`` keeps it (None: keep it)."""
+    try:
+        recorded = recorded_source(latest) if latest is not None else None
+    except CatalogSourceError:
+        return by_selector   # a record cosctl did not write: the manifest says where
+    if recorded is not None and recorded.package == package and not is_cluster_catalogs(recorded.catalog):
+        return None
+    return by_selector
+
+
 def _recordable(catalog: str | None) -> str | None:
-    """The catalog as the revision records it: an image reference as given, a path made absolute (a later run
-    may start elsewhere)."""
-    if catalog is None or is_image_reference(catalog):
+    """The catalog as the revision records it: an image reference or ClusterCatalogs' selector as given, a path
+    made absolute (a later run may start elsewhere)."""
+    if catalog is None or is_image_reference(catalog) or is_cluster_catalogs(catalog):
         return catalog
     return os.path.abspath(os.path.expanduser(catalog))
 
 
-def kept_catalog(choice: SourceChoice, command: str, read: CatalogReader | None = None) -> Catalog:
-    """The catalog the owner's latest revision records, read (by ``read``, when given); a failure says where it was
-    kept from."""
+def kept_catalog(choice: SourceChoice, command: str, read: CatalogReader | None,
+                 connect: Callable[[], Cluster]) -> tuple[SourceCatalog, ...]:
+    """The catalogs the owner's latest revision records, read (by ``read``, when given); a failure says where they
+    were kept from."""
     try:
         if read is not None:
             return read(choice.source.catalog, choice.source.package)
-        return load_catalog(choice.source.catalog, package=choice.source.package, report=reporter(command))
+        return read_catalogs(choice.source.catalog, choice.source.package, command, connect)
     except BundleInputError as exc:  # not there any more, or its registry refuses: say where it came from
         raise type(exc)(f"the catalog kept from ClusterObjectSet {choice.kept_from}: {exc} (give --catalog to "
                         "resolve from another)", exc.hints) from None
@@ -265,8 +361,13 @@ def take_extension(args: argparse.Namespace, command: str) -> None:
         flag, field = given[0]
         raise MissingArgument(f"{flag} and --extension {path}: the ClusterExtension says it ({field}); give one or "
                               "the other")
-    for warning in extension.warnings:   # a selector not used, a key written twice
+    for warning in extension.warnings:   # a key written twice
         print(f"cosctl {command}: warning: {warning}", file=sys.stderr)
+    if args.catalog is None:   # where OLM v1 resolves it from: the ClusterCatalogs (resolve_package decides)
+        args.extension_catalogs = reference_for(extension.selector)
+    elif extension.selector:
+        print(f"cosctl {command}: warning: {path}: spec.source.catalog.selector is not used: --catalog "
+              f"{args.catalog} names the catalog", file=sys.stderr)
     args.package, args.owner, args.namespace = extension.package, extension.name, extension.namespace
     args.channels, args.version = list(extension.channels), extension.version
     args.upgrade_constraint_policy = extension.policy

@@ -16,20 +16,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.bundle.catalogcheck import InstalledRevision, installed_bundle
-from common.bundle.catalogsource import CatalogSource, choose_source, recorded_source, resolve_source
+from common.bundle.catalogsource import CatalogSource, SourceCatalog, choose_source, recorded_source, resolve_source
 from common.bundle.publish import revision_of
-from common.bundle.registryv1.catalog import Catalog, load_catalog
 from common.bundle.registryv1.model import BundleError
 from common.cluster.interface import Cluster
 from common.contract import api, conditions
 from common.contract.objects import Obj
+from common.cosctl._catalog import read_catalogs
 from common.cosctl._producer import (
     EXIT_FAILED,
     EXIT_OK,
     add_cluster_arguments,
     add_namespace_argument,
     print_table,
-    reporter,
     run,
 )
 from common.cosctl.status import bundle_of
@@ -63,7 +62,8 @@ class Row:
     installed: InstalledRevision | None
     source: CatalogSource | None
     source_problem: str | None = None
-    upgrade: dict[str, str] | None = None   # name, version, image of what publish --package would install
+    # name, version, image of what publish --package would install (and clusterCatalog: the ClusterCatalog's name)
+    upgrade: dict[str, str] | None = None
     upgrade_problem: str | None = None
 
     @property
@@ -147,7 +147,7 @@ def rows_of(grouped: dict[str, list[Obj]]) -> list[Row]:
     return rows
 
 
-def check_upgrades(rows: list[Row], read: Callable[[str, set[str]], Catalog]) -> None:
+def check_upgrades(rows: list[Row], read: Callable[[str, set[str]], tuple[SourceCatalog, ...]]) -> None:
     """What the next ``publish --package`` would pick for each row that records a source: resolved as it resolves,
     over the installed bundle, with the recorded bounds. ``read(catalog, packages)`` reads a catalog, keeping the
     packages of every owner that records it: once, however many owners do."""
@@ -155,7 +155,7 @@ def check_upgrades(rows: list[Row], read: Callable[[str, set[str]], Catalog]) ->
     for row in rows:
         if row.source is not None:
             wanted.setdefault(row.source.catalog, set()).add(row.source.package)
-    catalogs: dict[str, Catalog | BundleError] = {}
+    catalogs: dict[str, tuple[SourceCatalog, ...] | BundleError] = {}
     for row in rows:
         if row.source is None:
             continue
@@ -169,12 +169,13 @@ def check_upgrades(rows: list[Row], read: Callable[[str, set[str]], Catalog]) ->
             if isinstance(catalog, BundleError):
                 raise catalog
             choice = choose_source(row.source.package, catalog=None, channels=None, version=None, latest=row.latest)
-            resolution = resolve_source(catalog, choice, row.installed)
+            chosen, resolution = resolve_source(catalog, choice, row.installed)
         except BundleError as exc:
             row.upgrade_problem = "; ".join([str(exc), *exc.hints])
             continue
         row.upgrade = {"name": resolution.bundle.name, "version": str(resolution.version),
-                       "image": resolution.bundle.image}
+                       "image": resolution.bundle.image,
+                       **({"clusterCatalog": chosen.name} if chosen.name is not None else {})}
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -182,11 +183,11 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    grouped, unowned = owners(args.connect(args))
+    cluster = args.connect(args)
+    grouped, unowned = owners(cluster)
     rows = rows_of(grouped)
     if args.upgrades:
-        check_upgrades(rows, lambda catalog, packages: load_catalog(catalog, package=packages,
-                                                                    report=reporter("list")))
+        check_upgrades(rows, lambda catalog, packages: read_catalogs(catalog, packages, "list", lambda: cluster))
     if args.output == "json":
         print(json.dumps([row.to_json() for row in rows], indent=2))
     else:

@@ -19,30 +19,28 @@ from common.bundle.catalogsource import (
     CatalogSourceError,
     SourceChoice,
     choose_source,
-    kept_hints,
     kept_text,
-    resolution_hints,
+    resolve_source,
 )
+from common.bundle.clustercatalogs import is_cluster_catalogs
 from common.bundle.publish import owner_revisions
-from common.bundle.registryv1.catalog import Bundle, load_catalog
+from common.bundle.registryv1.catalog import Bundle, Package
 from common.bundle.registryv1.resolve import (
     POLICY_CATALOG_PROVIDED,
     UPGRADE_CONSTRAINT_POLICIES,
-    ResolutionError,
     VersionReleaseError,
     bundle_version,
     deprecated_bundle_names,
     deprecations,
     make_query,
-    resolve,
 )
-from common.cosctl._catalog import CATALOG_HELP, catalog_argument, kept_catalog
+from common.cluster.interface import Cluster
+from common.cosctl._catalog import CATALOG_HELP, CLUSTER_CATALOGS_HELP, catalog_argument, kept_catalog, read_catalogs
 from common.cosctl._producer import (
     EXIT_OK,
     MissingArgument,
     add_cluster_arguments,
     add_namespace_argument,
-    reporter,
     run,
 )
 
@@ -58,8 +56,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "the owner's newest Succeeded revision that is not archived, on the cluster.")
     parser.add_argument("package", help="the package name (a ClusterExtension's spec.source.catalog.packageName)")
     parser.add_argument("--catalog", default=None, metavar="DIR|FILE", type=catalog_argument,
-                        help=CATALOG_HELP + "; with --owner, default: the catalog its latest revision records "
-                                            "(publish --package)")
+                        help=CATALOG_HELP + CLUSTER_CATALOGS_HELP + "; with --owner, default: the catalog its "
+                                                                    "latest revision records (publish --package)")
     parser.add_argument("--channel", dest="channels", action="append", default=None, metavar="NAME",
                         help="only bundles in this channel (repeatable; default: any, or with --owner the channels "
                              "its latest revision records; '' for any)")
@@ -90,8 +88,16 @@ def _resolve(args: argparse.Namespace) -> int:
                               "catalog publish --package resolved it from)")
     if args.version:
         make_query(args.package, version=args.version)  # a range OLM v1 refuses: said before anything is read
-    given = load_catalog(args.catalog, package=args.package, report=reporter("resolve")) if args.catalog else None
-    revisions = owner_revisions(args.connect(args), args.owner) if args.owner else []
+    clustered = args.catalog is not None and is_cluster_catalogs(args.catalog)
+    given = (read_catalogs(args.catalog, args.package, "resolve", lambda: args.connect(args))
+             if args.catalog is not None and not clustered else None)
+    connected: list[Cluster] = []
+
+    def connect() -> Cluster:   # once, and only when something is read from the cluster
+        if not connected:
+            connected.append(args.connect(args))
+        return connected[0]
+    revisions = owner_revisions(connect(), args.owner) if args.owner else []
     installed = installed_bundle(revisions) if args.owner else None
     # with --owner, what publish --package would pick: the bounds not given are those its latest revision records
     try:
@@ -107,24 +113,30 @@ def _resolve(args: argparse.Namespace) -> int:
     if choice.kept_from:
         print(f"cosctl resolve: kept from {choice.kept_from} (as publish --package keeps them): {kept_text(choice)}",
               file=sys.stderr)
-    catalog = given if given is not None else kept_catalog(choice, "resolve")
+    if given is not None:
+        catalogs = given
+    elif clustered:
+        catalogs = read_catalogs(choice.source.catalog, args.package, "resolve", connect)
+    else:
+        catalogs = kept_catalog(choice, "resolve", None, connect)
     query = choice.source.query(args.upgrade_constraint_policy)
-    package = catalog.package(args.package)
-    for message in deprecations(package, query.channels, installed.bundle.name if installed else "").messages():
-        print(f"cosctl resolve: warning: deprecated: {message}", file=sys.stderr)
+    bundle_name = installed.bundle.name if installed else ""
+    if len(catalogs) == 1 and catalogs[0].catalog is not None and catalogs[0].name is None:
+        # one catalog: its deprecations are said even when nothing resolves
+        _warn_deprecated(catalogs[0].catalog.package(args.package), query.channels, bundle_name)
     if (rolling := rolling_out_hint(installed) if installed is not None else first_install_hint(revisions)):
         print(f"cosctl resolve: warning: {rolling}", file=sys.stderr)
-    on = installed.bundle if installed is not None else None
-    try:
-        resolution = resolve(package, query, on)
-    except ResolutionError as exc:
-        raise ResolutionError(str(exc), [*resolution_hints(catalog, package, query, on), *kept_hints(choice)]) \
-            from None
+    chosen, resolution = resolve_source(catalogs, choice, installed, policy=args.upgrade_constraint_policy)
+    assert chosen.catalog is not None   # resolution stops at a catalog not read
+    package = chosen.catalog.package(args.package)
+    if chosen.name is not None:   # across ClusterCatalogs: the deprecations of the one resolved from
+        _warn_deprecated(package, query.channels, bundle_name)
     deprecated = deprecated_bundle_names(package)
     rows = [(b.name, _version_text(b), b.image) for b in resolution.candidates]
     if args.output == "json":
         print(json.dumps({
-            "package": args.package, "catalog": catalog.source,
+            "package": args.package, "catalog": chosen.source,
+            **({"clusterCatalog": chosen.name} if chosen.name is not None else {}),
             "installed": None if installed is None else {"name": installed.bundle.name,
                                                          "version": installed.bundle.version,
                                                          "revision": installed.revision},
@@ -139,6 +151,8 @@ def _resolve(args: argparse.Namespace) -> int:
     elif args.owner:
         print(f"installed: none (owner {args.owner} has no Succeeded revision of a bundle)")
     print(f"resolves to: {resolution.bundle.name} {resolution.version} {resolution.bundle.image}")
+    if chosen.name is not None:
+        print(f"from: ClusterCatalog {chosen.name} (priority {chosen.priority}, {chosen.source})")
     print("qualified, best first:")
     widths = [max(len(row[i]) for row in rows) for i in range(2)]
     for name, version, image in rows:
@@ -147,6 +161,11 @@ def _resolve(args: argparse.Namespace) -> int:
         print(f"  {name.ljust(widths[0])}  {version.ljust(widths[1])}  {image}"
               f"{'  (' + ', '.join(marks) + ')' if marks else ''}")
     return EXIT_OK
+
+
+def _warn_deprecated(package: Package, channels: tuple[str, ...], bundle_name: str) -> None:
+    for message in deprecations(package, channels, bundle_name).messages():
+        print(f"cosctl resolve: warning: deprecated: {message}", file=sys.stderr)
 
 
 def _version_text(bundle: Bundle) -> str:

@@ -10,7 +10,7 @@ import sys
 
 from common.bundle.catalogsearch import NO_CHANNEL, PackageSummary, matching, shown_versions, summarize
 from common.bundle.registryv1.catalog import CatalogError, load_catalog
-from common.cosctl._catalog import CATALOG_HELP, catalog_argument
+from common.cosctl._catalog import CATALOG_HELP, one_catalog_argument
 from common.cosctl._producer import EXIT_FAILED, EXIT_OK, UsageError, print_table, reporter, run
 
 # How many versions a channel line shows before "...": the JSON has them all.
@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "versions newest first, and the command that installs it. Exit 1 when nothing matches.")
     parser.add_argument("text", nargs="?", default="", metavar="TEXT",
                         help="only packages whose name contains TEXT (any case)")
-    parser.add_argument("--catalog", required=True, metavar="DIR|FILE", type=catalog_argument, help=CATALOG_HELP)
+    parser.add_argument("--catalog", required=True, metavar="DIR|FILE", type=one_catalog_argument, help=CATALOG_HELP)
     parser.add_argument("--package", default=None, metavar="NAME",
                         help="one package in detail: every channel and its versions")
     parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="output format")

@@ -23,12 +23,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from common.bundle.catalogsource import SourceCatalog
 from common.bundle.publish import Result
-from common.bundle.registryv1.catalog import Catalog, load_catalog
 from common.cluster.interface import Cluster
 from common.contract import api, conditions
 from common.contract.objects import Obj
 from common.cosctl import publish
+from common.cosctl._catalog import read_catalogs
 from common.cosctl._producer import (
     EXIT_FAILED,
     EXIT_OK,
@@ -36,7 +37,6 @@ from common.cosctl._producer import (
     Progress,
     add_cluster_arguments,
     print_table,
-    reporter,
     run,
 )
 from common.cosctl.owners import Row, check_upgrades, owners, rows_of
@@ -113,10 +113,10 @@ def _upgrade(args: argparse.Namespace) -> int:
                                                      "list shows the owners)")
             for name in names if name not in grouped}
     rows = rows_of({name: grouped[name] for name in names if name in grouped})
-    catalogs: dict[str, Catalog] = {}
+    catalogs: dict[str, tuple[SourceCatalog, ...]] = {}
 
-    def read(catalog: str, packages: set[str]) -> Catalog:
-        catalogs[catalog] = load_catalog(catalog, package=packages, report=reporter("upgrade"))
+    def read(catalog: str, packages: set[str]) -> tuple[SourceCatalog, ...]:
+        catalogs[catalog] = read_catalogs(catalog, packages, "upgrade", lambda: cluster)
         return catalogs[catalog]
 
     check_upgrades(rows, read)   # a catalog that cannot be read is the problem of each owner recording it
@@ -138,7 +138,8 @@ def _failed(row: Row, problem: str) -> Outcome:
     return Outcome(row, FAILED, problem=problem)
 
 
-def _upgrade_one(args: argparse.Namespace, cluster: Cluster, row: Row, catalogs: dict[str, Catalog]) -> Outcome:
+def _upgrade_one(args: argparse.Namespace, cluster: Cluster, row: Row,
+                 catalogs: dict[str, tuple[SourceCatalog, ...]]) -> Outcome:
     """Publish the owner's waiting upgrade, if it has one."""
     if row.source_problem:
         return _failed(row, row.source_problem)

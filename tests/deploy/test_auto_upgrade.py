@@ -85,6 +85,7 @@ def test_its_rights_are_those_cosctl_upgrade_uses(tmp_path: Path) -> None:
          "verbs": ["get", "list", "create", "patch", "delete"]},
         {"apiGroups": ["olm.operatorframework.io"], "resources": ["clusterobjectsets/finalizers"],
          "verbs": ["update"]},
+        {"apiGroups": ["olm.operatorframework.io"], "resources": ["clustercatalogs"], "verbs": ["list"]},
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get"]},
         {"apiGroups": ["rbac.authorization.k8s.io"],

@@ -150,8 +150,8 @@ def test_other_files_and_what_is_not_used_are_said(images: dict[str, str], tmp_p
     assert (code, lines[:2]) == (0, [
         f"cosctl rbac: warning: {manifest}:0: key \"namespace\" at line {text_line(manifest, 'namespace: demo')} "
         "repeats an earlier key of the same mapping: its last value is used, as kubectl does",
-        f"cosctl rbac: warning: {manifest}: spec.source.catalog.selector is not used: the package is resolved from "
-        "the one catalog --catalog names (or the owner's revision records)"]), err
+        f"cosctl rbac: warning: {manifest}: spec.source.catalog.selector is not used: --catalog {catalog} names the "
+        "catalog"]), err
     assert any(line.startswith(f"cosctl rbac: warning: {manifest}: spec.config.inline: deploymentConfig.env.0") and
                "valeu" in line for line in lines), err
     assert "kind: ServiceAccount\nmetadata:\n  name: installer\n  namespace: demo-system" in out

@@ -8,8 +8,12 @@ upgrade constraint policy; ``SelfCertified`` lifts that last rule). The installe
 qualifies. Deprecated bundles sort last, then the highest version wins. An operator author uses these edges
 to make every installation pass through the versions that migrate its data, so skipping them can break it.
 
+With several catalogs (a cluster's ClusterCatalogs), each catalog's best bundle is a candidate: a deprecated one
+only when every catalog's best is deprecated, and the catalog of highest ``spec.priority`` wins; two at the same
+priority are ambiguous, and OLM v1 refuses rather than guess (:func:`resolve_among`).
+
 This is operator-controller's ``resolve.CatalogResolver`` with ``catalogmetadata/filter``, ``compare`` and
-``bundleutil`` (feature gates at their defaults), for one catalog, with its error messages word for word.
+``bundleutil`` (feature gates at their defaults), with its error messages word for word.
 Versions are read with blang/semver (:mod:`.semver`), as OLM v1 reads them.
 
 Pure functions over :class:`~.catalog.Package`.
@@ -251,25 +255,63 @@ def candidates(package: Package, query: Query, installed: Installed | None) -> l
     return chosen
 
 
-def resolution_error(query: Query, installed: Installed | None) -> str:
-    """``resolutionError.Error()`` when nothing qualified, in one catalog."""
+def resolution_error(query: Query, installed: Installed | None, matched: Sequence[str] = ()) -> str:
+    """``resolutionError.Error()``: nothing qualified, or (``matched``: the catalogs whose best bundles tie) more
+    than one catalog offers a bundle at the same priority."""
     text = ""
     if installed is not None:
         text += f"error upgrading from currently installed version {go_quote(installed.version)}: "
-    text += f"no bundles found for package {go_quote(query.package)} "
+    if len(matched) > 1:
+        text += f"found bundles for package {go_quote(query.package)} "
+    else:
+        text += f"no bundles found for package {go_quote(query.package)} "
     if query.version:
         text += f"matching version {go_quote(query.version)} "
     if query.channels:
         text += f"in channels {go_list(list(query.channels))} "
+    if len(matched) > 1:
+        text += f"in multiple catalogs with the same priority {go_list(sorted(matched))} "
     return text.strip()
 
 
-def resolve(package: Package, query: Query, installed: Installed | None) -> Resolution:
-    """``CatalogResolver.Resolve`` over one catalog, with the validation operator-controller runs on the bundle it
-    resolved (:func:`dependency_error`): the bundle to install, or :class:`ResolutionError`."""
-    chosen = candidates(package, query, installed)
-    if not chosen:
-        raise ResolutionError(resolution_error(query, installed))
+@dataclass(frozen=True, slots=True)
+class RankedPackage:
+    """One catalog's view of the package, for :func:`resolve_among`: the catalog's name (a ClusterCatalog's
+    ``metadata.name``) and ``spec.priority``."""
+
+    catalog: str
+    priority: int
+    package: Package
+
+
+def resolve_among(packages: Sequence[RankedPackage], query: Query, installed: Installed | None) -> \
+        tuple[int, Resolution]:
+    """``CatalogResolver.Resolve`` over several catalogs, in the order they are walked: the index of the catalog
+    the bundle comes from, and the :class:`Resolution` within it (its ``candidates`` are that catalog's).
+
+    Each catalog offers its best bundle. A deprecated offer is dropped while another catalog offers one that is
+    not, and drops every deprecated offer before it. Among what is left, the highest priority wins; two offers
+    at that priority are refused, naming every catalog still offering (OLM v1 lists them all)."""
+    offers: list[tuple[int, list[Bundle]]] = []
+    prior_deprecated = False
+    for index, ranked in enumerate(packages):
+        chosen = candidates(ranked.package, query, installed)
+        if not chosen:
+            continue
+        deprecated = chosen[0].name in deprecated_bundle_names(ranked.package)
+        if offers and deprecated and not prior_deprecated:
+            continue
+        if offers and prior_deprecated and not deprecated:
+            offers = []
+        offers.append((index, chosen))
+        prior_deprecated = deprecated
+    if len(offers) > 1:
+        offers.sort(key=lambda offer: -packages[offer[0]].priority)   # stable: the walk's order among equals
+        if packages[offers[0][0]].priority != packages[offers[1][0]].priority:
+            offers = offers[:1]
+    if len(offers) != 1:
+        raise ResolutionError(resolution_error(query, installed, [packages[i].catalog for i, _ in offers]))
+    index, chosen = offers[0]
     try:
         version = bundle_version(chosen[0])
     except VersionReleaseError as exc:
@@ -277,7 +319,13 @@ def resolve(package: Package, query: Query, installed: Installed | None) -> Reso
                               f"{exc}") from None
     if (refused := dependency_error(chosen[0])) is not None:
         raise ResolutionError(refused)
-    return Resolution(chosen[0], version, tuple(chosen))
+    return index, Resolution(chosen[0], version, tuple(chosen))
+
+
+def resolve(package: Package, query: Query, installed: Installed | None) -> Resolution:
+    """``CatalogResolver.Resolve`` over one catalog, with the validation operator-controller runs on the bundle it
+    resolved (:func:`dependency_error`): the bundle to install, or :class:`ResolutionError`."""
+    return resolve_among([RankedPackage("", 0, package)], query, installed)[1]
 
 
 # The properties declaring a dependency, which operator-controller refuses (it resolves none).
