@@ -65,7 +65,7 @@ from tests.e2e.conftest import (
     wait_succeeded,
 )
 from tests.registryv1.bundles import bundle_image_layout, tar_of
-from tests.registryv1.pulling import push_bundle, trust
+from tests.registryv1.pulling import push_bundle, push_index, trust
 from tests.support.registry_server import Registry
 from tests.webhook.support import CA
 
@@ -686,10 +686,10 @@ def test_a_catalog_holds_upgrades_to_its_edges(ctx: Ctx) -> None:
 
 
 @contextlib.contextmanager
-def koku_served(ctx: Ctx, name: str) -> Iterator[tuple[Path, dict[str, str], Path]]:
+def koku_served(ctx: Ctx, name: str) -> Iterator[tuple[Path, dict[str, str], Path, Registry]]:
     """koku's two versions pushed to a registry of the test's own over TLS (tests/support/registry_server.py), with
     a catalog naming them and the edge between them: the admin's HOME (which trusts the registry), the images by
-    version, the catalog. ``name`` keeps each test's files apart."""
+    version, the catalog, and the registry. ``name`` keeps each test's files apart."""
     case = KOKU
     home = ctx.tmp / f"{name}-home"
     (home / ".config" / "containers").mkdir(parents=True)
@@ -701,7 +701,7 @@ def koku_served(ctx: Ctx, name: str) -> Iterator[tuple[Path, dict[str, str], Pat
         images = {v: registry.ref("koku/bundle", push_bundle(registry, copy_bundle(ctx, case, v), ctx.tmp,
                                                              repo="koku/bundle", tag=f"v{v}"))
                   for v in (case.first, case.second)}
-        yield home, images, _koku_catalog(ctx.tmp / f"{name}-catalog", edge=True, images=images)
+        yield home, images, _koku_catalog(ctx.tmp / f"{name}-catalog", edge=True, images=images), registry
 
 
 def test_a_package_is_installed_and_upgraded_from_its_catalog_and_registry(ctx: Ctx) -> None:
@@ -715,7 +715,7 @@ def test_a_package_is_installed_and_upgraded_from_its_catalog_and_registry(ctx: 
     ctx.stand_ins.namespaces.add(ns)
     config = ctx.tmp / "koku-package-config.yaml"
     config.write_text(f"watchNamespace: {ns}\n")
-    with koku_served(ctx, "package") as (home, images, catalog):
+    with koku_served(ctx, "package") as (home, images, catalog, _):
         try:
             done = cosctl(ctx, "publish", "--package", case.package, "--owner", owner, "-n", ns,
                           "--create-namespace", "--config", str(config), "--catalog", str(catalog), "--version",
@@ -778,7 +778,7 @@ def test_cos_upgrade_follows_the_catalog_with_the_rights_of_the_auto_upgrade_com
                                                                           f"namespace: {system_ns}")
                           for name in ("serviceaccount", "clusterrole", "clusterrolebinding", "role", "rolebinding"))
     cronjob = (component / "cronjob.yaml").read_text().replace("namespace: olmv1-system", f"namespace: {system_ns}")
-    with koku_served(ctx, "upgrade") as (home, images, catalog):
+    with koku_served(ctx, "upgrade") as (home, images, catalog, _):
         try:
             kubectl(ctx.env, "apply", "-f", "-", stdin=rights)
             assert "cronjob.batch/cos-upgrade created (server dry run)" in kubectl(
@@ -862,7 +862,7 @@ def test_a_cluster_extension_manifest_as_the_api_server_stores_it_is_installed_a
             f"--serviceaccount={ns}:installer")
     crd = "clusterextensions.olm.operatorframework.io"
     made_crd = gone(ctx.kube, CRD_API, "CustomResourceDefinition", crd)
-    with koku_served(ctx, "ce") as (home, images, catalog):
+    with koku_served(ctx, "ce") as (home, images, catalog, _):
         try:
             if made_crd:
                 kubectl(ctx.env, "apply", "--server-side", "-f",
@@ -911,6 +911,113 @@ def test_a_cluster_extension_manifest_as_the_api_server_stores_it_is_installed_a
             kubectl(ctx.env, "delete", "clusterrolebinding", binding)
             if made_crd:
                 kubectl(ctx.env, "delete", "--ignore-not-found", "customresourcedefinition", crd)
+
+
+def _clustercatalogs_crd(crds: str) -> Path:
+    """catalogd's ClusterCatalog CRD beside operator-controller's in an OLM v1 checkout (``$COS_E2E_OLM_CRDS`` names
+    operator-controller's CRD directory: helm/olmv1/base/operator-controller/crd/experimental)."""
+    name = "olm.operatorframework.io_clustercatalogs.yaml"
+    for directory in (Path(crds), Path(crds).parents[2] / "catalogd" / "crd" / Path(crds).name):
+        if (directory / name).is_file():
+            return directory / name
+    pytest.skip(f"{OLM_CRDS_VARIABLE}={crds}: no {name} in it or in catalogd's CRD directory beside it")
+
+
+def _without(catalog_text: str, version: str) -> str:
+    """A File-Based Catalog (one object per line) without the bundle of ``version``, nor its channel entries."""
+    kept = []
+    for line in catalog_text.splitlines():
+        obj = json.loads(line)
+        if obj["schema"] == "olm.bundle" and obj["name"].endswith(f".v{version}"):
+            continue
+        if obj["schema"] == "olm.channel":
+            obj["entries"] = [e for e in obj["entries"] if not e["name"].endswith(f".v{version}")]
+        kept.append(json.dumps(obj))
+    return "\n".join(kept)
+
+
+def _serve_cluster_catalog(ctx: Ctx, name: str, ref: str, *, priority: int, labels: dict[str, str]) -> None:
+    """A ClusterCatalog, and the status catalogd writes once it serves ``ref`` (nothing runs catalogd here)."""
+    kubectl(ctx.env, "apply", "-f", "-", stdin=yaml.safe_dump({
+        "apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterCatalog",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"priority": priority,
+                 "source": {"type": "Image", "image": {"ref": ref.split("@", maxsplit=1)[0] + ":latest"}}}}))
+    kubectl(ctx.env, "patch", "clustercatalog", name, "--subresource=status", "--type=merge", "-p", json.dumps({
+        "status": {"conditions": [{"type": "Serving", "status": "True", "reason": "Available",
+                                   "message": "Serving desired content from resolved source",
+                                   "lastTransitionTime": "2026-11-27T00:00:00Z", "observedGeneration": 1}],
+                   "resolvedSource": {"type": "Image", "image": {"ref": ref}},
+                   "urls": {"base": f"https://catalogd-service.olmv1-system.svc/catalogs/{name}"}}}))
+
+
+def test_a_package_is_resolved_across_the_cluster_catalogs_by_priority_and_upgraded_from_them(ctx: Ctx) -> None:
+    """``--catalog clustercatalogs:SELECTOR``: ClusterCatalogs as catalogd leaves them, admitted under catalogd's own
+    CRD (``$COS_E2E_OLM_CRDS``), each read from the digest its status names. The higher priority wins (0.9.0 only);
+    made Unavailable, the other one offers 0.9.1, and ``cosctl upgrade`` rolls it out; two at the same priority are
+    refused in OLM v1's words."""
+    crds = os.environ.get(OLM_CRDS_VARIABLE)
+    if not crds:
+        pytest.skip(f"{OLM_CRDS_VARIABLE} is not set: no ClusterCatalog CRD")
+    crd_file = _clustercatalogs_crd(crds)
+    case = KOKU
+    if any(not (ctx.corpus / d / "metadata").is_dir() for d in case.dirs):
+        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
+    owner = ns = f"koku-cc-{RUN}"
+    ctx.stand_ins.namespaces.add(ns)
+    config = ctx.tmp / "koku-cc-config.yaml"
+    config.write_text(f"watchNamespace: {ns}\n")
+    crd = "clustercatalogs.olm.operatorframework.io"
+    made_crd = gone(ctx.kube, CRD_API, "CustomResourceDefinition", crd)
+    full, pinned = f"koku-full-{RUN}", f"koku-pinned-{RUN}"
+    selector = f"clustercatalogs:cos-e2e={RUN}"
+    with koku_served(ctx, "cc") as (home, images, catalog, registry):
+        try:
+            if made_crd:
+                kubectl(ctx.env, "apply", "--server-side", "-f", str(crd_file))
+                wait_for(lambda: crd_established(ctx.kube, crd), 60, f"CRD {crd}")
+            text = (catalog / "catalog.json").read_text()
+            full_ref = push_index(registry, ctx.tmp, "koku/catalog-full", text, package=case.package)
+            pinned_ref = push_index(registry, ctx.tmp, "koku/catalog-pinned", _without(text, case.second),
+                                    package=case.package)
+            _serve_cluster_catalog(ctx, full, full_ref, priority=0, labels={"cos-e2e": RUN})
+            _serve_cluster_catalog(ctx, pinned, pinned_ref, priority=10, labels={"cos-e2e": RUN})
+            _serve_cluster_catalog(ctx, f"koku-other-{RUN}", full_ref, priority=99, labels={"cos-e2e": "other"})
+
+            done = cosctl(ctx, "publish", "--package", case.package, "--owner", owner, "-n", ns, "--config",
+                          str(config), "--catalog", selector, home=home)
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert done.stdout.splitlines()[0] == (
+                f"package {case.package} resolves to koku-metrics-operator.v{case.first} ({case.first}) in "
+                f"ClusterCatalog {pinned} (priority 10, docker://{pinned_ref}): {images[case.first]}")
+            rolled_out(ctx, f"{owner}-1", case.first)
+            assert json.loads(get_cos(ctx.env, f"{owner}-1")["metadata"]["annotations"][
+                api.ANNOTATION_BUNDLE_SOURCE]) == {"catalog": selector, "packageName": case.package}
+
+            kubectl(ctx.env, "patch", "clustercatalog", pinned, "--type=merge", "-p",
+                    '{"spec": {"availabilityMode": "Unavailable"}}')
+            done = cosctl(ctx, "upgrade", owner, home=home)
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert (f"package {case.package} resolves to koku-metrics-operator.v{case.second} ({case.second}) over "
+                    f"koku-metrics-operator.v{case.first} in ClusterCatalog {full} (priority 0, docker://{full_ref}) "
+                    f"(--catalog kept from {owner}-1): {images[case.second]}") in done.stdout.splitlines()
+            rolled_out(ctx, f"{owner}-2", case.second)
+            archived_and_torn_down(ctx, f"{owner}-1")
+
+            kubectl(ctx.env, "patch", "clustercatalog", pinned, "--type=merge", "-p",
+                    '{"spec": {"availabilityMode": "Available", "priority": 0}}')
+            done = cosctl(ctx, "resolve", case.package, "--catalog", selector, home=home)
+            assert (done.returncode, done.stderr.splitlines()[-2]) == (1, (
+                f'cosctl resolve: found bundles for package "{case.package}" in multiple catalogs with the same '
+                f"priority [{full} {pinned}]")), done.stdout + done.stderr
+        finally:
+            kubectl(ctx.env, "delete", "clusterobjectsets", "-l", f"{OWNER_LABEL}={owner}", "--wait=false")
+            wait_for(lambda: not ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}"), 300,
+                     f"the revisions of {owner} to be torn down")
+            if made_crd:
+                kubectl(ctx.env, "delete", "--ignore-not-found", "customresourcedefinition", crd)
+            else:
+                kubectl(ctx.env, "delete", "--ignore-not-found", "clustercatalogs", full, pinned, f"koku-other-{RUN}")
 
 
 def ok_but_pulled(done: subprocess.CompletedProcess[str], image: str) -> list[str]:

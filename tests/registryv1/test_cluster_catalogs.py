@@ -24,8 +24,8 @@ from common.bundle.registryv1.resolve import (
 from common.cosctl import main
 from common.testing.memcluster import MemCluster
 from tests.producer.helpers import allow_service_accounts, cosctl
-from tests.registryv1.bundles import Layout, files_layer
 from tests.registryv1.demo_catalog import VERSIONS, columns, demo, pulled, source_of, succeed
+from tests.registryv1.pulling import push_index
 from tests.support.registry_server import Registry
 
 CATALOG = ("olm.operatorframework.io/v1", "ClusterCatalog")
@@ -47,14 +47,6 @@ def fbc(images: dict[str, str], versions: tuple[str, ...] = VERSIONS, *, depreca
             {"reference": {"schema": "olm.bundle", "name": f"demo-operator.v{v}"}, "message": f"{v} is deprecated"}
             for v in deprecated]})
     return "\n".join(json.dumps(o) for o in objects)
-
-
-def push_catalog(registry: Registry, tmp_path: Path, repo: str, text: str) -> str:
-    """``text`` as an index image's /configs, pushed as ``repo``: its reference by digest, as catalogd resolves it."""
-    layout = Layout(tmp_path / repo.replace("/", "-"))
-    layer = layout.layer(files_layer({"configs/demo/catalog.json": text.encode()}))
-    layout.finish([layout.image([layer], labels={"operators.operatorframework.io.index.configs.v1": "/configs"})])
-    return registry.ref(repo, registry.push_layout(repo, "latest", layout.root))
 
 
 def cluster_catalog(mc: MemCluster, name: str, ref: str | None, *, priority: int | None = None,
@@ -158,8 +150,8 @@ def test_unavailable_catalogs_are_left_out_and_one_not_served_is_kept_with_what_
 def test_publish_resolves_across_cluster_catalogs_by_priority_and_upgrade_follows_them(
         images: dict[str, str], registry: Registry, tmp_path: Path) -> None:
     mc = served_cluster()
-    community = push_catalog(registry, tmp_path, "op/community", fbc(images))
-    pinned = push_catalog(registry, tmp_path, "op/pinned", fbc(images, ("1.0.0", "1.1.0")))
+    community = push_index(registry, tmp_path, "op/community", fbc(images))
+    pinned = push_index(registry, tmp_path, "op/pinned", fbc(images, ("1.0.0", "1.1.0")))
     cluster_catalog(mc, "community", community)
     cluster_catalog(mc, "pinned", pinned, priority=10)
     cluster_catalog(mc, "retired", None, unavailable=True)
@@ -188,9 +180,9 @@ def test_publish_resolves_across_cluster_catalogs_by_priority_and_upgrade_follow
 def test_a_cluster_extension_without_catalog_resolves_from_the_cluster_catalogs_its_selector_picks(
         images: dict[str, str], registry: Registry, tmp_path: Path) -> None:
     mc = served_cluster()
-    cluster_catalog(mc, "community", push_catalog(registry, tmp_path, "op/community", fbc(images)), priority=50,
+    cluster_catalog(mc, "community", push_index(registry, tmp_path, "op/community", fbc(images)), priority=50,
                     labels={"tier": "community"})
-    certified = push_catalog(registry, tmp_path, "op/certified", fbc(images, ("1.0.0", "1.1.0")))
+    certified = push_index(registry, tmp_path, "op/certified", fbc(images, ("1.0.0", "1.1.0")))
     cluster_catalog(mc, "certified", certified, labels={"tier": "certified"})
     manifest = tmp_path / "ce.yaml"
     manifest.write_text(yaml.safe_dump({
@@ -212,7 +204,7 @@ def test_a_cluster_extension_keeps_a_catalog_its_owner_was_published_from_by_ima
     """Published once with --catalog (what the migration's first step does), the owner keeps that catalog: the
     manifest's selector picks ClusterCatalogs only for an owner resolved from them, or a first install."""
     mc = served_cluster()
-    image = f"docker://{push_catalog(registry, tmp_path, 'op/community', fbc(images))}"
+    image = f"docker://{push_index(registry, tmp_path, 'op/community', fbc(images))}"
     manifest = tmp_path / "ce.yaml"
     manifest.write_text(yaml.safe_dump({
         "apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterExtension", "metadata": {"name": "my-demo"},
@@ -250,7 +242,7 @@ def test_what_keeps_resolution_from_the_cluster_catalogs_is_said(images: dict[st
         2, "cosctl publish: error: argument --catalog: not a label selector: invalid label key in selector clause "
            "'tier in prod'")
     # one not served stops resolution, as it stops operator-controller's
-    cluster_catalog(mc, "community", push_catalog(registry, tmp_path, "op/community", fbc(images)))
+    cluster_catalog(mc, "community", push_index(registry, tmp_path, "op/community", fbc(images)))
     cluster_catalog(mc, "new", None)
     assert cosctl(*publish, "clustercatalogs:", cluster=mc) == (
         1, "", 'cosctl publish: error walking catalogs: error getting package "demo" from catalog "new": catalog '
@@ -259,7 +251,7 @@ def test_what_keeps_resolution_from_the_cluster_catalogs_is_said(images: dict[st
                "not available); OLM v1 resolves nothing until every ClusterCatalog it would read is served: wait "
                "for catalogd, set its spec.availabilityMode to Unavailable, or give a selector that leaves it out\n")
     mc.delete(*CATALOG, "new")
-    cluster_catalog(mc, "mirror", push_catalog(registry, tmp_path, "op/mirror", fbc(images)))
+    cluster_catalog(mc, "mirror", push_index(registry, tmp_path, "op/mirror", fbc(images)))
     code, out, err = cosctl(*publish, "clustercatalogs:", cluster=mc)
     assert (code, out, "".join(err.splitlines(keepends=True)[-2:])) == (
         1, "", 'cosctl publish: found bundles for package "demo" in multiple catalogs with the same priority '
@@ -276,7 +268,7 @@ def test_what_keeps_resolution_from_the_cluster_catalogs_is_said(images: dict[st
 def test_resolve_says_the_cluster_catalog_and_search_and_a_bundle_by_path_refuse_them(
         images: dict[str, str], registry: Registry, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mc = served_cluster()
-    community = push_catalog(registry, tmp_path, "op/community", fbc(images, deprecated=("1.2.0",)))
+    community = push_index(registry, tmp_path, "op/community", fbc(images, deprecated=("1.2.0",)))
     cluster_catalog(mc, "community", community, priority=-1)
     code, out, err = cosctl("resolve", "demo", "--catalog", "clustercatalogs:", cluster=mc)
     assert code == 0, err
@@ -307,7 +299,7 @@ def test_resolve_says_the_cluster_catalog_and_search_and_a_bundle_by_path_refuse
 def test_an_owner_whose_cluster_catalogs_are_not_served_is_said_by_list_and_by_upgrade(
         images: dict[str, str], registry: Registry, tmp_path: Path) -> None:
     mc = served_cluster()
-    cluster_catalog(mc, "community", push_catalog(registry, tmp_path, "op/community", fbc(images)))
+    cluster_catalog(mc, "community", push_index(registry, tmp_path, "op/community", fbc(images)))
     assert cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", "clustercatalogs:", "--version",
                   "1.0.0", cluster=mc)[0] == 0
     succeed(mc, "demo-1")

@@ -10,8 +10,8 @@ from pathlib import Path
 from common.contract import api
 from common.testing.memcluster import MemCluster
 from tests.producer.helpers import cosctl
-from tests.registryv1.bundles import Layout, files_layer
 from tests.registryv1.demo_catalog import COS, columns, install, pulled, source_of, succeed, write_catalog
+from tests.registryv1.pulling import push_index as pushed
 from tests.support.registry_server import Registry
 
 
@@ -186,10 +186,7 @@ def test_a_dry_run_says_what_it_would_publish_and_writes_nothing(images: dict[st
 def push_index(registry: Registry, tmp_path: Path, images: dict[str, str]) -> str:
     """The catalog of :func:`write_catalog` as an index image (its /configs), pushed as op/catalog:latest."""
     text = write_catalog(tmp_path / "index-catalog.json", images).read_text()
-    layout = Layout(tmp_path / "index")
-    layer = layout.layer(files_layer({"configs/demo/catalog.json": text.encode()}))
-    layout.finish([layout.image([layer], labels={"operators.operatorframework.io.index.configs.v1": "/configs"})])
-    registry.push_layout("op/catalog", "latest", layout.root)
+    pushed(registry, tmp_path, "op/catalog", text)
     return f"docker://{registry.ref('op/catalog')}"
 
 
