@@ -334,14 +334,15 @@ def ctx(corpus: Path, env: dict[str, Any], tmp_path_factory: pytest.TempPathFact
 
 def cosctl(ctx: Ctx, *argv: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``cosctl`` as an admin runs it, against the session's cluster; the object-data Secrets go where the
-    session's reconciler reads them (``--system-namespace``: for a bundle, ``-n`` is the install namespace).
-    ``home``: the admin's HOME (containers configuration, cache) for a command that pulls."""
+    session's reconciler reads them (``--system-namespace``: for a bundle, ``-n`` is the install namespace; not
+    for ``upgrade``, which keeps the latest revision's). ``home``: the admin's HOME (containers configuration, cache)
+    for a command that pulls."""
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     if home is not None:
         env.update(HOME=str(home), COSCTL_CACHE_DIR=str(home / "cache"),
                    CONTAINERS_REGISTRIES_CONF=str(home / "registries.conf"))
     command = [str(BIN / "cosctl"), *argv, "--kubeconfig", ctx.env["kubeconfig"],
-               "--system-namespace", ctx.env["system_ns"]]
+               *(("--system-namespace", ctx.env["system_ns"]) if argv[0] != "upgrade" else ())]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=360)
 
 
@@ -984,8 +985,8 @@ def test_a_package_is_resolved_across_the_cluster_catalogs_by_priority_and_upgra
             _serve_cluster_catalog(ctx, pinned, pinned_ref, priority=10, labels={"cos-e2e": RUN})
             _serve_cluster_catalog(ctx, f"koku-other-{RUN}", full_ref, priority=99, labels={"cos-e2e": "other"})
 
-            done = cosctl(ctx, "publish", "--package", case.package, "--owner", owner, "-n", ns, "--config",
-                          str(config), "--catalog", selector, home=home)
+            done = cosctl(ctx, "publish", "--package", case.package, "--owner", owner, "-n", ns,
+                          "--create-namespace", "--config", str(config), "--catalog", selector, home=home)
             assert done.returncode == 0, done.stdout + done.stderr
             assert done.stdout.splitlines()[0] == (
                 f"package {case.package} resolves to koku-metrics-operator.v{case.first} ({case.first}) in "
