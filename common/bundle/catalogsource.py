@@ -31,6 +31,7 @@ from .registryv1.imageref import DOCKER_TRANSPORT, ImageReferenceError, parse_re
 from .registryv1.model import BundleError, BundleInputError, RegistryV1
 from .registryv1.resolve import (
     POLICY_CATALOG_PROVIDED,
+    AmbiguousResolution,
     Installed,
     Query,
     RankedPackage,
@@ -174,6 +175,7 @@ class SourceCatalog:
     name: str | None = None
     priority: int = 0
     unserved: WalkedCatalog | None = None
+    nothing: str | None = None   # no ClusterCatalog to read, and why (the only entry then)
 
     @property
     def label(self) -> str:
@@ -201,7 +203,10 @@ def resolve_source(catalogs: Catalog | Sequence[SourceCatalog], choice: SourceCh
     except ResolutionError as exc:
         raise ResolutionError(str(exc), kept) from None
     packages, readable = [], []
+    why_none = [read.nothing for read in among if read.nothing is not None]
     for read in among:
+        if read.nothing is not None:
+            continue
         if read.catalog is None:
             assert read.unserved is not None
             raise unserved_error(read.unserved, source.package)
@@ -217,9 +222,9 @@ def resolve_source(catalogs: Catalog | Sequence[SourceCatalog], choice: SourceCh
     try:
         index, resolution = resolve_among(packages, query, on)
     except ResolutionError as exc:
-        tied = "in multiple catalogs with the same priority" in str(exc)
-        raise ResolutionError(str(exc), [*_among_hints(readable, packages, query, on, tied=tied), *kept]) from None
-    chosen = among[index]
+        hints = why_none or _among_hints(readable, packages, query, on, tied=isinstance(exc, AmbiguousResolution))
+        raise ResolutionError(str(exc), [*hints, *kept]) from None
+    chosen = readable[index][0]
     if not resolution.bundle.image:
         raise ResolutionError(f"bundle {resolution.bundle.name} of {chosen.label} names no image")
     return chosen, resolution

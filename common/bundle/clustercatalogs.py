@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from common.contract import api
+from common.contract import api, fielderrors, names
 from common.contract import labels as labelsel
 from common.contract.objects import Obj
 
@@ -52,21 +52,66 @@ def reference_for(selector: str) -> str:
     return REFERENCE_PREFIX + selector
 
 
-def selector_of(reference: str) -> str:
+def selector_of(reference: str, said_as: str | None = None) -> str:
     """The label selector of ``clustercatalogs:SELECTOR``, in the API server's string form, checked as the API
-    server checks it (so that a typo is said before anything is read, naming the option)."""
+    server checks it (so that a typo is said before anything is read, naming the option, or ``said_as``)."""
     text = reference[len(REFERENCE_PREFIX):].strip()
     try:
-        labelsel.parse(text)
+        parsed = labelsel.parse(text)
     except labelsel.SelectorError as exc:
-        raise ClusterCatalogsError(f"--catalog {reference}: not a label selector: {exc}") from None
+        raise ClusterCatalogsError(f"{said_as or '--catalog ' + reference}: not a label selector: {exc}") from None
+    errors = [e for r in parsed.requirements for e in _requirement_errors(r.key, r.op, list(r.values))]
+    if errors:
+        raise ClusterCatalogsError(f"{said_as or '--catalog ' + reference}: not a label selector: unable to parse "
+                                   f"requirement: {fielderrors.aggregate_message(errors)}")
     return text
 
 
-def selector_reference(selector: Any) -> str:
-    """The ``--catalog`` value for a ClusterExtension's ``spec.source.catalog.selector`` (a ``LabelSelector``
-    object; None or empty: every ClusterCatalog, as operator-controller reads an empty selector)."""
-    return reference_for(labelsel.to_string(selector) if selector else "")
+# LabelSelector operators as operator-controller (metav1.LabelSelectorAsSelector) maps them.
+_EXPRESSION_OPERATORS: Final = {"In": labelsel.OP_IN, "NotIn": labelsel.OP_NOT_IN, "Exists": labelsel.OP_EXISTS,
+                                "DoesNotExist": labelsel.OP_DOES_NOT_EXIST}
+
+
+def _requirement_errors(key: str, op: str, values: list[str]) -> list[fielderrors.FieldError]:
+    """``labels.NewRequirement``'s checks, in its order and words: the key a qualified name, the number of values
+    the operator takes, each value a label value."""
+    errors = [fielderrors.invalid("key", key, "; ".join(problems)) for problems in [names.is_qualified_name(key)]
+              if problems]
+    shown = values or None   # Go prints an empty slice of values as null
+    if op in (labelsel.OP_IN, labelsel.OP_NOT_IN) and not values:
+        errors.append(fielderrors.invalid("values", shown, "for 'in', 'notin' operators, values set can't be empty"))
+    elif op in (labelsel.OP_EQUALS, labelsel.OP_NOT_EQUALS) and len(values) != 1:
+        errors.append(fielderrors.invalid("values", shown, "exact-match compatibility requires one single value"))
+    elif op in (labelsel.OP_EXISTS, labelsel.OP_DOES_NOT_EXIST) and values:
+        errors.append(fielderrors.invalid("values", shown, "values set must be empty for exists and does not exist"))
+    for i, value in enumerate(values):
+        if problems := names.is_valid_label_value(value):
+            errors.append(fielderrors.invalid(f"values[{i}][{key}]", value, "; ".join(problems)))
+    return errors
+
+
+def selector_object_error(selector: dict[str, Any]) -> str | None:
+    """What ``metav1.LabelSelectorAsSelector`` says of a ``LabelSelector`` whose fields have their types (strings;
+    ``values`` a list of strings), as operator-controller says it after ``desired catalog selector is invalid: ``;
+    None when it is valid. ``matchLabels`` are checked in key order (Go's map order is random)."""
+    match_labels = selector.get("matchLabels") or {}
+    for key in sorted(match_labels):
+        if errors := _requirement_errors(key, labelsel.OP_EQUALS, [match_labels[key]]):
+            return fielderrors.aggregate_message(errors)
+    for expression in selector.get("matchExpressions") or []:
+        operator = expression.get("operator")
+        if operator not in _EXPRESSION_OPERATORS:
+            return f"{go_quote(str(operator or ''))} is not a valid label selector operator"
+        if errors := _requirement_errors(str(expression.get("key") or ""), _EXPRESSION_OPERATORS[operator],
+                                         list(expression.get("values") or [])):
+            return fielderrors.aggregate_message(errors)
+    return None
+
+
+def selector_text(selector: dict[str, Any] | None) -> str:
+    """The string form of a valid ``LabelSelector`` (:func:`selector_object_error` None), for ``labelSelector=``;
+    None or empty: every ClusterCatalog, as operator-controller reads an empty selector."""
+    return labelsel.to_string(selector) if selector else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +127,20 @@ class WalkedCatalog:
     said: str | None = None
 
 
+def _name(obj: Obj) -> str:
+    metadata = obj.get("metadata")
+    return str(metadata.get("name") or "") if isinstance(metadata, dict) else ""
+
+
+def _section(obj: Obj, key: str) -> dict[str, Any]:
+    """``spec`` or ``status``; what is not an object (never, under catalogd's CRD) reads as empty."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _status_condition(obj: Obj, kind: str) -> dict[str, Any] | None:
-    for condition in (obj.get("status") or {}).get("conditions") or []:
+    conditions = _section(obj, "status").get("conditions")
+    for condition in conditions if isinstance(conditions, list) else []:
         if isinstance(condition, dict) and condition.get("type") == kind:
             return condition
     return None
@@ -93,14 +150,14 @@ def walked(objs: Sequence[Obj]) -> list[WalkedCatalog]:
     """The ClusterCatalogs (as listed, selector applied) resolution walks, in name order: the ``Unavailable`` ones
     left out, each either with the image to read or what keeps it from being read."""
     out = []
-    for obj in sorted(objs, key=lambda o: str((o.get("metadata") or {}).get("name") or "")):
-        name = str(obj["metadata"].get("name") or "")
-        spec = obj.get("spec") or {}
+    for obj in sorted(objs, key=_name):
+        name = _name(obj)
+        spec = _section(obj, "spec")
         if spec.get("availabilityMode") == AVAILABILITY_UNAVAILABLE:
             continue
         priority = spec.get("priority", 0)
         priority = priority if isinstance(priority, int) and not isinstance(priority, bool) else 0
-        status = obj.get("status") or {}
+        status = _section(obj, "status")
         serving = _status_condition(obj, CONDITION_SERVING)
         resolved = status.get("resolvedSource")
         image = resolved.get("image") if isinstance(resolved, dict) else None
@@ -134,12 +191,12 @@ def unserved_error(catalog: WalkedCatalog, package: str) -> ResolutionError:
          "give a selector that leaves it out"])
 
 
-def nothing_selected(selector: str, listed: Sequence[Obj], package: str) -> str:
-    """Why no ClusterCatalog is read: none on the cluster, none the selector picks, or all Unavailable."""
+def nothing_selected(selector: str, listed: Sequence[Obj]) -> str:
+    """Why no ClusterCatalog is read (beside OLM v1's ``no bundles found``): none on the cluster, none the selector
+    picks, or all Unavailable."""
     where = f"matching {selector!r}" if selector else "on the cluster"
-    unavailable = sorted(str(o["metadata"].get("name")) for o in listed
-                         if (o.get("spec") or {}).get("availabilityMode") == AVAILABILITY_UNAVAILABLE)
+    unavailable = sorted(_name(o) for o in listed if _section(o, "spec").get("availabilityMode") ==
+                         AVAILABILITY_UNAVAILABLE)
     if unavailable:
-        return (f"no ClusterCatalog to resolve package {package} from: those {where} are {AVAILABILITY_UNAVAILABLE} "
-                f"({', '.join(unavailable)})")
-    return f"no ClusterCatalog to resolve package {package} from: there is none {where}"
+        return (f"no ClusterCatalog was read: those {where} are {AVAILABILITY_UNAVAILABLE} ({', '.join(unavailable)})")
+    return f"no ClusterCatalog was read: there is none {where}"

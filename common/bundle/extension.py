@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from common.bundle import clustercatalogs
 from common.bundle.registryv1.documents import read_file_documents
 from common.bundle.registryv1.model import BundleInputError
 from common.bundle.registryv1.resolve import (
@@ -25,7 +26,6 @@ from common.bundle.registryv1.resolve import (
     ResolutionError,
     make_query,
 )
-from common.contract import labels as labelsel
 
 API_VERSION: Final = "olm.operatorframework.io/v1"
 KIND: Final = "ClusterExtension"
@@ -191,12 +191,30 @@ def parse_extension(obj: Any, where: str) -> Extension:
                        f'"{p}"' for p in UPGRADE_CONSTRAINT_POLICIES))
     selector = ""
     if (given_selector := section(catalog, "selector", "spec.source.catalog.selector", required=False)) is not None:
-        try:   # as operator-controller reads it: an empty selector selects every ClusterCatalog
-            labelsel.from_label_selector(given_selector)
-            selector = labelsel.to_string(given_selector)
-            labelsel.parse(selector)
-        except labelsel.SelectorError as exc:
-            raise fail("spec.source.catalog.selector", f"desired catalog selector is invalid: {exc}") from None
+        path = "spec.source.catalog.selector"
+        match_labels = section(given_selector, "matchLabels", f"{path}.matchLabels", required=False) or {}
+        for key, value in match_labels.items():   # the CRD's types first, as the API server checks them
+            if not isinstance(value, str):
+                raise fail(f"{path}.matchLabels.{key}", f"must be a string, not {_type(value)}")
+        expressions = given_selector.get("matchExpressions") or []
+        if not isinstance(expressions, list):
+            raise fail(f"{path}.matchExpressions", f"must be a list, not {_type(expressions)}")
+        for i, expression in enumerate(expressions):
+            where_ = f"{path}.matchExpressions[{i}]"
+            if not isinstance(expression, dict):
+                raise fail(where_, f"must be an object, not {_type(expression)}")
+            if unknown := sorted(set(expression) - {"key", "operator", "values"}):
+                raise fail(f"{where_}.{unknown[0]}", "unknown field (a LabelSelectorRequirement has key, operator "
+                                                     "and values)")
+            string(expression, "key", f"{where_}.key", required=True, max_length=317)
+            string(expression, "operator", f"{where_}.operator", required=True)
+            values = expression.get("values") or []
+            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+                raise fail(f"{where_}.values", "must be a list of strings")
+        # then as operator-controller reads it (an empty selector selects every ClusterCatalog)
+        if (invalid := clustercatalogs.selector_object_error(given_selector)) is not None:
+            raise fail(path, f"desired catalog selector is invalid: {invalid}")
+        selector = clustercatalogs.selector_text(given_selector)
     config, config_given = None, False
     if (given := section(spec, "config", "spec.config", required=False)) is not None:
         if string(given, "configType", "spec.config.configType", required=True) != "Inline":

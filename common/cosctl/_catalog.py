@@ -44,7 +44,7 @@ from common.bundle.registryv1.imageref import is_image_reference
 from common.bundle.registryv1.model import BundleInputError, RegistryV1
 from common.bundle.registryv1.resolve import POLICY_CATALOG_PROVIDED, UPGRADE_CONSTRAINT_POLICIES, make_query
 from common.bundle.registryv1.source import load_bundle
-from common.cluster.interface import Cluster, UnknownKind
+from common.cluster.interface import ApiError, Cluster, Forbidden, UnknownKind
 from common.contract import api
 from common.contract.objects import Obj
 from common.cosctl._inputs import InlineConfig
@@ -92,31 +92,35 @@ def one_catalog_argument(text: str) -> str:
     return catalog_argument(text)
 
 
-def read_catalogs(reference: str, package: str | Collection[str], command: str,
-                  connect: Callable[[], Cluster]) -> tuple[SourceCatalog, ...]:
+def read_catalogs(reference: str, package: str | Collection[str], command: str, connect: Callable[[], Cluster], *,
+                  said_as: str | None = None) -> tuple[SourceCatalog, ...]:
     """The catalogs ``reference`` names, read for ``package`` (or several): one path or image; or
     (``clustercatalogs:SELECTOR``) the ClusterCatalogs OLM v1 would walk, listed on the cluster ``connect`` opens,
-    each that is served read from its image. Nothing to walk, or no ClusterCatalog API, is
-    :class:`ClusterCatalogsError`."""
+    each that is served read from its image. When none is left to walk, one entry saying why (resolution then
+    finds no bundle, as OLM v1's does); a ClusterCatalog not served, as :func:`resolve_source` meets it. A cluster
+    that cannot list them is :class:`ClusterCatalogsError` naming the reference as ``said_as`` (default: the
+    option)."""
     def load(image: str) -> Catalog:
         return load_catalog(image, package=package, report=reporter(command))
     if not is_cluster_catalogs(reference):
         return (SourceCatalog(load(reference)),)
-    selector = selector_of(reference)
+    said = said_as or f"--catalog {reference}"
+    selector = selector_of(reference, said)
+    way_out = "name a catalog (--catalog docker://REF, a ClusterCatalog's spec.source.image.ref)"
     try:
         listed = connect().list(clustercatalogs.API_VERSION, clustercatalogs.KIND, label_selector=selector or None)
     except UnknownKind:
-        raise ClusterCatalogsError(f"--catalog {reference}: the cluster serves no ClusterCatalogs "
-                                   f"({clustercatalogs.API_VERSION}, OLM v1's catalogd): name a catalog (a "
-                                   "ClusterCatalog's spec.source.image.ref as docker://REF)") from None
+        raise ClusterCatalogsError(f"{said}: the cluster serves no ClusterCatalogs ({clustercatalogs.API_VERSION}, "
+                                   f"OLM v1's catalogd): {way_out}") from None
+    except ApiError as exc:   # refused (RBAC), unreachable: the owners recording it say so, the others go on
+        needs = (f" (reading the cluster's ClusterCatalogs needs list on clustercatalogs.{api.GROUP})"
+                 if isinstance(exc, Forbidden) else "")
+        raise ClusterCatalogsError(f"{said}: listing the cluster's ClusterCatalogs: {exc}{needs}") from None
     walked = clustercatalogs.walked(listed)
     if not walked:
-        said = package if isinstance(package, str) else ", ".join(sorted(package))
-        raise ClusterCatalogsError(clustercatalogs.nothing_selected(selector, listed, said))
+        return (SourceCatalog(None, nothing=clustercatalogs.nothing_selected(selector, listed)),)
     if (unserved := next((c for c in walked if c.image is None), None)) is not None:
         # resolution stops there, with OLM v1's message, whatever the others hold: none is pulled
-        if isinstance(package, str):
-            raise clustercatalogs.unserved_error(unserved, package)
         return (SourceCatalog(None, unserved.name, unserved.priority, unserved=unserved),)
     out = []
     for catalog in walked:
@@ -150,7 +154,9 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "",
                                 "-o yaml writes it): its name is the owner, and spec.namespace, serviceAccount, "
                                 "source.catalog (packageName, channels, version, upgradeConstraintPolicy), "
                                 "config.inline, install.preflight.crdUpgradeSafety and progressDeadlineMinutes are "
-                                "the options; --catalog still names the catalog")
+                                "the options; without --catalog, the ClusterCatalogs its source.catalog.selector "
+                                "picks (unless the owner was published from a catalog by path or image, which it "
+                                "keeps)")
         group.add_argument("--package", default=None, metavar="NAME",
                            help=f"instead of DIR|FILE, {package} the bundle of package NAME that OLM v1 would "
                                 "install or upgrade to from the catalog (a ClusterExtension's "
@@ -159,8 +165,7 @@ def add_catalog_arguments(parser: argparse.ArgumentParser, *, package: str = "",
                            help="with --package: a version range, as spec.source.catalog.version (Masterminds/semver: "
                                 f"'>=1.2, <2', '~1.2', '1.2.x'); '' for any version{kept}")
     group.add_argument("--catalog", default=None, metavar="DIR|FILE", type=catalog_argument,
-                       help=CATALOG_HELP + (CLUSTER_CATALOGS_HELP + " (--extension's default: its "
-                                            "spec.source.catalog.selector)" if package else "") + kept)
+                       help=CATALOG_HELP + (CLUSTER_CATALOGS_HELP if package else "") + kept)
     group.add_argument("--channel", dest="channels", action="append", default=None, metavar="NAME",
                        help="a channel the bundle must be in, as a ClusterExtension's spec.source.catalog.channels "
                             "(repeatable; default: any" + ("; with --package, default: the channels the owner's latest "
@@ -265,14 +270,21 @@ def resolve_package(args: argparse.Namespace, command: str, say: Callable[[str],
     revisions = owner_revisions(cluster, owner)
     latest = revisions[-1] if revisions else None
     catalog = _recordable(args.catalog)
-    if catalog is None and getattr(args, "extension_catalogs", None) is not None:
+    from_extension = catalog is None and getattr(args, "extension_catalogs", None) is not None
+    if from_extension:
         catalog = _extension_catalogs(args.extension_catalogs, package, latest)
+        if catalog is None and args.extension_selector:
+            print(f"cosctl {command}: warning: {args.extension}: spec.source.catalog.selector is not used: the "
+                  "catalog the owner was published from is kept (give --catalog clustercatalogs: to resolve from "
+                  "the cluster's ClusterCatalogs)", file=sys.stderr)
+        from_extension = catalog is not None
     choice = choose_source(package, catalog=catalog, channels=args.channels, version=args.version, latest=latest)
     source = choice.source
     if given_read is not None:
         catalogs = given_read
     elif catalog is not None:   # clustercatalogs:SELECTOR, read once the cluster is open
-        catalogs = read_catalogs(source.catalog, package, command, lambda: cluster)
+        catalogs = read_catalogs(source.catalog, package, command, lambda: cluster,
+                                 said_as=f"{args.extension}: spec.source.catalog.selector" if from_extension else None)
     else:
         catalogs = kept_catalog(choice, command, read, lambda: cluster)
     installed = installed_bundle(revisions)
@@ -325,7 +337,8 @@ def kept_catalog(choice: SourceChoice, command: str, read: CatalogReader | None,
     try:
         if read is not None:
             return read(choice.source.catalog, choice.source.package)
-        return read_catalogs(choice.source.catalog, choice.source.package, command, connect)
+        return read_catalogs(choice.source.catalog, choice.source.package, command, connect,
+                             said_as=f"catalog {choice.source.catalog}")
     except BundleInputError as exc:  # not there any more, or its registry refuses: say where it came from
         raise type(exc)(f"the catalog kept from ClusterObjectSet {choice.kept_from}: {exc} (give --catalog to "
                         "resolve from another)", exc.hints) from None
@@ -365,6 +378,7 @@ def take_extension(args: argparse.Namespace, command: str) -> None:
         print(f"cosctl {command}: warning: {warning}", file=sys.stderr)
     if args.catalog is None:   # where OLM v1 resolves it from: the ClusterCatalogs (resolve_package decides)
         args.extension_catalogs = reference_for(extension.selector)
+        args.extension_selector = extension.selector
     elif extension.selector:
         print(f"cosctl {command}: warning: {path}: spec.source.catalog.selector is not used: --catalog "
               f"{args.catalog} names the catalog", file=sys.stderr)

@@ -187,7 +187,8 @@ def _list(args: argparse.Namespace) -> int:
     grouped, unowned = owners(cluster)
     rows = rows_of(grouped)
     if args.upgrades:
-        check_upgrades(rows, lambda catalog, packages: read_catalogs(catalog, packages, "list", lambda: cluster))
+        check_upgrades(rows, lambda catalog, packages: read_catalogs(catalog, packages, "list", lambda: cluster,
+                                                                           said_as=f"catalog {catalog}"))
     if args.output == "json":
         print(json.dumps([row.to_json() for row in rows], indent=2))
     else:

@@ -116,7 +116,7 @@ def _upgrade(args: argparse.Namespace) -> int:
     catalogs: dict[str, tuple[SourceCatalog, ...]] = {}
 
     def read(catalog: str, packages: set[str]) -> tuple[SourceCatalog, ...]:
-        catalogs[catalog] = read_catalogs(catalog, packages, "upgrade", lambda: cluster)
+        catalogs[catalog] = read_catalogs(catalog, packages, "upgrade", lambda: cluster, said_as=f"catalog {catalog}")
         return catalogs[catalog]
 
     check_upgrades(rows, read)   # a catalog that cannot be read is the problem of each owner recording it

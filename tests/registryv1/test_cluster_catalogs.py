@@ -21,6 +21,7 @@ from common.bundle.registryv1.resolve import (
     make_query,
     resolve_among,
 )
+from common.cluster.interface import Forbidden
 from common.cosctl import main
 from common.testing.memcluster import MemCluster
 from tests.producer.helpers import allow_service_accounts, cosctl
@@ -224,23 +225,30 @@ def test_what_keeps_resolution_from_the_cluster_catalogs_is_said(images: dict[st
     publish = ("publish", "--package", "demo", "-n", "demo-system", "--catalog")
     assert cosctl(*publish, "clustercatalogs:", cluster=MemCluster()) == (
         2, "", "cosctl publish: --catalog clustercatalogs:: the cluster serves no ClusterCatalogs "
-               "(olm.operatorframework.io/v1, OLM v1's catalogd): name a catalog (a ClusterCatalog's "
-               "spec.source.image.ref as docker://REF)\n")
+               "(olm.operatorframework.io/v1, OLM v1's catalogd): name a catalog (--catalog docker://REF, a "
+               "ClusterCatalog's spec.source.image.ref)\n")
     mc = served_cluster()
+    # nothing to walk: OLM v1's answer, and why
     assert cosctl(*publish, "clustercatalogs:", cluster=mc) == (
-        2, "", "cosctl publish: no ClusterCatalog to resolve package demo from: there is none on the cluster\n")
+        1, "", 'cosctl publish: no bundles found for package "demo"\n'
+               "cosctl publish: cause: no ClusterCatalog was read: there is none on the cluster\n")
     cluster_catalog(mc, "retired", None, unavailable=True)
-    assert cosctl(*publish, "clustercatalogs:tier=prod", cluster=mc) == (
-        2, "", "cosctl publish: no ClusterCatalog to resolve package demo from: there is none matching "
-               "'tier=prod'\n")
-    assert cosctl(*publish, "clustercatalogs:", cluster=mc) == (
-        2, "", "cosctl publish: no ClusterCatalog to resolve package demo from: those on the cluster are "
-               "Unavailable (retired)\n")
-    with pytest.raises(SystemExit) as exited:   # said before anything is read
-        main([*publish, "clustercatalogs:tier in prod"])
-    assert (exited.value.code, capsys.readouterr().err.splitlines()[-1]) == (
-        2, "cosctl publish: error: argument --catalog: not a label selector: invalid label key in selector clause "
-           "'tier in prod'")
+    assert cosctl(*publish, "clustercatalogs:tier=prod", "--version", "<2", cluster=mc) == (
+        1, "", 'cosctl publish: no bundles found for package "demo" matching version "<2"\n'
+               "cosctl publish: cause: no ClusterCatalog was read: there is none matching 'tier=prod'\n")
+    assert cosctl(*publish, "clustercatalogs:", cluster=mc)[2].splitlines()[-1] == (
+        "cosctl publish: cause: no ClusterCatalog was read: those on the cluster are Unavailable (retired)")
+    # a selector the API server would refuse is refused before anything is read, in its words
+    for selector, why in (
+            ("tier in prod", "invalid label key in selector clause 'tier in prod'"),
+            ("tier=a/b", 'unable to parse requirement: values[0][tier]: Invalid value: "a/b": a valid label must be '
+                         "an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and "
+                         "end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+                         "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")):
+        with pytest.raises(SystemExit) as exited:
+            main([*publish, f"clustercatalogs:{selector}"])
+        assert (exited.value.code, capsys.readouterr().err.splitlines()[-1]) == (
+            2, f"cosctl publish: error: argument --catalog: not a label selector: {why}")
     # one not served stops resolution, as it stops operator-controller's
     cluster_catalog(mc, "community", push_index(registry, tmp_path, "op/community", fbc(images)))
     cluster_catalog(mc, "new", None)
@@ -313,4 +321,86 @@ def test_an_owner_whose_cluster_catalogs_are_not_served_is_said_by_list_and_by_u
         "set its spec.availabilityMode to Unavailable, or give a selector that leaves it out")), err
     code, out, err = cosctl("upgrade", "--all", cluster=mc)
     assert (code, columns(out)[-1]) == (1, ["demo", "demo", "1.0.0", "-", "failed (said on stderr)"]), out + err
+
+
+def extension_with(tmp_path: Path, selector: Any, **catalog: Any) -> str:
+    path = tmp_path / "ce.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterExtension", "metadata": {"name": "my-demo"},
+        "spec": {"namespace": "demo-system", "serviceAccount": {"name": "installer"},
+                 "source": {"sourceType": "Catalog", "catalog": {"packageName": "demo", "selector": selector,
+                                                                  **catalog}}}}))
+    return str(path)
+
+
+@pytest.mark.parametrize(("selector", "why"), [
+    ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a,b"]}]},
+     'spec.source.catalog.selector: desired catalog selector is invalid: values[0][tier]: Invalid value: "a,b": a '
+     "valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and "
+     "end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+     "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"),
+    ({"matchExpressions": [{"key": "tier", "operator": "In"}]},
+     "spec.source.catalog.selector: desired catalog selector is invalid: values: Invalid value: null: for 'in', "
+     "'notin' operators, values set can't be empty"),
+    ({"matchExpressions": [{"key": "tier", "operator": "Foo", "values": ["a"]}]},
+     'spec.source.catalog.selector: desired catalog selector is invalid: "Foo" is not a valid label selector '
+     "operator"),
+    ({"matchExpressions": [{"key": "tier", "operator": "Exists", "values": ["a"]}]},
+     'spec.source.catalog.selector: desired catalog selector is invalid: values: Invalid value: ["a"]: values set '
+     "must be empty for exists and does not exist"),
+    ({"matchLabels": {"team": True}}, "spec.source.catalog.selector.matchLabels.team: must be a string, not boolean"),
+    ({"matchExpressions": [{"key": "tier", "operator": "In", "values": "abc"}]},
+     "spec.source.catalog.selector.matchExpressions[0].values: must be a list of strings"),
+])
+def test_a_selector_operator_controller_refuses_is_refused_naming_the_field(selector: Any, why: str,
+                                                                            tmp_path: Path) -> None:
+    manifest = extension_with(tmp_path, selector)
+    assert cosctl("publish", "--extension", manifest, cluster=served_cluster()) == (
+        2, "", f"cosctl publish: {manifest}: {why}\n")
+
+
+def test_what_a_manifest_without_catalog_cannot_read_names_the_manifest_and_a_forbidden_list_fails_its_owners_only(
+        images: dict[str, str], registry: Registry, tmp_path: Path) -> None:
+    manifest = extension_with(tmp_path, {"matchLabels": {"tier": "certified"}})
+    assert cosctl("publish", "--extension", manifest, cluster=MemCluster()) == (
+        2, "", f"cosctl publish: {manifest}: spec.source.catalog.selector: the cluster serves no ClusterCatalogs "
+               "(olm.operatorframework.io/v1, OLM v1's catalogd): name a catalog (--catalog docker://REF, a "
+               "ClusterCatalog's spec.source.image.ref)\n")
+    # an owner resolved from ClusterCatalogs, one from an image; listing ClusterCatalogs is forbidden
+    mc = served_cluster()
+    community = push_index(registry, tmp_path, "op/community", fbc(images))
+    cluster_catalog(mc, "community", community)
+    for owner, catalog in (("by-cc", "clustercatalogs:"), ("by-image", f"docker://{community}")):
+        assert cosctl("publish", "--package", "demo", "--owner", owner, "-n", f"{owner}-system", "--catalog", catalog,
+                      "--version", "1.0.0", cluster=mc)[0] == 0
+        succeed(mc, f"{owner}-1")
+        mc.merge_patch("olm.operatorframework.io/v1", "ClusterObjectSet", f"{owner}-1", None, {"metadata": {
+            "annotations": {"olm.operatorframework.io/bundle-source": json.dumps({"catalog": catalog,
+                                                                                   "packageName": "demo"})}}})
+    mc.fail("list", Forbidden('clustercatalogs.olm.operatorframework.io is forbidden: User "cos-upgrade" cannot list '
+                              'resource "clustercatalogs" in API group "olm.operatorframework.io" at the cluster '
+                              "scope"), kind="ClusterCatalog", times=9)
+    code, out, err = cosctl("upgrade", "--all", "-o", "json", cluster=mc)
+    assert code == 1, err
+    assert [(o["owner"], o["result"], o.get("problem")) for o in json.loads(out)] == [
+        ("by-cc", "failed", "catalog clustercatalogs:: listing the cluster's ClusterCatalogs: "
+                            'clustercatalogs.olm.operatorframework.io is forbidden: User "cos-upgrade" cannot list '
+                            'resource "clustercatalogs" in API group "olm.operatorframework.io" at the cluster scope '
+                            "(reading the cluster's ClusterCatalogs needs list on "
+                            "clustercatalogs.olm.operatorframework.io)"),
+        ("by-image", "created", None)]
+
+
+def test_a_manifest_selector_not_used_for_a_catalog_kept_by_image_is_said(images: dict[str, str],
+                                                                          registry: Registry, tmp_path: Path) -> None:
+    mc = served_cluster()
+    image = f"docker://{push_index(registry, tmp_path, 'op/community', fbc(images))}"
+    manifest = extension_with(tmp_path, {"matchLabels": {"tier": "certified"}}, version="1.0.0")
+    assert cosctl("publish", "--extension", manifest, "--catalog", image, cluster=mc)[0] == 0
+    succeed(mc, "my-demo-1")
+    code, out, err = cosctl("publish", "--extension", manifest, "--dry-run", cluster=mc)
+    assert (code, err.splitlines()[0]) == (0, (
+        f"cosctl publish: warning: {manifest}: spec.source.catalog.selector is not used: the catalog the owner was "
+        "published from is kept (give --catalog clustercatalogs: to resolve from the cluster's ClusterCatalogs)")), \
+        out + err
 

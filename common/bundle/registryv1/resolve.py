@@ -44,6 +44,10 @@ class ResolutionError(BundleError):
     message (what a ClusterExtension reports after ``failed to resolve bundle:``)."""
 
 
+class AmbiguousResolution(ResolutionError):
+    """Catalogs of the same priority each offer a bundle: OLM v1 does not choose between them."""
+
+
 class VersionReleaseError(ValueError):
     """A version (and release) OLM v1 cannot read; the message is its own."""
 
@@ -310,7 +314,8 @@ def resolve_among(packages: Sequence[RankedPackage], query: Query, installed: In
         if packages[offers[0][0]].priority != packages[offers[1][0]].priority:
             offers = offers[:1]
     if len(offers) != 1:
-        raise ResolutionError(resolution_error(query, installed, [packages[i].catalog for i, _ in offers]))
+        error = AmbiguousResolution if offers else ResolutionError
+        raise error(resolution_error(query, installed, [packages[i].catalog for i, _ in offers]))
     index, chosen = offers[0]
     try:
         version = bundle_version(chosen[0])
