@@ -54,9 +54,9 @@ CATALOG_HELP = ("a File-Based Catalog: a directory or file of JSON or YAML (an i
                 "render` wrote), an OCI image layout of an index image (a directory or tar, as `skopeo copy "
                 "docker://INDEX oci:DIR` writes it), or the index image itself, pulled: docker://REGISTRY/REPO[:TAG]"
                 "[@DIGEST] (a ClusterCatalog's spec.source.image.ref)")
-CLUSTER_CATALOGS_HELP = ("; or clustercatalogs:[SELECTOR]: the cluster's ClusterCatalogs (OLM v1's catalogd), those "
-                         "the label selector picks, each read from the digest catalogd serves, by priority, as OLM v1 "
-                         "resolves a ClusterExtension")
+CLUSTER_CATALOGS_HELP = ("; or, to resolve a package, clustercatalogs:[SELECTOR]: the cluster's ClusterCatalogs (OLM "
+                         "v1's catalogd), those the label selector picks, each read from the digest catalogd serves, "
+                         "by priority, as OLM v1 resolves a ClusterExtension")
 
 
 # How a command reads a catalog by its reference (a path, an image, or clustercatalogs:SELECTOR) for one package:

@@ -84,8 +84,8 @@ def _main(args: argparse.Namespace) -> int:
 
 def _resolve(args: argparse.Namespace) -> int:
     if args.catalog is None and not args.owner:
-        raise MissingArgument("--catalog DIR|FILE is required (or --owner OWNER, whose latest revision records the "
-                              "catalog publish --package resolved it from)")
+        raise MissingArgument("--catalog DIR|FILE|docker://INDEX|clustercatalogs:[SELECTOR] is required (or --owner "
+                              "OWNER, whose latest revision records the catalog publish --package resolved it from)")
     if args.version:
         make_query(args.package, version=args.version)  # a range OLM v1 refuses: said before anything is read
     clustered = args.catalog is not None and is_cluster_catalogs(args.catalog)

@@ -340,8 +340,8 @@ def test_resolve_with_an_owner_answers_what_publish_package_would_pick(images: d
         "cosctl resolve: cause: the upgrades the catalog allows from demo-operator.v1.0.0, best first: "
         "demo-operator.v1.1.0; none is in the version range >=1.2\n"))
     assert cosctl("resolve", "demo") == (
-        2, "", "cosctl resolve: --catalog DIR|FILE is required (or --owner OWNER, whose latest revision records the "
-               "catalog publish --package resolved it from)\n")
+        2, "", "cosctl resolve: --catalog DIR|FILE|docker://INDEX|clustercatalogs:[SELECTOR] is required (or --owner "
+               "OWNER, whose latest revision records the catalog publish --package resolved it from)\n")
     # a record cosctl cannot read: resolve (which writes nothing) goes on with what the command line gives
     mc.merge_patch(*COS, "demo-1", None, {"metadata": {"annotations": {api.ANNOTATION_BUNDLE_SOURCE: "{damaged"}}})
     code, out, err = cosctl("resolve", "demo", "--owner", "demo", "--catalog", catalog, cluster=mc)
