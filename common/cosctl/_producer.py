@@ -229,6 +229,17 @@ class MissingArgument(Exception):
     """An argument the input makes required is missing (a bundle's ``-n``): exit 2, as argparse's own."""
 
 
+def user_agent() -> str:
+    """``cosctl/<version>``: how the API server's audit log and request metrics name cosctl's requests (those of
+    deploy/components/auto-upgrade's CronJob among them), rather than the generated client's default."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"cosctl/{version('cluster-object-set')}"
+    except PackageNotFoundError:   # run from a source tree that was never installed
+        return "cosctl/dev"
+
+
 def connect(args: argparse.Namespace) -> Cluster:
     """The cluster named by ``--kubeconfig``/``KUBECONFIG``, else ~/.kube/config, through the project's client
     adapter; in a pod with none of them (a CronJob running ``cosctl upgrade``), the pod's ServiceAccount, as
@@ -238,15 +249,18 @@ def connect(args: argparse.Namespace) -> Cluster:
 
     # $KUBECONFIG is read here, not left to the client: it reads the variable once, at import time.
     path = args.kubeconfig or os.environ.get("KUBECONFIG") or None
+    agent = user_agent()
     try:
-        if (path is None and args.context is None and os.environ.get("KUBERNETES_SERVICE_HOST")
-                and not os.path.exists(os.path.expanduser("~/.kube/config"))):
+        if path is None and args.context is None and not os.path.exists(os.path.expanduser("~/.kube/config")):
+            if not os.environ.get("KUBERNETES_SERVICE_HOST"):
+                raise ConnectError("cannot load the cluster configuration: no kubeconfig (--kubeconfig, $KUBECONFIG, "
+                                   "~/.kube/config), and not in a pod ($KUBERNETES_SERVICE_HOST is not set)")
             try:
-                return KubeCluster.in_cluster()
+                return KubeCluster.in_cluster(user_agent=agent)
             except ConfigError as exc:
                 raise ConnectError("cannot load the cluster configuration: no kubeconfig (--kubeconfig, $KUBECONFIG, "
                                    f"~/.kube/config), and the pod's ServiceAccount: {exc}") from None
-        return KubeCluster.from_kubeconfig(path, context=args.context)
+        return KubeCluster.from_kubeconfig(path, context=args.context, user_agent=agent)
     except (ConfigError, OSError) as exc:
         raise ConnectError(f"cannot load the cluster configuration: {exc}") from None
 

@@ -12,12 +12,14 @@ import shutil
 import subprocess
 import sys
 import threading
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
 from common.contract import api
 from common.cosctl import main
+from common.cosctl._producer import user_agent
 from tests.support.fake_apiserver import FakeApiServer
 
 NS = api.DEFAULT_SYSTEM_NAMESPACE
@@ -49,6 +51,9 @@ def test_publish_over_http_sends_secrets_then_cos_then_merge_patches(server, bun
     ]
     assert secret["metadata"]["ownerReferences"] == [api.owner_reference(cos)]
     assert secret["immutable"] is True and secret["type"] == api.SECRET_TYPE
+    # the audit log names cosctl (a CronJob's upgrades are told from the reconciler's writes)
+    assert {r.user_agent for r in server.requests} == {user_agent()}
+    assert user_agent() == f"cosctl/{version('cluster-object-set')}"
 
     server.clear_requests()
     assert main(["publish", bundle, "--owner", "shop"]) == 0
@@ -84,6 +89,12 @@ def test_in_a_pod_without_a_kubeconfig_the_pods_service_account_is_used(tmp_path
     (tmp_path / ".kube" / "config").write_text("{}")   # a kubeconfig wins, even in a pod
     assert main(["list"]) == 1
     assert "the pod's ServiceAccount" not in capsys.readouterr().err
+    (tmp_path / ".kube" / "config").unlink()
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")   # neither: both said
+    assert main(["list"]) == 1
+    assert capsys.readouterr().err == (
+        "cosctl list: cannot load the cluster configuration: no kubeconfig (--kubeconfig, $KUBECONFIG, "
+        "~/.kube/config), and not in a pod ($KUBERNETES_SERVICE_HOST is not set)\n")
 
 
 # ---- diff, rollback, status --watch and the kubectl plugin over HTTP ---------------------------------------
