@@ -84,20 +84,14 @@ def catalog_argument(text: str) -> str:
     return text
 
 
-def one_catalog_argument(text: str) -> str:
-    """``--catalog`` where one catalog is read whole (``search``): not the cluster's ClusterCatalogs."""
-    if is_cluster_catalogs(text):
-        raise argparse.ArgumentTypeError("the cluster's ClusterCatalogs are read for --package only: name one "
-                                         "catalog (a ClusterCatalog's spec.source.image.ref as docker://REF)")
-    return catalog_argument(text)
-
-
-def read_catalogs(reference: str, package: str | Collection[str], command: str, connect: Callable[[], Cluster], *,
-                  said_as: str | None = None) -> tuple[SourceCatalog, ...]:
-    """The catalogs ``reference`` names, read for ``package`` (or several): one path or image; or
+def read_catalogs(reference: str, package: str | Collection[str] | None, command: str,
+                  connect: Callable[[], Cluster], *, said_as: str | None = None,
+                  every_served: bool = False) -> tuple[SourceCatalog, ...]:
+    """The catalogs ``reference`` names, read for ``package`` (or several; None: every package): one path or image; or
     (``clustercatalogs:SELECTOR``) the ClusterCatalogs OLM v1 would walk, listed on the cluster ``connect`` opens,
     each that is served read from its image. When none is left to walk, one entry saying why (resolution then
-    finds no bundle, as OLM v1's does); a ClusterCatalog not served, as :func:`resolve_source` meets it. A cluster
+    finds no bundle, as OLM v1's does); a ClusterCatalog not served, as :func:`resolve_source` meets it, alone
+    (``every_served``: beside those that are, for a search, which reads what it can). A cluster
     that cannot list them is :class:`ClusterCatalogsError` naming the reference as ``said_as`` (default: the
     option)."""
     def load(image: str) -> Catalog:
@@ -119,12 +113,14 @@ def read_catalogs(reference: str, package: str | Collection[str], command: str, 
     walked = clustercatalogs.walked(listed)
     if not walked:
         return (SourceCatalog(None, nothing=clustercatalogs.nothing_selected(selector, listed)),)
-    if (unserved := next((c for c in walked if c.image is None), None)) is not None:
+    if not every_served and (unserved := next((c for c in walked if c.image is None), None)) is not None:
         # resolution stops there, with OLM v1's message, whatever the others hold: none is pulled
         return (SourceCatalog(None, unserved.name, unserved.priority, unserved=unserved),)
     out = []
     for catalog in walked:
-        assert catalog.image is not None
+        if catalog.image is None:   # every_served: the others are read all the same
+            out.append(SourceCatalog(None, catalog.name, catalog.priority, unserved=catalog))
+            continue
         try:
             out.append(SourceCatalog(load(catalog.image), catalog.name, catalog.priority))
         except BundleInputError as exc:

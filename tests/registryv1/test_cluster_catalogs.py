@@ -273,8 +273,8 @@ def test_what_keeps_resolution_from_the_cluster_catalogs_is_said(images: dict[st
         "cosctl publish: cause: no ClusterCatalog read (community, mirror) has package nope\n")
 
 
-def test_resolve_says_the_cluster_catalog_and_search_and_a_bundle_by_path_refuse_them(
-        images: dict[str, str], registry: Registry, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_resolve_says_the_cluster_catalog_and_a_bundle_by_path_refuses_them(
+        images: dict[str, str], registry: Registry, tmp_path: Path) -> None:
     mc = served_cluster()
     community = push_index(registry, tmp_path, "op/community", fbc(images, deprecated=("1.2.0",)))
     cluster_catalog(mc, "community", community, priority=-1)
@@ -292,11 +292,6 @@ def test_resolve_says_the_cluster_catalog_and_search_and_a_bundle_by_path_refuse
     assert (code, json.loads(out)["clusterCatalog"], json.loads(out)["catalog"], json.loads(out)["resolved"]) == (
         0, "community", f"docker://{community}", {"name": "demo-operator.v1.2.0", "version": "1.2.0",
                                                   "image": images["1.2.0"]}), err
-    with pytest.raises(SystemExit) as exited:
-        main(["search", "--catalog", "clustercatalogs:"])
-    assert (exited.value.code, capsys.readouterr().err.splitlines()[-1]) == (2, (
-        "cosctl search: error: argument --catalog: the cluster's ClusterCatalogs are read for --package only: name "
-        "one catalog (a ClusterCatalog's spec.source.image.ref as docker://REF)"))
     assert cosctl("publish", str(demo(tmp_path / "bundle", "1.0.0")), "-n", "demo-system", "--catalog",
                   "clustercatalogs:", cluster=mc) == (
         2, "", "cosctl publish: --catalog clustercatalogs:: the cluster's ClusterCatalogs are read for --package only; "
@@ -404,3 +399,43 @@ def test_a_manifest_selector_not_used_for_a_catalog_kept_by_image_is_said(images
         "published from is kept (give --catalog clustercatalogs: to resolve from the cluster's ClusterCatalogs)")), \
         out + err
 
+
+def test_search_lists_each_cluster_catalogs_packages_and_which_one_olm_resolves_a_package_from(
+        images: dict[str, str], registry: Registry, tmp_path: Path) -> None:
+    mc = served_cluster()
+    community = push_index(registry, tmp_path, "op/community", fbc(images))
+    pinned = push_index(registry, tmp_path, "op/pinned", fbc(images, ("1.0.0", "1.1.0")))
+    cluster_catalog(mc, "community", community)
+    cluster_catalog(mc, "pinned", pinned, priority=10)
+    cluster_catalog(mc, "unpacking", None)
+    unpacking = ("cosctl search: warning: ClusterCatalog unpacking is not searched: its condition Serving is False "
+                 "(Unavailable: Catalog is not available) (OLM v1 resolves nothing while it is not served)")
+    code, out, err = cosctl("search", "--catalog", "clustercatalogs:", cluster=mc)
+    assert (code, columns(out), err.splitlines()[-1]) == (0, [
+        ["PACKAGE", "CLUSTERCATALOG", "DEFAULT CHANNEL", "LATEST (ANY CHANNEL)", "CHANNELS", "DEPRECATED"],
+        ["demo", "pinned", "stable", "1.1.0", "stable", "-"],     # the higher priority first
+        ["demo", "community", "stable", "1.2.0", "stable", "-"]], unpacking), err
+    code, out, err = cosctl("search", "--catalog", "clustercatalogs:", "--package", "demo", cluster=mc)
+    assert (code, out.split("\n\n")) == (0, [
+        f"ClusterCatalog pinned (priority 10, docker://{pinned}):\npackage demo, default channel stable\n"
+        "latest: 1.1.0, this catalog's best with no channel or range\nCHANNEL  VERSIONS (newest first)\n"
+        "stable   1.1.0, 1.0.0",
+        f"ClusterCatalog community (priority 0, docker://{community}):\npackage demo, default channel stable\n"
+        "latest: 1.2.0, this catalog's best with no channel or range\nCHANNEL  VERSIONS (newest first)\n"
+        "stable   1.2.0, 1.1.0, 1.0.0",
+        "OLM v1 resolves nothing while ClusterCatalog unpacking is not served; from those served, it would resolve "
+        "demo from ClusterCatalog pinned: demo-operator.v1.1.0\n"
+        "install: cosctl publish --package demo --catalog clustercatalogs: -n NAMESPACE [--channel NAME] "
+        "[--version RANGE]\n"]), err
+    mc.delete(*CATALOG, "unpacking")
+    mc.merge_patch(*CATALOG, "pinned", None, {"spec": {"priority": 0}})
+    code, out, err = cosctl("search", "--catalog", "clustercatalogs:", "--package", "demo", "-o", "json", cluster=mc)
+    assert (code, [(p["clusterCatalog"], p["priority"], p["latest"]["version"]) for p in json.loads(out)]) == (
+        0, [("community", 0, "1.2.0"), ("pinned", 0, "1.1.0")]), err
+    assert cosctl("search", "--catalog", "clustercatalogs:", "--package", "demo", cluster=mc)[1].splitlines()[-2] == (
+        'OLM v1 refuses to resolve demo: found bundles for package "demo" in multiple catalogs with the same '
+        "priority [community pinned]")
+    code, out, err = cosctl("search", "nope", "--catalog", "clustercatalogs:", cluster=mc)
+    assert (code, out, err.splitlines()[-1]) == (
+        1, "", "cosctl search: the ClusterCatalogs searched (community, pinned) have no package whose name contains "
+               "'nope'")
