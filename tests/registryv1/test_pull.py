@@ -314,16 +314,66 @@ def test_a_credential_helper_is_run_as_docker_runs_it(tmp_path: Path, home: Path
         "installed"
 
 
-def test_an_identity_token_is_refused_with_what_to_do(tmp_path: Path, home: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    auth = write_auth(tmp_path / "auth.json", {"r.io": {"auth": "", "identitytoken": "refresh-me"}})
-    monkeypatch.setenv("REGISTRY_AUTH_FILE", str(auth))
-    with pytest.raises(CredentialsError) as caught:
-        credentials(parse_reference("r.io/app"))
-    assert str(caught.value) == (
-        f"{auth} (auths r.io): an identity token (OAuth2 refresh token), which cosctl does not use: log in with a "
-        "user name and password or token (podman login, docker login -u)")
-    assert "refresh-me" not in str(caught.value)
+def test_an_identity_token_is_exchanged_at_the_token_service_as_containers_image_exchanges_it(
+        ca: CA, home: Path, bundle_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``az acr login`` writes (a refresh token, a placeholder user name): POSTed as an OAuth2 form to the token
+    service, never sent to the registry itself, never said."""
+    with Registry(ca, auth="bearer", identity_tokens={"refresh-me": "robot"}) as registry:
+        trust(home, ca, registry)
+        push_bundle(registry, bundle_dir, tmp_path)
+        auth = write_auth(tmp_path / "auth.json", {registry.host: {
+            "auth": base64.b64encode(b"00000000-0000-0000-0000-000000000000:").decode(),
+            "identitytoken": "refresh-me"}})
+        monkeypatch.setenv("REGISTRY_AUTH_FILE", str(auth))
+        assert load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}").package_name == "demo"
+        (exchange,) = [r for r in registry.requests if r.path == "/token"]
+        assert (exchange.method, exchange.query, exchange.headers["content-type"], exchange.form) == (
+            "POST", {}, "application/x-www-form-urlencoded", {
+                "service": ["test-registry"], "scope": ["repository:op/demo-bundle:pull"],
+                "grant_type": ["refresh_token"], "refresh_token": ["refresh-me"], "client_id": ["containers/image"]})
+        assert "authorization" not in exchange.headers
+        assert [t.user for t in registry.tokens] == ["robot"]
+        assert not any("refresh-me" in r.headers.get("authorization", "") for r in registry.requests)
+        # one the token service does not know: said with the service's words and where it came from, not what it is
+        write_auth(auth, {registry.host: {"identitytoken": "expired"}})
+        ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+        text = refusal(ref)
+        assert text == (f"{ref}: the token service {registry.host} refused a pull token for op/demo-bundle with the "
+                        f"identity token of {auth} (auths {registry.host}) (HTTP 400: invalid_grant: the refresh "
+                        "token is not valid)")
+        assert "expired" not in text
+
+
+def test_an_identity_token_from_a_credential_helper_and_for_a_registry_that_asks_for_basic(
+        ca: CA, home: Path, bundle_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    helpers = tmp_path / "bin"
+    helpers.mkdir()
+    script = helpers / "docker-credential-acr"
+    script.write_text("#!/bin/sh\nread server\n"
+                      "echo '{\"ServerURL\":\"x\",\"Username\":\"<token>\",\"Secret\":\"refresh-me\"}'\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{helpers}{os.pathsep}{os.environ['PATH']}")
+    with Registry(ca, auth="bearer", identity_tokens={"refresh-me": "robot"}) as registry:
+        trust(home, ca, registry)
+        push_bundle(registry, bundle_dir, tmp_path)
+        config = home / ".docker" / "config.json"
+        config.parent.mkdir()
+        config.write_text(json.dumps({"credHelpers": {registry.host: "acr"}}))
+        found = credentials(parse_reference(f"{registry.host}/op/demo-bundle"))
+        assert found is not None and (found.username, found.password, found.identity_token) == ("", "", "refresh-me")
+        assert "refresh-me" not in repr(found)
+        assert load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}").package_name == "demo"
+        assert [t.user for t in registry.tokens] == ["robot"]
+    with Registry(ca, auth="basic", users={"alice": "s3cret"}) as registry:
+        trust(home, ca, registry)
+        push_bundle(registry, bundle_dir, tmp_path)
+        auth = write_auth(tmp_path / "auth.json", {registry.host: {"identitytoken": "refresh-me"}})
+        monkeypatch.setenv("REGISTRY_AUTH_FILE", str(auth))
+        ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+        assert refusal(ref) == (
+            f"{ref}: {registry.host} asks for a user name and password, and the credentials of {auth} (auths "
+            f"{registry.host}) are an identity token (OAuth2 refresh token), which only a token service takes: log "
+            "in with a user name and password (podman login, docker login -u)")
 
 
 # --- what a registry does wrong ----------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ negotiation that hides a manifest, rate limits, bodies that are cut short or do 
   no credentials needed, a wrong ``sig`` is 403, and any ``Authorization`` header is 400, so a client that
   carries its registry credentials across the redirect fails as it would against S3.
 * ``GET /v2/<name>/tags/list``: the repository's tags, sorted.
-* ``GET /token`` (bearer mode only): the token service, see ``Registry``.
+* ``GET /token`` (bearer mode only): the token service, see ``Registry``; ``POST /token``: its OAuth2 side, which
+  exchanges an identity (refresh) token for a pull token.
 
 Everything else is 404 (405 for methods other than GET/HEAD: this registry cannot be pushed to over HTTP;
 tests fill it with ``push_layout``, ``put_blob`` and ``put_manifest``). Every request is recorded in
@@ -86,6 +87,7 @@ class Recorded:
     query: dict[str, list[str]]
     headers: dict[str, str]
     status: int = 0  # the status answered (0 while the answer is being written)
+    form: dict[str, list[str]] = field(default_factory=dict)  # a form body (a POST to /token), as parse_qs reads it
 
 
 @dataclass
@@ -178,6 +180,12 @@ class Registry:
       ``Authorization`` scheme, are 401; a missing or wrong ``service`` is 400. The JSON holds the token under
       ``token``, ``access_token`` or both (``token_field``) with ``expires_in`` and ``issued_at``.
 
+    ``identity_tokens`` (refresh token -> user, bearer mode): ``POST /token`` with a form body
+    (``application/x-www-form-urlencoded``: ``grant_type=refresh_token``, ``refresh_token``, ``client_id``,
+    ``service``, ``scope``), as Azure Container Registry and distribution's OAuth2 flow take it, answers 200 with
+    ``access_token`` for that user; an unknown refresh token is 400 ``invalid_grant``, a missing field 400
+    ``invalid_request``.
+
     ``strict_accept=False`` serves a manifest whatever the ``Accept`` header says (some registries do).
     ``redirect_blobs`` sends blob downloads to the storage endpoint on ``redirect_host`` (by default this
     server's own address; ``"localhost"`` makes it another origin for clients that strip credentials only
@@ -188,7 +196,8 @@ class Registry:
                  users: dict[str, str] | None = None, public_repos: Iterable[str] = (),
                  token_field: TokenField = "token", token_expires_in: int = 300,
                  token_ttl_requests: int | None = None, strict_accept: bool = True,
-                 redirect_blobs: bool = False, redirect_host: str = "127.0.0.1") -> None:
+                 redirect_blobs: bool = False, redirect_host: str = "127.0.0.1",
+                 identity_tokens: dict[str, str] | None = None) -> None:
         if ca is None and not plain_http:
             raise ValueError("HTTPS needs a CA to issue the serving certificate: pass ca, or plain_http=True")
         if auth not in (None, "basic", "bearer"):
@@ -197,6 +206,7 @@ class Registry:
         self.plain_http = plain_http
         self.auth = auth
         self.users = dict(users or {})
+        self.identity_tokens = dict(identity_tokens or {})   # refresh token -> the user it stands for
         self.public_repos = set(public_repos)
         self.token_field = token_field
         self.token_expires_in = token_expires_in
@@ -383,10 +393,13 @@ class Registry:
         with self._lock:
             self.requests.append(recorded)
 
-    def _answer(self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str]) -> _Answer:
+    def _answer(self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str],
+                form: dict[str, list[str]] | None = None) -> _Answer:
         fault = self._take_fault(path)
         if fault is not None:
             return fault
+        if path == "/token" and method == "POST" and self.auth == "bearer":
+            return self._oauth2_token(headers, form or {})
         if path == "/token":
             return self._token(method, query, headers)
         if path.startswith("/storage/"):
@@ -513,6 +526,28 @@ class Registry:
         body["expires_in"] = self.token_expires_in
         body["issued_at"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
         return _json(200, body)
+
+    def _oauth2_token(self, headers: dict[str, str], form: dict[str, list[str]]) -> _Answer:
+        if not headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+            return _json(400, {"error": "invalid_request", "error_description": "expected a form body"})
+        fields = {key: values[-1] for key, values in form.items()}
+        if fields.get("grant_type") != "refresh_token" or not fields.get("client_id"):
+            return _json(400, {"error": "unsupported_grant_type" if fields.get("grant_type") else "invalid_request",
+                               "error_description": "grant_type refresh_token and a client_id are required"})
+        if fields.get("service") != SERVICE:
+            return _json(400, {"error": "invalid_request", "error_description": "invalid service"})
+        user = self.identity_tokens.get(fields.get("refresh_token", ""))
+        if user is None:
+            return _json(400, {"error": "invalid_grant", "error_description": "the refresh token is not valid"})
+        scopes = [s for value in form.get("scope", []) for s in value.split(" ") if s]
+        granted = {parsed[1] for scope in scopes if (parsed := _parse_scope(scope)) is not None
+                   and parsed[0] == "repository" and parsed[2] & {"pull", "*"}}
+        token = secrets.token_urlsafe(32)
+        issued = IssuedToken(token, user, scopes, frozenset(granted), time.monotonic() + self.token_expires_in)
+        with self._lock:
+            self.tokens.append(issued)
+            self._token_index[token] = issued
+        return _json(200, {"access_token": token, "expires_in": self.token_expires_in, "scope": " ".join(scopes)})
 
     def _manifest(self, method: str, repo: str, reference: str, headers: dict[str, str]) -> _Answer:
         if ":" not in reference and not _TAG.fullmatch(reference):
@@ -646,15 +681,16 @@ class _Handler(BaseHTTPRequestHandler):
             key = name.lower()
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
+        body = self.rfile.read(length) if length else b""
+        form = (parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+                if headers.get("content-type", "").startswith("application/x-www-form-urlencoded") else {})
         if self.command not in ("GET", "HEAD"):
             # A push (always refused) may stream a chunked body this server does not read: end the connection
             # rather than parse the rest of it as the next request.
             self.close_connection = True
-        recorded = Recorded(self.command, url.path, query, headers)
+        recorded = Recorded(self.command, url.path, query, headers, form=form)
         self.server_registry._record(recorded)
-        answer = self.server_registry._answer(self.command, url.path, query, headers)
+        answer = self.server_registry._answer(self.command, url.path, query, headers, form)
         recorded.status = answer.status
         self.send_response(answer.status)
         answer.headers.setdefault("Docker-Distribution-API-Version", "registry/2.0")

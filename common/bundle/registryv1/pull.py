@@ -449,6 +449,11 @@ class _Session:
         scheme, params = _challenge(header)
         creds = self._credentials()
         if scheme == "basic":
+            if creds is not None and creds.identity_token is not None:
+                raise self.fail(f"{self.host} asks for a user name and password, and the credentials of "
+                                f"{creds.source} are an identity token (OAuth2 refresh token), which only a token "
+                                "service takes: log in with a user name and password (podman login, docker login "
+                                "-u)")
             if creds is None:
                 raise self.fail(f"{self.host} asks for a user name and password, and no credentials for it are in "
                                 + ", ".join(str(p) for p in auth_files()) + " (podman login or docker login "
@@ -471,17 +476,26 @@ class _Session:
         query = {"scope": f"repository:{self.repository}:pull"}
         if params.get("service"):
             query["service"] = params["service"]
-        url = realm + ("&" if split.query else "?") + urllib.parse.urlencode(query)
         headers = {"User-Agent": "cosctl"}
-        if creds is not None:
-            if split.scheme != "https" and not self.endpoint.insecure:
-                raise self.fail(f"{self.host}'s token service {realm} is plain HTTP: credentials are not sent "
-                                "there (mark the registry insecure in registries.conf to allow it)")
+        if creds is not None and split.scheme != "https" and not self.endpoint.insecure:
+            raise self.fail(f"{self.host}'s token service {realm} is plain HTTP: credentials are not sent "
+                            "there (mark the registry insecure in registries.conf to allow it)")
+        method, url, body = "GET", realm + ("&" if split.query else "?") + urllib.parse.urlencode(query), None
+        if creds is not None and creds.identity_token is not None:
+            # containers/image's OAuth2 exchange: the refresh token POSTed as a form, to the realm as it is
+            form = urllib.parse.parse_qsl(split.query, keep_blank_values=True)
+            if params.get("service"):
+                form.append(("service", params["service"]))
+            form += [("scope", query["scope"]), ("grant_type", "refresh_token"),
+                     ("refresh_token", creds.identity_token), ("client_id", "containers/image")]
+            method, url, body = "POST", realm, urllib.parse.urlencode(form).encode()
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        elif creds is not None:
             headers["Authorization"] = creds.basic()
         response = None
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                response = self._pool(split.scheme, split.netloc).request("GET", url, headers=headers,
+                response = self._pool(split.scheme, split.netloc).request(method, url, body=body, headers=headers,
                                                                           redirect=False, preload_content=False)
             except urllib3.exceptions.SSLError as exc:
                 raise self.fail(self._tls_problem(split.netloc, exc)) from None
@@ -496,20 +510,33 @@ class _Session:
             _discard(response)
             time.sleep(wait)
         assert response is not None
-        body = _discard(response, MAX_TOKEN_BYTES + 1)
+        answered = _discard(response, MAX_TOKEN_BYTES + 1)
         if response.status != 200:
-            detail = _registry_errors(body)
-            used = f"the credentials of {creds.source}" if creds else "no credentials (anonymous)"
+            detail = _registry_errors(answered) or _oauth_error(answered)
+            used = ("no credentials (anonymous)" if creds is None else f"the identity token of {creds.source}"
+                    if creds.identity_token is not None else f"the credentials of {creds.source}")
             raise self.fail(f"the token service {split.netloc} refused a pull token for {self.repository} with "
                             f"{used} (HTTP {response.status}{': ' + detail if detail else ''})")
         try:
-            answer = json.loads(body) if len(body) <= MAX_TOKEN_BYTES else None
+            answer = json.loads(answered) if len(answered) <= MAX_TOKEN_BYTES else None
             token = answer.get("token") or answer.get("access_token") if isinstance(answer, dict) else None
         except ValueError:
             token = None
         if not isinstance(token, str) or not token:
             raise self.fail(f"the token service {split.netloc} answered no token")
         self.authorization = f"Bearer {token}"
+
+
+def _oauth_error(body: bytes) -> str:
+    """An OAuth2 token endpoint's error (``error``, ``error_description``: RFC 6749, section 5.2)."""
+    try:
+        document = json.loads(body[:65536])
+    except ValueError:
+        return ""
+    if not isinstance(document, dict):
+        return ""
+    text = ": ".join(str(document[k]) for k in ("error", "error_description") if isinstance(document.get(k), str))
+    return "".join(ch if ch.isprintable() else "?" for ch in text)[:300]
 
 
 def _discard(response: urllib3.BaseHTTPResponse, limit: int = 65536) -> bytes:

@@ -285,11 +285,14 @@ def certificates(host: str) -> Certificates:
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
-    """A user name and password (or token) for one registry, and where they were found (for messages)."""
+    """A user name and password (or token) for one registry, and where they were found (for messages); or an
+    identity token (an OAuth2 refresh token, which ``az acr login`` and some ``docker login`` flows write), which
+    only a registry's token service takes, exchanged for a pull token as containers/image exchanges it."""
 
     username: str
     password: str = field(repr=False)
     source: str
+    identity_token: str | None = field(default=None, repr=False)
 
     def basic(self) -> str:
         """The value of an ``Authorization: Basic`` header."""
@@ -368,9 +371,12 @@ def _auth_document(path: Path) -> dict[str, Any] | None:
 def _from_entry(entry: Any, where: str) -> Credentials:
     if not isinstance(entry, dict):
         raise CredentialsError(f"{where}: not an object")
-    if entry.get("identitytoken"):
-        raise CredentialsError(f"{where}: an identity token (OAuth2 refresh token), which cosctl does not use: log "
-                               "in with a user name and password or token (podman login, docker login -u)")
+    token = entry.get("identitytoken")
+    if token is not None and not isinstance(token, str):
+        raise CredentialsError(f"{where}: \"identitytoken\" is not a string")
+    if token:   # what containers/image does with it: a refresh token for the token service, the rest ignored
+        username = entry.get("username")
+        return Credentials(username if isinstance(username, str) else "", "", where, identity_token=token)
     if isinstance(entry.get("username"), str) and isinstance(entry.get("password"), str):
         return Credentials(entry["username"], entry["password"], where)
     encoded = entry.get("auth")
@@ -408,7 +414,6 @@ def _from_helper(name: str, reference: ImageReference, where: str, *,
         raise CredentialsError(f"{where}: credential helper {program} answered no Username and Secret") from None
     if not isinstance(username, str) or not isinstance(secret, str):
         raise CredentialsError(f"{where}: credential helper {program} answered no Username and Secret")
-    if username == "<token>":
-        raise CredentialsError(f"{where}: credential helper {program} gave an identity token (OAuth2 refresh "
-                               "token), which cosctl does not use")
+    if username == "<token>":   # docker's credential helper protocol: the secret is an identity token
+        return Credentials("", "", where, identity_token=secret)
     return Credentials(username, secret, where)
