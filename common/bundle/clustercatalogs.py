@@ -28,7 +28,7 @@ from common.contract.objects import Obj
 
 from .registryv1.gotext import go_quote
 from .registryv1.imageref import DOCKER_TRANSPORT
-from .registryv1.model import BundleInputError
+from .registryv1.model import BundleError, BundleInputError
 from .registryv1.resolve import ResolutionError
 
 API_VERSION: Final = f"{api.GROUP}/v1"
@@ -39,7 +39,12 @@ CONDITION_SERVING: Final = "Serving"
 
 
 class ClusterCatalogsError(BundleInputError):
-    """``clustercatalogs:SELECTOR`` that is not a label selector, or nothing to resolve from on the cluster."""
+    """``clustercatalogs:SELECTOR`` that is not a label selector, or a cluster without the ClusterCatalog API."""
+
+
+class ClusterCatalogsUnreadable(BundleError):
+    """The cluster would not list its ClusterCatalogs (refused, unreachable): the cluster's answer, and the right
+    that listing needs."""
 
 
 def is_cluster_catalogs(reference: str) -> bool:
@@ -52,19 +57,11 @@ def reference_for(selector: str) -> str:
     return REFERENCE_PREFIX + selector
 
 
-def selector_of(reference: str, said_as: str | None = None) -> str:
-    """The label selector of ``clustercatalogs:SELECTOR``, in the API server's string form, checked as the API
-    server checks it (so that a typo is said before anything is read, naming the option, or ``said_as``)."""
-    text = reference[len(REFERENCE_PREFIX):].strip()
-    try:
-        parsed = labelsel.parse(text)
-    except labelsel.SelectorError as exc:
-        raise ClusterCatalogsError(f"{said_as or '--catalog ' + reference}: not a label selector: {exc}") from None
-    errors = [e for r in parsed.requirements for e in _requirement_errors(r.key, r.op, list(r.values))]
-    if errors:
-        raise ClusterCatalogsError(f"{said_as or '--catalog ' + reference}: not a label selector: unable to parse "
-                                   f"requirement: {fielderrors.aggregate_message(errors)}")
-    return text
+def selector_of(reference: str) -> str:
+    """The label selector of ``clustercatalogs:SELECTOR``, as given (surrounding blanks dropped). The API server
+    parses it when the ClusterCatalogs are listed, and refuses it in its own words (``labels.Parse``); cosctl does
+    not parse it again, so that what the server takes is taken."""
+    return reference[len(REFERENCE_PREFIX):].strip()
 
 
 # LabelSelector operators as operator-controller (metav1.LabelSelectorAsSelector) maps them.

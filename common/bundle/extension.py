@@ -206,7 +206,8 @@ def parse_extension(obj: Any, where: str) -> Extension:
             if unknown := sorted(set(expression) - {"key", "operator", "values"}):
                 raise fail(f"{where_}.{unknown[0]}", "unknown field (a LabelSelectorRequirement has key, operator "
                                                      "and values)")
-            string(expression, "key", f"{where_}.key", required=True, max_length=317)
+            # no length bound of the CRD's: a key too long is operator-controller's to refuse, below
+            string(expression, "key", f"{where_}.key", required=True, max_length=1 << 20)
             string(expression, "operator", f"{where_}.operator", required=True)
             values = expression.get("values") or []
             if not isinstance(values, list) or not all(isinstance(v, str) for v in values):

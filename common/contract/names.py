@@ -52,7 +52,14 @@ def regex_error(msg: str, fmt: str, *examples: str) -> str:
 
 
 def max_len_error(length: int) -> str:
+    """``validation.MaxLenError`` (util/validation: DNS names)."""
     return f"must be no more than {length} characters"
+
+
+def content_max_len_error(length: int) -> str:
+    """``content.MaxLenError`` (api/validate/content, apimachinery 0.36: label keys and values), which counts
+    bytes, and says so."""
+    return f"must be no more than {length} bytes"
 
 
 def _bounded_format(value: str, max_length: int, pattern: re.Pattern[str], message: str, fmt: str,
@@ -93,6 +100,8 @@ def is_dns1035_label(value: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=4096)
 def is_qualified_name(value: str) -> tuple[str, ...]:
+    """``content.IsLabelKey`` (what ``validation.IsQualifiedName`` is since apimachinery 0.36): lengths in bytes, as
+    Go's ``len`` counts them, and a key of several ``/`` named a label key."""
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -102,25 +111,40 @@ def is_qualified_name(value: str) -> tuple[str, ...]:
         if not prefix:
             errs.append("prefix part must be non-empty")
         else:
-            errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
+            errs.extend("prefix part " + m for m in _content_dns1123_subdomain(prefix))
     else:
-        return ("a qualified name " + regex_error(_QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, "MyName", "my.name",
-                                                  "123-abc")
+        return ("a valid label key " + regex_error(_QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, "MyName", "my.name",
+                                                   "123-abc")
                 + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",)
     if not name:
         errs.append("name part must be non-empty")
-    elif len(name) > QUALIFIED_NAME_MAX:
-        errs.append("name part " + max_len_error(QUALIFIED_NAME_MAX))
+    elif len(name.encode()) > QUALIFIED_NAME_MAX:
+        errs.append("name part " + content_max_len_error(QUALIFIED_NAME_MAX))
     if not _QUALIFIED_NAME_RE.fullmatch(name):
         errs.append("name part " + regex_error(_QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, "MyName", "my.name",
                                                "123-abc"))
     return tuple(errs)
 
 
+def _content_dns1123_subdomain(value: str) -> tuple[str, ...]:
+    """``content.IsDNS1123Subdomain``: a label key's prefix (its length in bytes)."""
+    errs = []
+    if len(value.encode()) > DNS1123_SUBDOMAIN_MAX:
+        errs.append(content_max_len_error(DNS1123_SUBDOMAIN_MAX))
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        errs.append(regex_error(_DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return tuple(errs)
+
+
 @lru_cache(maxsize=4096)
 def is_valid_label_value(value: str) -> tuple[str, ...]:
-    return _bounded_format(value, LABEL_VALUE_MAX, _LABEL_VALUE_RE, _LABEL_VALUE_ERR, LABEL_VALUE_FMT,
-                           "MyValue", "my_value", "12345")
+    """``content.IsLabelValue``: its length in bytes."""
+    errs = []
+    if len(value.encode()) > LABEL_VALUE_MAX:
+        errs.append(content_max_len_error(LABEL_VALUE_MAX))
+    if not _LABEL_VALUE_RE.fullmatch(value):
+        errs.append(regex_error(_LABEL_VALUE_ERR, LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return tuple(errs)
 
 
 def is_valid_path_segment_name(value: str) -> list[str]:

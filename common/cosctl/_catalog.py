@@ -44,7 +44,7 @@ from common.bundle.registryv1.imageref import is_image_reference
 from common.bundle.registryv1.model import BundleInputError, RegistryV1
 from common.bundle.registryv1.resolve import POLICY_CATALOG_PROVIDED, UPGRADE_CONSTRAINT_POLICIES, make_query
 from common.bundle.registryv1.source import load_bundle
-from common.cluster.interface import ApiError, Cluster, Forbidden, UnknownKind
+from common.cluster.interface import ApiError, BadRequest, Cluster, Forbidden, UnknownKind
 from common.contract import api
 from common.contract.objects import Obj
 from common.cosctl._inputs import InlineConfig
@@ -77,10 +77,7 @@ def catalog_argument(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("empty: give a catalog directory or file, or docker://INDEX")
     if is_cluster_catalogs(text):
-        try:
-            return reference_for(selector_of(text))
-        except ClusterCatalogsError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--catalog {text}: ")) from None
+        return reference_for(selector_of(text))
     return text
 
 
@@ -99,17 +96,21 @@ def read_catalogs(reference: str, package: str | Collection[str] | None, command
     if not is_cluster_catalogs(reference):
         return (SourceCatalog(load(reference)),)
     said = said_as or f"--catalog {reference}"
-    selector = selector_of(reference, said)
+    selector = selector_of(reference)
     way_out = "name a catalog (--catalog docker://REF, a ClusterCatalog's spec.source.image.ref)"
     try:
         listed = connect().list(clustercatalogs.API_VERSION, clustercatalogs.KIND, label_selector=selector or None)
     except UnknownKind:
         raise ClusterCatalogsError(f"{said}: the cluster serves no ClusterCatalogs ({clustercatalogs.API_VERSION}, "
                                    f"OLM v1's catalogd): {way_out}") from None
+    except BadRequest as exc:   # the API server's labels.Parse, in its words
+        raise ClusterCatalogsError(f"{said}: the API server refused the label selector: {exc.message}") from None
     except ApiError as exc:   # refused (RBAC), unreachable: the owners recording it say so, the others go on
         needs = (f" (reading the cluster's ClusterCatalogs needs list on clustercatalogs.{api.GROUP})"
                  if isinstance(exc, Forbidden) else "")
-        raise ClusterCatalogsError(f"{said}: listing the cluster's ClusterCatalogs: {exc}{needs}") from None
+        raise clustercatalogs.ClusterCatalogsUnreadable(
+            f"{said}: listing the cluster's ClusterCatalogs: the cluster refused: {exc.reason}: {exc.message}"
+            f"{needs}") from None
     walked = clustercatalogs.walked(listed)
     if not walked:
         return (SourceCatalog(None, nothing=clustercatalogs.nothing_selected(selector, listed)),)

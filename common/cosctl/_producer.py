@@ -18,7 +18,7 @@ from common.bundle.manifests import Manifest, ManifestError, load
 from common.bundle.packing import NotAdmissible, PackingError, check_probes, probe_problems
 from common.bundle.phasing import Phase, PhasingError, sort_into_phases
 from common.bundle.publish import Action, PublishError
-from common.bundle.registryv1.model import BundleInputError, ConfigurationError, RenderError
+from common.bundle.registryv1.model import BundleError, BundleInputError, ConfigurationError, RenderError
 from common.bundle.registryv1.resolve import ResolutionError
 from common.cluster.interface import ApiError, Cluster
 from common.contract import api
@@ -328,6 +328,10 @@ def run(command: str, body: Callable[[], int], *, failure: int = EXIT_FAILED,
     except (ConfigurationError, RenderError, ResolutionError) as exc:  # OLM v1's refusal, in its words
         tell(str(exc))
         for cause in exc.hints:  # ours: what OLM's message leaves unnamed (the field, the file, the flag)
+            tell(f"cause: {cause}")
+    except BundleError as exc:   # any other refusal of the bundle tooling (the cluster's ClusterCatalogs unreadable)
+        tell(str(exc))
+        for cause in exc.hints:
             tell(f"cause: {cause}")
     except ApiError as exc:
         tell(f"the cluster refused: {exc.reason}: {exc.message}")

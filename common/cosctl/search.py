@@ -54,6 +54,7 @@ def _search(args: argparse.Namespace) -> int:
                          "--package for one package")
     clustered = is_cluster_catalogs(args.catalog)
     found: list[tuple[SourceCatalog, PackageSummary]] = []
+    blocking: list[str] = []   # what stops OLM v1 resolving --package across the ClusterCatalogs, in walk order
     read = read_catalogs(args.catalog, args.package, "search", lambda: args.connect(args), every_served=True)
     for source in read:
         if source.nothing is not None:
@@ -63,6 +64,7 @@ def _search(args: argparse.Namespace) -> int:
             assert source.unserved is not None
             print(f"cosctl search: warning: ClusterCatalog {source.name} is not searched: {source.unserved.said} "
                   "(OLM v1 resolves nothing while it is not served)", file=sys.stderr)
+            blocking.append(f"ClusterCatalog {source.name} is not served")
             continue
         catalog = source.catalog
         for name in [args.package] if args.package else matching(catalog, args.text):
@@ -74,6 +76,7 @@ def _search(args: argparse.Namespace) -> int:
                 # one package the catalog spoils (OLM v1 serves none of it): the others are still listed
                 where = f" in ClusterCatalog {source.name}" if clustered else ""
                 print(f"cosctl search: warning: package {name}{where} cannot be read: {exc}", file=sys.stderr)
+                blocking.append(f"ClusterCatalog {source.name} cannot read it")
                 continue
             if package.found:
                 found.append((source, summarize(package)))
@@ -96,8 +99,7 @@ def _search(args: argparse.Namespace) -> int:
                       f"{source.source}):")
             _detail(summary, args.catalog, one_of_several=clustered)
         if clustered:
-            _resolved_from(args.package, [source for source, _ in found], args.catalog,
-                           [s.name or "" for s in read if s.unserved is not None])
+            _resolved_from(args.package, [source for source, _ in found], args.catalog, blocking)
     else:
         _table(found, clustered=clustered)
     return EXIT_OK
@@ -108,9 +110,10 @@ def _by_priority(found: list[tuple[SourceCatalog, PackageSummary]]) -> list[tupl
     return sorted(found, key=lambda f: (f[1].name, -f[0].priority, f[0].name or ""))
 
 
-def _resolved_from(package: str, offering: list[SourceCatalog], catalog: str, unserved: list[str]) -> None:
+def _resolved_from(package: str, offering: list[SourceCatalog], catalog: str, blocking: list[str]) -> None:
     """Across ClusterCatalogs, which one OLM v1 resolves the package from with no channel or range (or why it
-    resolves nothing: a tie, a ClusterCatalog not served), and the install line."""
+    resolves nothing: a tie; ``blocking``, a ClusterCatalog not served or whose package cannot be read), and the
+    install line."""
     ranked = [RankedPackage(s.name or "", s.priority, s.catalog.package(package)) for s in offering
               if s.catalog is not None]
     try:
@@ -118,9 +121,8 @@ def _resolved_from(package: str, offering: list[SourceCatalog], catalog: str, un
         verb, what = "resolve", f"{package} from ClusterCatalog {ranked[index].catalog}: {resolution.bundle.name}"
     except ResolutionError as exc:
         verb, what = "refuse", f"to resolve {package}: {exc}"
-    if unserved:
-        said = (f"OLM v1 resolves nothing while ClusterCatalog {', '.join(unserved)} is not served; from those "
-                f"served, it would {verb} {what}")
+    if blocking:
+        said = (f"OLM v1 resolves nothing while {' and '.join(blocking)}; from the others, it would {verb} {what}")
     else:
         said = f"OLM v1 {verb}s {what}"
     print(f"\n{said}\ninstall: cosctl publish --package {package} --catalog {shlex.quote(catalog)} -n NAMESPACE "

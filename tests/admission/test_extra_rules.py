@@ -158,13 +158,17 @@ def test_label_selector_operators(expr: dict, expected: list[str]) -> None:
 
 
 def test_label_selector_bad_key() -> None:
-    obj = base_cos(progressionProbes=[probe({"type": "Label", "label": {"matchLabels": {"a/b/c": "x"}}})])
+    """As kube-apiserver 1.36 words it (apimachinery 0.36's content.IsLabelKey): a label key, lengths in bytes."""
+    obj = base_cos(progressionProbes=[probe({"type": "Label", "label": {"matchLabels": {"a/b/c": "x",
+                                                                                        "k": "v" * 64}}})])
     assert errors_of(obj) == [
-        'spec.progressionProbes[0].selector.label.matchLabels: Invalid value: "a/b/c": a qualified name must '
+        'spec.progressionProbes[0].selector.label.matchLabels: Invalid value: "a/b/c": a valid label key must '
         "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
         "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
         "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' "
-        "(e.g. 'example.com/MyName')"]
+        "(e.g. 'example.com/MyName')",
+        f'spec.progressionProbes[0].selector.label.matchLabels: Invalid value: "{"v" * 64}": must be no more than '
+        "63 bytes"]
 
 
 def test_phase_name_starting_with_digit_is_allowed_with_warning() -> None:

@@ -1005,6 +1005,14 @@ def test_a_package_is_resolved_across_the_cluster_catalogs_by_priority_and_upgra
             rolled_out(ctx, f"{owner}-2", case.second)
             archived_and_torn_down(ctx, f"{owner}-1")
 
+            # a selector the API server refuses: its words (labels.Parse), naming the option
+            done = cosctl(ctx, "resolve", case.package, "--catalog", "clustercatalogs:tier=a/b", home=home)
+            assert (done.returncode, done.stderr) == (2, (
+                "cosctl resolve: --catalog clustercatalogs:tier=a/b: the API server refused the label selector: "
+                'unable to parse requirement: values[0][tier]: Invalid value: "a/b": a valid label must be an '
+                "empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+                "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+                "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')\n")), done.stderr
             kubectl(ctx.env, "patch", "clustercatalog", pinned, "--type=merge", "-p",
                     '{"spec": {"availabilityMode": "Available", "priority": 0}}')
             done = cosctl(ctx, "resolve", case.package, "--catalog", selector, home=home)

@@ -22,7 +22,6 @@ from common.bundle.registryv1.resolve import (
     resolve_among,
 )
 from common.cluster.interface import Forbidden
-from common.cosctl import main
 from common.testing.memcluster import MemCluster
 from tests.producer.helpers import allow_service_accounts, cosctl
 from tests.registryv1.demo_catalog import VERSIONS, columns, demo, pulled, source_of, succeed
@@ -220,8 +219,7 @@ def test_a_cluster_extension_keeps_a_catalog_its_owner_was_published_from_by_ima
 
 
 def test_what_keeps_resolution_from_the_cluster_catalogs_is_said(images: dict[str, str], registry: Registry,
-                                                                  tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+                                                                  tmp_path: Path) -> None:
     publish = ("publish", "--package", "demo", "-n", "demo-system", "--catalog")
     assert cosctl(*publish, "clustercatalogs:", cluster=MemCluster()) == (
         2, "", "cosctl publish: --catalog clustercatalogs:: the cluster serves no ClusterCatalogs "
@@ -238,17 +236,19 @@ def test_what_keeps_resolution_from_the_cluster_catalogs_is_said(images: dict[st
                "cosctl publish: cause: no ClusterCatalog was read: there is none matching 'tier=prod'\n")
     assert cosctl(*publish, "clustercatalogs:", cluster=mc)[2].splitlines()[-1] == (
         "cosctl publish: cause: no ClusterCatalog was read: those on the cluster are Unavailable (retired)")
-    # a selector the API server would refuse is refused before anything is read, in its words
-    for selector, why in (
-            ("tier in prod", "invalid label key in selector clause 'tier in prod'"),
-            ("tier=a/b", 'unable to parse requirement: values[0][tier]: Invalid value: "a/b": a valid label must be '
-                         "an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and "
-                         "end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
-                         "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")):
-        with pytest.raises(SystemExit) as exited:
-            main([*publish, f"clustercatalogs:{selector}"])
-        assert (exited.value.code, capsys.readouterr().err.splitlines()[-1]) == (
-            2, f"cosctl publish: error: argument --catalog: not a label selector: {why}")
+    # the selector is the API server's to parse (labels.Parse), and its refusal is said naming the option
+    assert cosctl(*publish, "clustercatalogs:tier in prod", cluster=mc) == (
+        2, "", "cosctl publish: --catalog clustercatalogs:tier in prod: the API server refused the label selector: "
+               "unable to parse requirement: invalid label key in selector clause 'tier in prod'\n")
+    # a refused list is the cluster's refusal (exit 1), with the right it needs
+    mc.fail("list", Forbidden('clustercatalogs.olm.operatorframework.io is forbidden: User "me" cannot list resource '
+                              '"clustercatalogs" in API group "olm.operatorframework.io" at the cluster scope'),
+            kind="ClusterCatalog")
+    assert cosctl(*publish, "clustercatalogs:", cluster=mc) == (
+        1, "", "cosctl publish: --catalog clustercatalogs:: listing the cluster's ClusterCatalogs: the cluster "
+               'refused: Forbidden: clustercatalogs.olm.operatorframework.io is forbidden: User "me" cannot list '
+               'resource "clustercatalogs" in API group "olm.operatorframework.io" at the cluster scope (reading the '
+               "cluster's ClusterCatalogs needs list on clustercatalogs.olm.operatorframework.io)\n")
     # one not served stops resolution, as it stops operator-controller's
     cluster_catalog(mc, "community", push_index(registry, tmp_path, "op/community", fbc(images)))
     cluster_catalog(mc, "new", None)
@@ -378,10 +378,10 @@ def test_what_a_manifest_without_catalog_cannot_read_names_the_manifest_and_a_fo
     code, out, err = cosctl("upgrade", "--all", "-o", "json", cluster=mc)
     assert code == 1, err
     assert [(o["owner"], o["result"], o.get("problem")) for o in json.loads(out)] == [
-        ("by-cc", "failed", "catalog clustercatalogs:: listing the cluster's ClusterCatalogs: "
-                            'clustercatalogs.olm.operatorframework.io is forbidden: User "cos-upgrade" cannot list '
-                            'resource "clustercatalogs" in API group "olm.operatorframework.io" at the cluster scope '
-                            "(reading the cluster's ClusterCatalogs needs list on "
+        ("by-cc", "failed", "catalog clustercatalogs:: listing the cluster's ClusterCatalogs: the cluster refused: "
+                            'Forbidden: clustercatalogs.olm.operatorframework.io is forbidden: User "cos-upgrade" '
+                            'cannot list resource "clustercatalogs" in API group "olm.operatorframework.io" at the '
+                            "cluster scope (reading the cluster's ClusterCatalogs needs list on "
                             "clustercatalogs.olm.operatorframework.io)"),
         ("by-image", "created", None)]
 
@@ -423,7 +423,7 @@ def test_search_lists_each_cluster_catalogs_packages_and_which_one_olm_resolves_
         f"ClusterCatalog community (priority 0, docker://{community}):\npackage demo, default channel stable\n"
         "latest: 1.2.0, this catalog's best with no channel or range\nCHANNEL  VERSIONS (newest first)\n"
         "stable   1.2.0, 1.1.0, 1.0.0",
-        "OLM v1 resolves nothing while ClusterCatalog unpacking is not served; from those served, it would resolve "
+        "OLM v1 resolves nothing while ClusterCatalog unpacking is not served; from the others, it would resolve "
         "demo from ClusterCatalog pinned: demo-operator.v1.1.0\n"
         "install: cosctl publish --package demo --catalog clustercatalogs: -n NAMESPACE [--channel NAME] "
         "[--version RANGE]\n"]), err
@@ -435,6 +435,17 @@ def test_search_lists_each_cluster_catalogs_packages_and_which_one_olm_resolves_
     assert cosctl("search", "--catalog", "clustercatalogs:", "--package", "demo", cluster=mc)[1].splitlines()[-2] == (
         'OLM v1 refuses to resolve demo: found bundles for package "demo" in multiple catalogs with the same '
         "priority [community pinned]")
+    # a package one ClusterCatalog cannot read stops OLM v1 too: said, not passed over
+    broken = push_index(registry, tmp_path, "op/broken", '{"schema": "olm.package", "name": "demo", '
+                                                         '"defaultChannel": 5}')
+    cluster_catalog(mc, "broken", broken, priority=50)
+    code, out, err = cosctl("search", "--catalog", "clustercatalogs:", "--package", "demo", cluster=mc)
+    assert (code, out.splitlines()[-2]) == (0, (
+        "OLM v1 resolves nothing while ClusterCatalog broken cannot read it; from the others, it would refuse to "
+        'resolve demo: found bundles for package "demo" in multiple catalogs with the same priority '
+        "[community pinned]")), err
+    assert "cosctl search: warning: package demo in ClusterCatalog broken cannot be read: " in err
+    mc.delete(*CATALOG, "broken")
     code, out, err = cosctl("search", "nope", "--catalog", "clustercatalogs:", cluster=mc)
     assert (code, out, err.splitlines()[-1]) == (
         1, "", "cosctl search: the ClusterCatalogs searched (community, pinned) have no package whose name contains "
