@@ -19,6 +19,7 @@ from common.bundle.catalogcheck import InstalledRevision, installed_bundle
 from common.bundle.catalogsource import CatalogSource, SourceCatalog, choose_source, recorded_source, resolve_source
 from common.bundle.publish import revision_of
 from common.bundle.registryv1.model import BundleError
+from common.bundle.registryv1.resolve import deprecations
 from common.cluster.interface import Cluster
 from common.contract import api, conditions
 from common.contract.objects import Obj
@@ -65,6 +66,9 @@ class Row:
     # name, version, image of what publish --package would install (and clusterCatalog: the ClusterCatalog's name)
     upgrade: dict[str, str] | None = None
     upgrade_problem: str | None = None
+    # what a ClusterExtension's Deprecated conditions would say (the package, the channels asked for, the installed
+    # bundle), from the catalog the upgrade resolves from
+    deprecations: tuple[str, ...] = ()
 
     @property
     def latest(self) -> Obj:
@@ -113,6 +117,7 @@ class Row:
             **({"upgrade": self.upgrade, "upToDate": self.up_to_date, "publishedIn": self.published}
                if self.upgrade is not None else {}),
             **({"upgradeProblem": self.upgrade_problem} if self.upgrade_problem else {}),
+            **({"deprecations": list(self.deprecations)} if self.upgrade is not None else {}),
         }
 
 
@@ -176,6 +181,10 @@ def check_upgrades(rows: list[Row], read: Callable[[str, set[str]], tuple[Source
         row.upgrade = {"name": resolution.bundle.name, "version": str(resolution.version),
                        "image": resolution.bundle.image,
                        **({"clusterCatalog": chosen.name} if chosen.name is not None else {})}
+        if chosen.catalog is not None:
+            row.deprecations = tuple(deprecations(
+                chosen.catalog.package(choice.source.package), choice.source.channels,
+                row.installed.bundle.name if row.installed is not None else "").messages())
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -202,8 +211,16 @@ def _list(args: argparse.Namespace) -> int:
     for row in rows:   # the reasons, too long for the table's column (and with JSON too, for a pipeline's log)
         if problem := row.source_problem or (row.upgrade_problem if args.upgrades else None):
             print(f"cosctl list: {row.owner}: {problem}", file=sys.stderr)
+        warn_deprecations(row, "list")
     failed = any(row.upgrade_problem or row.source_problem for row in rows) if args.upgrades else False
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def warn_deprecations(row: Row, command: str) -> None:
+    """What the catalog deprecates of the owner's package, channels and installed bundle: a warning each, as OLM v1
+    sets a ClusterExtension's Deprecated conditions (nothing is refused)."""
+    for message in row.deprecations:
+        print(f"cosctl {command}: warning: {row.owner}: deprecated: {message}", file=sys.stderr)
 
 
 def _print(rows: list[Row], *, upgrades: bool) -> None:

@@ -39,7 +39,7 @@ from common.cosctl._producer import (
     print_table,
     run,
 )
-from common.cosctl.owners import Row, check_upgrades, owners, rows_of
+from common.cosctl.owners import Row, check_upgrades, owners, rows_of, warn_deprecations
 
 # What happened to each owner: the RESULT column, and "result" in JSON.
 CREATED, UPDATED, UNCHANGED = "created", "updated", "unchanged"   # published (Result.outcome)
@@ -91,6 +91,7 @@ class Outcome:
                 "name": row.installed.bundle.name, "version": row.installed.bundle.version,
                 "revision": row.installed.revision},
             "upgrade": row.upgrade,
+            "deprecations": list(row.deprecations),
             "result": self.result,
             "revision": self.revision,
             "dryRun": dry_run,
@@ -121,6 +122,7 @@ def _upgrade(args: argparse.Namespace) -> int:
 
     check_upgrades(rows, read)   # a catalog that cannot be read is the problem of each owner recording it
     for row in rows:
+        warn_deprecations(row, "upgrade")
         done[row.owner] = _upgrade_one(args, cluster, row, catalogs)
     outcomes = [done[name] for name in names]
     if not grouped and args.all:

@@ -175,7 +175,7 @@ def test_a_dry_run_says_what_it_would_publish_and_writes_nothing(images: dict[st
         "owner": "wide", "package": "demo",
         "installed": {"name": "demo-operator.v1.0.0", "version": "1.0.0", "revision": "wide-1"},
         "upgrade": {"name": "demo-operator.v1.1.0", "version": "1.1.0", "image": images["1.1.0"]},
-        "result": "created", "revision": "wide-2", "dryRun": True}]
+        "deprecations": [], "result": "created", "revision": "wide-2", "dryRun": True}]
     assert "would create ClusterObjectSet wide-2: revision 2, 2 phase(s), 2 object(s)" in err.splitlines()
     assert err.splitlines()[-1] == "ClusterObjectSet wide-2 (revision 2) would be created"
     assert names(mc) == ["wide-1"]
@@ -256,3 +256,27 @@ def test_a_failed_publish_says_why_in_json_too_and_a_package_is_never_read_as_an
     assert (code, listed["dash"]["result"], listed["dash"]["problem"]) == (1, "failed", problem)
     assert f"cosctl upgrade: dash: {problem}" in err.splitlines()
     assert (listed["wide"]["result"], listed["wide"]["revision"]) == ("created", "wide-2")
+
+
+def test_what_the_catalog_deprecates_of_an_installed_operator_is_said_by_list_and_upgrade(
+        images: dict[str, str], tmp_path: Path) -> None:
+    """As a ClusterExtension's Deprecated conditions say it: the package, the channels asked for, the installed
+    bundle (not a bundle merely offered), from the catalog resolved from; nothing is refused for it."""
+    catalog = write_catalog(tmp_path / "catalog.json", images)
+    mc = MemCluster()
+    install_wide(mc, str(catalog))
+    with catalog.open("a") as f:
+        f.write("\n" + json.dumps({"schema": "olm.deprecations", "package": "demo", "entries": [
+            {"reference": {"schema": "olm.package"}, "message": "demo is end of life: move to demo2"},
+            {"reference": {"schema": "olm.channel", "name": "stable"}, "message": "channel stable is frozen"},
+            {"reference": {"schema": "olm.bundle", "name": "demo-operator.v1.0.0"}, "message": "1.0.0 leaks"},
+            {"reference": {"schema": "olm.bundle", "name": "demo-operator.v1.2.0"}, "message": "1.2.0 is bad"}]}))
+    said = ["demo is end of life: move to demo2", "channel stable is frozen", "1.0.0 leaks"]
+    code, out, err = cosctl("list", "--upgrades", "-o", "json", cluster=mc)
+    assert (code, json.loads(out)[0]["deprecations"]) == (0, said), err
+    assert err.splitlines() == [f"cosctl list: warning: wide: deprecated: {m}" for m in said]
+    code, out, err = cosctl("upgrade", "--all", "--dry-run", cluster=mc)
+    assert code == 0, err
+    assert err.splitlines()[:3] == [f"cosctl upgrade: warning: wide: deprecated: {m}" for m in said]
+    assert columns(out)[-1] == ["wide", "demo", "1.0.0", "1.1.0", "wide-2 would be created"]
+
