@@ -147,13 +147,20 @@ def test_unavailable_catalogs_are_left_out_and_one_not_served_is_kept_with_what_
 # -- cosctl, against the cluster's ClusterCatalogs ---------------------------------------------------------------
 
 
-def test_publish_resolves_across_cluster_catalogs_by_priority_and_upgrade_follows_them(
-        images: dict[str, str], registry: Registry, tmp_path: Path) -> None:
-    mc = served_cluster()
+def community_and_pinned(mc: MemCluster, images: dict[str, str], registry: Registry, tmp_path: Path) -> tuple[str, str]:
+    """ClusterCatalog community (demo 1.0.0 to 1.2.0, priority 0) and pinned (1.0.0 and 1.1.0, priority 10),
+    served: their images by digest."""
     community = push_index(registry, tmp_path, "op/community", fbc(images))
     pinned = push_index(registry, tmp_path, "op/pinned", fbc(images, ("1.0.0", "1.1.0")))
     cluster_catalog(mc, "community", community)
     cluster_catalog(mc, "pinned", pinned, priority=10)
+    return community, pinned
+
+
+def test_publish_resolves_across_cluster_catalogs_by_priority_and_upgrade_follows_them(
+        images: dict[str, str], registry: Registry, tmp_path: Path) -> None:
+    mc = served_cluster()
+    _, pinned = community_and_pinned(mc, images, registry, tmp_path)
     cluster_catalog(mc, "retired", None, unavailable=True)
     code, out, err = cosctl("publish", "--package", "demo", "-n", "demo-system", "--catalog", "clustercatalogs:",
                             "--version", "1.0.0", cluster=mc)
@@ -403,10 +410,7 @@ def test_a_manifest_selector_not_used_for_a_catalog_kept_by_image_is_said(images
 def test_search_lists_each_cluster_catalogs_packages_and_which_one_olm_resolves_a_package_from(
         images: dict[str, str], registry: Registry, tmp_path: Path) -> None:
     mc = served_cluster()
-    community = push_index(registry, tmp_path, "op/community", fbc(images))
-    pinned = push_index(registry, tmp_path, "op/pinned", fbc(images, ("1.0.0", "1.1.0")))
-    cluster_catalog(mc, "community", community)
-    cluster_catalog(mc, "pinned", pinned, priority=10)
+    community, pinned = community_and_pinned(mc, images, registry, tmp_path)
     cluster_catalog(mc, "unpacking", None)
     unpacking = ("cosctl search: warning: ClusterCatalog unpacking is not searched: its condition Serving is False "
                  "(Unavailable: Catalog is not available) (OLM v1 resolves nothing while it is not served)")
