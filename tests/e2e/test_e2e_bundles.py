@@ -616,6 +616,19 @@ def test_what_olm_v1_refuses_is_never_published(ctx: Ctx) -> None:
     assert ctx.kube.list(COS_API, KIND, label_selector=f"{OWNER_LABEL}={owner}") == []
 
 
+def _koku_owner(ctx: Ctx, name: str) -> tuple[Case, str, Path]:
+    """koku (skipped without its bundles), owner and install namespace ``koku-NAME-RUN`` (its Deployments' pods
+    stood in for), and a configuration watching that namespace."""
+    case = KOKU
+    if any(not (ctx.corpus / d / "metadata").is_dir() for d in case.dirs):
+        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
+    owner = f"koku-{name}-{RUN}"
+    ctx.stand_ins.namespaces.add(owner)
+    config = ctx.tmp / f"koku-{name}-config.yaml"
+    config.write_text(f"watchNamespace: {owner}\n")
+    return case, owner, config
+
+
 def _koku_catalog(path: Path, *, edge: bool, images: dict[str, str] | None = None) -> Path:
     """koku-metrics-operator's channel alpha as community-operators-prod's catalog has it (0.9.1 replaces 0.9.0),
     or, with ``edge`` false, a catalog whose 0.9.1 is no upgrade from 0.9.0; ``images``: each version's image, in
@@ -638,14 +651,9 @@ def _koku_catalog(path: Path, *, edge: bool, images: dict[str, str] | None = Non
 def test_a_catalog_holds_upgrades_to_its_edges(ctx: Ctx) -> None:
     """With --catalog, publish installs what the catalog lists and upgrades only along its edges, from the bundle
     the reconciler reports Succeeded (OLM v1's installed bundle); a refusal writes nothing."""
-    case = KOKU
-    if any(not (ctx.corpus / d / "metadata").is_dir() for d in case.dirs):
-        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
-    owner = ns = f"koku-catalog-{RUN}"
-    ctx.stand_ins.namespaces.add(ns)
+    case, owner, config = _koku_owner(ctx, "catalog")
+    ns = owner
     edge, no_edge = _koku_catalog(ctx.tmp / "catalog", edge=True), _koku_catalog(ctx.tmp / "no-edge", edge=False)
-    config = ctx.tmp / "koku-catalog-config.yaml"
-    config.write_text(f"watchNamespace: {ns}\n")
     first, second = copy_bundle(ctx, case, case.first), copy_bundle(ctx, case, case.second)
     try:
         out = ok(cosctl(ctx, "publish", str(first), "-n", ns, "--create-namespace", "--config", str(config),
@@ -709,13 +717,8 @@ def test_a_package_is_installed_and_upgraded_from_its_catalog_and_registry(ctx: 
     """``publish --package``: the catalog picks the bundle, its image is pulled from a registry over TLS (the test's
     own: tests/support/registry_server.py), and the revision records the source; the next run keeps the version
     range it was installed with, and widening it upgrades along the catalog's edge."""
-    case = KOKU
-    if any(not (ctx.corpus / d / "metadata").is_dir() for d in case.dirs):
-        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
-    owner = ns = f"koku-package-{RUN}"
-    ctx.stand_ins.namespaces.add(ns)
-    config = ctx.tmp / "koku-package-config.yaml"
-    config.write_text(f"watchNamespace: {ns}\n")
+    case, owner, config = _koku_owner(ctx, "package")
+    ns = owner
     with koku_served(ctx, "package") as (home, images, catalog, _):
         try:
             done = cosctl(ctx, "publish", "--package", case.package, "--owner", owner, "-n", ns,
@@ -766,13 +769,8 @@ def test_cos_upgrade_follows_the_catalog_with_the_rights_of_the_auto_upgrade_com
     """``cosctl upgrade``, run as deploy/components/auto-upgrade's ServiceAccount with exactly the rights the
     component grants (its CronJob accepted by the API server, dry run): within the range the owner records it does
     nothing; once the range is dropped it publishes the catalog's next version, which the reconciler rolls out."""
-    case = KOKU
-    if any(not (ctx.corpus / d / "metadata").is_dir() for d in case.dirs):
-        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
-    owner = ns = f"koku-upgrade-{RUN}"
-    ctx.stand_ins.namespaces.add(ns)
-    config = ctx.tmp / "koku-upgrade-config.yaml"
-    config.write_text(f"watchNamespace: {ns}\n")
+    case, owner, config = _koku_owner(ctx, "upgrade")
+    ns = owner
     system_ns = ctx.env["system_ns"]
     component = Path(__file__).resolve().parents[2] / "deploy" / "components" / "auto-upgrade"
     rights = "---\n".join((component / f"{name}.yaml").read_text().replace("namespace: olmv1-system",
@@ -961,13 +959,8 @@ def test_a_package_is_resolved_across_the_cluster_catalogs_by_priority_and_upgra
     if not crds:
         pytest.skip(f"{OLM_CRDS_VARIABLE} is not set: no ClusterCatalog CRD")
     crd_file = _clustercatalogs_crd(crds)
-    case = KOKU
-    if any(not (ctx.corpus / d / "metadata").is_dir() for d in case.dirs):
-        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
-    owner = ns = f"koku-cc-{RUN}"
-    ctx.stand_ins.namespaces.add(ns)
-    config = ctx.tmp / "koku-cc-config.yaml"
-    config.write_text(f"watchNamespace: {ns}\n")
+    case, owner, config = _koku_owner(ctx, "cc")
+    ns = owner
     crd = "clustercatalogs.olm.operatorframework.io"
     made_crd = gone(ctx.kube, CRD_API, "CustomResourceDefinition", crd)
     full, pinned = f"koku-full-{RUN}", f"koku-pinned-{RUN}"
@@ -1042,15 +1035,10 @@ def test_cosctl_rbac_grants_what_a_least_privilege_install_and_upgrade_need(ctx:
     API server's escalation check of the bundle's Roles included). An upgrade whose RBAC replaced the installed
     version's is refused, naming what the installed revision's teardown would lack, until ``--keep-installed`` keeps
     it; the old revision is then torn down with the ServiceAccount's token."""
-    case = KOKU
-    if any(not (ctx.corpus / d / "metadata").is_dir() for d in case.dirs):
-        pytest.skip(f"{CORPUS_VARIABLE}={ctx.corpus}: no bundles {case.dirs}")
-    owner = ns = f"koku-rbac-{RUN}"
+    case, owner, config = _koku_owner(ctx, "rbac")
+    ns = owner
     kubectl(ctx.env, "create", "namespace", ns)   # the ServiceAccount lives there: it must exist first
     ctx.namespaces.append(ns)
-    ctx.stand_ins.namespaces.add(ns)
-    config = ctx.tmp / "koku-rbac-config.yaml"
-    config.write_text(f"watchNamespace: {ns}\n")
     first, second = copy_bundle(ctx, case, case.first), copy_bundle(ctx, case, case.second)
     installer = ("--owner", owner, "--service-account", "installer")
     old_role, new_role = case.moved[2][1], case.moved[2][2]   # the ClusterRoles the CSV names (0.9.0, 0.9.1)
