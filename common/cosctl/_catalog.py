@@ -72,8 +72,8 @@ def _extension_argument(text: str) -> str:
 
 
 def catalog_argument(text: str) -> str:
-    """``--catalog``: an empty value would be read as the working directory; ``clustercatalogs:SELECTOR`` must be a
-    label selector (said before anything is read)."""
+    """``--catalog``: an empty value would be read as the working directory; ``clustercatalogs:SELECTOR`` is kept
+    as given, its selector the API server's to parse."""
     if not text:
         raise argparse.ArgumentTypeError("empty: give a catalog directory or file, or docker://INDEX")
     if is_cluster_catalogs(text):
@@ -88,9 +88,10 @@ def read_catalogs(reference: str, package: str | Collection[str] | None, command
     (``clustercatalogs:SELECTOR``) the ClusterCatalogs OLM v1 would walk, listed on the cluster ``connect`` opens,
     each that is served read from its image. When none is left to walk, one entry saying why (resolution then
     finds no bundle, as OLM v1's does); a ClusterCatalog not served, as :func:`resolve_source` meets it, alone
-    (``every_served``: beside those that are, for a search, which reads what it can). A cluster
-    that cannot list them is :class:`ClusterCatalogsError` naming the reference as ``said_as`` (default: the
-    option)."""
+    (``every_served``: beside those that are, for a search, which reads what it can). A cluster without the
+    ClusterCatalog API, or refusing the selector, is :class:`ClusterCatalogsError`; one that refuses or fails the
+    list, :class:`~common.bundle.clustercatalogs.ClusterCatalogsUnreadable`; both name the reference as ``said_as``
+    (default: the option)."""
     def load(image: str) -> Catalog:
         return load_catalog(image, package=package, report=reporter(command))
     if not is_cluster_catalogs(reference):
