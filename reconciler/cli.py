@@ -17,7 +17,7 @@ import threading
 import uuid
 from typing import Any
 
-from common.contract import api, conditions
+from common.contract import api, conditions, useragent
 from common.runtime.logs import JsonFormatter
 from common.runtime.parallel import DEFAULT_CONCURRENCY
 from reconciler.olm_guard import EXIT_OTHER_CONTROLLER, SKIP_FLAG
@@ -27,12 +27,7 @@ log = logging.getLogger("cos-reconciler")
 
 def user_agent() -> str:
     """``cos-reconciler/<version>``: how the API server's audit log and request metrics name this process."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"cos-reconciler/{version('cluster-object-set')}"
-    except PackageNotFoundError:   # run from a source tree that was never installed
-        return "cos-reconciler/dev"
+    return useragent.user_agent("cos-reconciler")
 
 
 def setup_logging(fmt: str, level: str) -> None:

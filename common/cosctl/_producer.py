@@ -21,7 +21,7 @@ from common.bundle.publish import Action, PublishError
 from common.bundle.registryv1.model import BundleError, BundleInputError, ConfigurationError, RenderError
 from common.bundle.registryv1.resolve import ResolutionError
 from common.cluster.interface import ApiError, Cluster
-from common.contract import api
+from common.contract import api, useragent
 from common.contract.objects import Obj
 from common.contract.serviceaccount import ServiceAccountRef
 
@@ -232,12 +232,7 @@ class MissingArgument(Exception):
 def user_agent() -> str:
     """``cosctl/<version>``: how the API server's audit log and request metrics name cosctl's requests (those of
     deploy/components/auto-upgrade's CronJob among them), rather than the generated client's default."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return f"cosctl/{version('cluster-object-set')}"
-    except PackageNotFoundError:   # run from a source tree that was never installed
-        return "cosctl/dev"
+    return useragent.user_agent("cosctl")
 
 
 def connect(args: argparse.Namespace) -> Cluster:

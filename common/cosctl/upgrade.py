@@ -91,7 +91,7 @@ class Outcome:
                 "name": row.installed.bundle.name, "version": row.installed.bundle.version,
                 "revision": row.installed.revision},
             "upgrade": row.upgrade,
-            "deprecations": list(row.deprecations),
+            **({"deprecations": list(row.deprecations)} if row.upgrade is not None else {}),
             "result": self.result,
             "revision": self.revision,
             "dryRun": dry_run,

@@ -29,6 +29,7 @@ from common.bundle.registryv1.registries import (
 )
 from common.bundle.registryv1.source import is_bundle, load_bundle
 from common.contract import api
+from common.contract.useragent import user_agent
 from common.testing.memcluster import MemCluster
 from tests.producer.helpers import cosctl
 from tests.registryv1.bundles import Layout, bundle_image_layout, files_layer, tree_files, write_bundle
@@ -234,6 +235,10 @@ def test_credentials_from_the_auth_file_go_to_the_token_service_only(ca: CA, hom
         load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}")
         basic = "Basic " + base64.b64encode(b"alice:s3cret").decode()
         assert {r.path for r in registry.requests if r.headers.get("authorization") == basic} == {"/token"}
+        # as containers/image asks: the account named, and cosctl named in the User-Agent
+        assert next(r.query for r in registry.requests if r.path == "/token") == {
+            "scope": ["repository:op/demo-bundle:pull"], "service": ["test-registry"], "account": ["alice"]}
+        assert {r.headers["user-agent"] for r in registry.requests} == {user_agent("cosctl")}
         # each token serves one request here: a fresh 401 fetches a new one
         assert len([r for r in registry.requests if r.path == "/token"]) == 3
         storage = [r for r in registry.requests if r.path.startswith("/storage/")]
@@ -335,13 +340,17 @@ def test_an_identity_token_is_exchanged_at_the_token_service_as_containers_image
         assert [t.user for t in registry.tokens] == ["robot"]
         assert not any("refresh-me" in r.headers.get("authorization", "") for r in registry.requests)
         # one the token service does not know: said with the service's words and where it came from, not what it is
-        write_auth(auth, {registry.host: {"identitytoken": "expired"}})
+        write_auth(auth, {registry.host: {"auth": base64.b64encode(b"robot:").decode(), "identitytoken": "expired"}})
         ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
         text = refusal(ref)
         assert text == (f"{ref}: the token service {registry.host} refused a pull token for op/demo-bundle with the "
                         f"identity token of {auth} (auths {registry.host}) (HTTP 400: invalid_grant: the refresh "
                         "token is not valid)")
         assert "expired" not in text
+        # without "auth" beside it, as containers/image reads it, no credentials: anonymous
+        write_auth(auth, {registry.host: {"identitytoken": "refresh-me"}})
+        assert refusal(ref).endswith(f"asked anonymously (no credentials for it in {auth}, "
+                                     f"{home}/.config/containers/auth.json, {home}/.docker/config.json)")
 
 
 def test_an_identity_token_from_a_credential_helper_and_for_a_registry_that_asks_for_basic(
@@ -357,23 +366,33 @@ def test_an_identity_token_from_a_credential_helper_and_for_a_registry_that_asks
         trust(home, ca, registry)
         push_bundle(registry, bundle_dir, tmp_path)
         config = home / ".docker" / "config.json"
-        config.parent.mkdir()
+        config.parent.mkdir(exist_ok=True)
         config.write_text(json.dumps({"credHelpers": {registry.host: "acr"}}))
         found = credentials(parse_reference(f"{registry.host}/op/demo-bundle"))
         assert found is not None and (found.username, found.password, found.identity_token) == ("", "", "refresh-me")
+        script.write_text("#!/bin/sh\nread server\n"
+                          "echo '{\"ServerURL\":\"x\",\"Username\":\"<token>\",\"Secret\":\"\"}'\n")
+        assert credentials(parse_reference(f"{registry.host}/op/demo-bundle")) is None   # empty: none, anonymous
+        script.write_text("#!/bin/sh\nread server\n"
+                          "echo '{\"ServerURL\":\"x\",\"Username\":\"<token>\",\"Secret\":\"refresh-me\"}'\n")
         assert "refresh-me" not in repr(found)
         assert load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}").package_name == "demo"
         assert [t.user for t in registry.tokens] == ["robot"]
     with Registry(ca, auth="basic", users={"alice": "s3cret"}) as registry:
         trust(home, ca, registry)
         push_bundle(registry, bundle_dir, tmp_path)
-        auth = write_auth(tmp_path / "auth.json", {registry.host: {"identitytoken": "refresh-me"}})
-        monkeypatch.setenv("REGISTRY_AUTH_FILE", str(auth))
         ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+        # the helper's identity token alone, to a registry that asks for Basic: said, with what to do
+        config.write_text(json.dumps({"credHelpers": {registry.host: "acr"}}))
         assert refusal(ref) == (
-            f"{ref}: {registry.host} asks for a user name and password, and the credentials of {auth} (auths "
-            f"{registry.host}) are an identity token (OAuth2 refresh token), which only a token service takes: log "
-            "in with a user name and password (podman login, docker login -u)")
+            f"{ref}: {registry.host} asks for a user name and password, and the credentials of {config} "
+            f"(credHelpers {registry.host}) are an identity token (OAuth2 refresh token), which only a token service "
+            "takes: log in with a user name and password (podman login, docker login -u)")
+        # an auth file's entry holds a user and password beside it: those go, as containers/image sends them
+        auth = write_auth(tmp_path / "auth.json", {registry.host: {
+            "auth": base64.b64encode(b"alice:s3cret").decode(), "identitytoken": "refresh-me"}})
+        monkeypatch.setenv("REGISTRY_AUTH_FILE", str(auth))
+        assert load_bundle(ref).package_name == "demo"
 
 
 # --- what a registry does wrong ----------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ from common.bundle.registryv1.registries import (
     home,
     registries_conf,
 )
+from common.contract.useragent import user_agent
 
 Report = Callable[[str], None]
 
@@ -73,6 +74,7 @@ ATTEMPTS: Final = 4
 MAX_RETRY_AFTER: Final = 30.0  # seconds: a longer Retry-After is not waited for: the pull fails, saying so
 MAX_TOKEN_BYTES: Final = 1 << 20  # a token service's answer (a JWT is a few KiB)
 MAX_REDIRECTS: Final = 5
+USER_AGENT: Final = user_agent("cosctl")   # what registries and token services log
 TIMEOUT: Final = urllib3.Timeout(connect=30.0, read=120.0)
 PROGRESS_EVERY: Final = 5.0  # seconds between progress lines of one download
 PROGRESS_FROM: Final = 8 << 20  # bytes: smaller downloads report nothing while they run
@@ -339,7 +341,7 @@ class _Session:
         redirects = 0
         while True:
             attempt += 1
-            headers = {"User-Agent": "cosctl"}
+            headers = {"User-Agent": USER_AGENT}
             if accept:
                 headers["Accept"] = accept
             same = urllib.parse.urlsplit(url)
@@ -449,7 +451,7 @@ class _Session:
         scheme, params = _challenge(header)
         creds = self._credentials()
         if scheme == "basic":
-            if creds is not None and creds.identity_token is not None:
+            if creds is not None and not (creds.username or creds.password):   # an identity token alone
                 raise self.fail(f"{self.host} asks for a user name and password, and the credentials of "
                                 f"{creds.source} are an identity token (OAuth2 refresh token), which only a token "
                                 "service takes: log in with a user name and password (podman login, docker login "
@@ -476,7 +478,9 @@ class _Session:
         query = {"scope": f"repository:{self.repository}:pull"}
         if params.get("service"):
             query["service"] = params["service"]
-        headers = {"User-Agent": "cosctl"}
+        if creds is not None and creds.username and creds.identity_token is None:
+            query["account"] = creds.username   # as containers/image asks: some token services key on it
+        headers = {"User-Agent": USER_AGENT}
         if creds is not None and split.scheme != "https" and not self.endpoint.insecure:
             raise self.fail(f"{self.host}'s token service {realm} is plain HTTP: credentials are not sent "
                             "there (mark the registry insecure in registries.conf to allow it)")
@@ -490,7 +494,7 @@ class _Session:
                      ("refresh_token", creds.identity_token), ("client_id", "containers/image")]
             method, url, body = "POST", realm, urllib.parse.urlencode(form).encode()
             headers["Content-Type"] = "application/x-www-form-urlencoded"
-        elif creds is not None:
+        elif creds is not None and creds.username and creds.password:
             headers["Authorization"] = creds.basic()
         response = None
         for attempt in range(1, ATTEMPTS + 1):
@@ -513,6 +517,9 @@ class _Session:
         answered = _discard(response, MAX_TOKEN_BYTES + 1)
         if response.status != 200:
             detail = _registry_errors(answered) or _oauth_error(answered)
+            for secret in (creds.password, creds.identity_token) if creds is not None else ():
+                if secret:   # a token service that echoes what it was sent does not put it in our message
+                    detail = detail.replace(secret, "(redacted)")
             used = ("no credentials (anonymous)" if creds is None else f"the identity token of {creds.source}"
                     if creds.identity_token is not None else f"the credentials of {creds.source}")
             raise self.fail(f"the token service {split.netloc} refused a pull token for {self.repository} with "

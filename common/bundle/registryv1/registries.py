@@ -342,7 +342,9 @@ def credentials(reference: ImageReference) -> Credentials | None:
             if isinstance(helpers, dict) and isinstance(helpers.get(key), str):
                 return _from_helper(helpers[key], reference, f"{path} (credHelpers {key})")
             if key in entries and entries[key] != {}:   # an empty entry: docker login's mark for credsStore
-                return _from_entry(entries[key], f"{path} (auths {key})")
+                if (found := _from_entry(entries[key], f"{path} (auths {key})")) is not None:
+                    return found
+                break   # an identity token without "auth" is no credentials: as containers/image, read on
         store = document.get("credsStore")
         if isinstance(store, str) and store:
             found = _from_helper(store, reference, f"{path} (credsStore)", missing_ok=True)
@@ -368,15 +370,23 @@ def _auth_document(path: Path) -> dict[str, Any] | None:
     return document
 
 
-def _from_entry(entry: Any, where: str) -> Credentials:
+def _from_entry(entry: Any, where: str) -> Credentials | None:
     if not isinstance(entry, dict):
         raise CredentialsError(f"{where}: not an object")
     token = entry.get("identitytoken")
     if token is not None and not isinstance(token, str):
         raise CredentialsError(f"{where}: \"identitytoken\" is not a string")
-    if token:   # what containers/image does with it: a refresh token for the token service, the rest ignored
-        username = entry.get("username")
-        return Credentials(username if isinstance(username, str) else "", "", where, identity_token=token)
+    if token:
+        # what containers/image does with one: kept beside the user and password "auth" holds (docker writes
+        # "<user>:" there), for a token service; an entry whose "auth" holds none is no entry (the next file is read)
+        try:
+            user, colon, password = base64.b64decode(entry.get("auth") or "", validate=True).decode(
+                "utf-8").partition(":")
+        except (binascii.Error, UnicodeDecodeError, TypeError):
+            colon = ""
+        if not colon:
+            return None
+        return Credentials(user, password.strip("\x00"), where, identity_token=token)
     if isinstance(entry.get("username"), str) and isinstance(entry.get("password"), str):
         return Credentials(entry["username"], entry["password"], where)
     encoded = entry.get("auth")
@@ -415,5 +425,5 @@ def _from_helper(name: str, reference: ImageReference, where: str, *,
     if not isinstance(username, str) or not isinstance(secret, str):
         raise CredentialsError(f"{where}: credential helper {program} answered no Username and Secret")
     if username == "<token>":   # docker's credential helper protocol: the secret is an identity token
-        return Credentials("", "", where, identity_token=secret)
+        return Credentials("", "", where, identity_token=secret) if secret else None
     return Credentials(username, secret, where)
