@@ -7,7 +7,9 @@ Secret key holds (:mod:`.refs`, shared with the reconciler), reading a whole rev
 (:mod:`.contents`), comparing two revisions object by object (:mod:`.diff`), rolling back forward
 (:mod:`.rollback`), the CRD upgrade safety check of a revision's CRDs (OLM v1's comparisons,
 :mod:`.crdsafety`; against a cluster, :mod:`.crdcheck`), whether a catalog allows a bundle over what an
-owner's revisions installed (OLM v1's upgrade edges, :mod:`.catalogcheck`), the RBAC a revision needs and whether a
+owner's revisions installed (OLM v1's upgrade edges, :mod:`.catalogcheck`), which bundle of a package to install and
+where it was resolved from (:mod:`.catalogsource`; across the cluster's ClusterCatalogs, :mod:`.clustercatalogs`), a
+ClusterExtension manifest read as options (:mod:`.extension`), the RBAC a revision needs and whether a
 ServiceAccount holds it (:mod:`.permissions`, :mod:`.permcheck`), what a bundle depends on and whether the cluster
 has it (:mod:`.dependencies`), and uninstalling an owner without losing custom resources unasked
 (:mod:`.uninstall`). Spec:

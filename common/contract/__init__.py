@@ -8,7 +8,8 @@ denials as kubectl prints them (:mod:`.kubectl`), object-data decoding and conte
 (:mod:`.objectdata`), the status conditions: their vocabulary, the table that sets them and what they say
 (:mod:`.conditions`), label selectors (:mod:`.labels`), readiness probes (:mod:`.probes`), the ServiceAccount a
 COS is written as (:mod:`.serviceaccount`), the object model (:mod:`.objects`), resource quantities as the API
-machinery parses and prints them (:mod:`.quantity`) and realistic sample COSs (:mod:`.samples`).
+machinery parses and prints them (:mod:`.quantity`), realistic sample COSs (:mod:`.samples`) and how the project's
+programs name themselves in a User-Agent (:mod:`.useragent`).
 
 May import: the standard library and pure libraries (jsonschema, cel-expr-python, orjson, PyYAML). Never
 cluster access (:mod:`common.cluster`, the ``kubernetes`` client), never the layers above it, never a test
