@@ -267,22 +267,13 @@ def resolve_package(args: argparse.Namespace, command: str, say: Callable[[str],
     cluster = args.connect(args)
     revisions = owner_revisions(cluster, owner)
     latest = revisions[-1] if revisions else None
-    catalog = _recordable(args.catalog)
-    from_extension = catalog is None and getattr(args, "extension_catalogs", None) is not None
-    if from_extension:
-        catalog = _extension_catalogs(args.extension_catalogs, package, latest)
-        if catalog is None and args.extension_selector:
-            print(f"cosctl {command}: warning: {args.extension}: spec.source.catalog.selector is not used: the "
-                  "catalog the owner was published from is kept (give --catalog clustercatalogs: to resolve from "
-                  "the cluster's ClusterCatalogs)", file=sys.stderr)
-        from_extension = catalog is not None
+    catalog, said_as = catalog_to_record(args, package, latest, command)
     choice = choose_source(package, catalog=catalog, channels=args.channels, version=args.version, latest=latest)
     source = choice.source
     if given_read is not None:
         catalogs = given_read
     elif catalog is not None:   # clustercatalogs:SELECTOR, read once the cluster is open
-        catalogs = read_catalogs(source.catalog, package, command, lambda: cluster,
-                                 said_as=f"{args.extension}: spec.source.catalog.selector" if from_extension else None)
+        catalogs = read_catalogs(source.catalog, package, command, lambda: cluster, said_as=said_as)
     else:
         catalogs = kept_catalog(choice, command, read, lambda: cluster)
     installed = installed_bundle(revisions)
@@ -305,6 +296,24 @@ def resolve_package(args: argparse.Namespace, command: str, say: Callable[[str],
     return PackageRun(owner, cluster, revisions, bundle, image,
                       CatalogRun(read_from, bundle, source.channels, args.upgrade_constraint_policy), choice,
                       {api.ANNOTATION_BUNDLE_SOURCE: source.to_annotation()})
+
+
+def catalog_to_record(args: argparse.Namespace, package: str, latest: Obj | None, command: str) -> \
+        tuple[str | None, str | None]:
+    """The catalog the command line (or a ClusterExtension manifest) names, as the revision records it (None: keep
+    the latest revision's record), and how messages name it when a manifest's selector chose it. A manifest's
+    selector not used because the owner keeps the catalog it was published from is a warning."""
+    catalog = _recordable(args.catalog)
+    if catalog is not None or getattr(args, "extension_catalogs", None) is None:
+        return catalog, None
+    catalog = _extension_catalogs(args.extension_catalogs, package, latest)
+    if catalog is None:
+        if args.extension_selector:
+            print(f"cosctl {command}: warning: {args.extension}: spec.source.catalog.selector is not used: the "
+                  "catalog the owner was published from is kept (give --catalog clustercatalogs: to resolve from "
+                  "the cluster's ClusterCatalogs)", file=sys.stderr)
+        return None, None
+    return catalog, f"{args.extension}: spec.source.catalog.selector"
 
 
 def _extension_catalogs(by_selector: str, package: str, latest: Obj | None) -> str | None:

@@ -35,7 +35,15 @@ from common.bundle.registryv1.resolve import (
     make_query,
 )
 from common.cluster.interface import Cluster
-from common.cosctl._catalog import CATALOG_HELP, CLUSTER_CATALOGS_HELP, catalog_argument, kept_catalog, read_catalogs
+from common.cosctl._catalog import (
+    CATALOG_HELP,
+    CLUSTER_CATALOGS_HELP,
+    catalog_argument,
+    catalog_to_record,
+    kept_catalog,
+    read_catalogs,
+    take_extension,
+)
 from common.cosctl._producer import (
     EXIT_OK,
     MissingArgument,
@@ -54,7 +62,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "version first. Prints the bundle OLM v1 would pick, its image, and every bundle that "
                     "qualified; OLM v1's message (exit 1) when none does. With --owner, the installed bundle is "
                     "the owner's newest Succeeded revision that is not archived, on the cluster.")
-    parser.add_argument("package", help="the package name (a ClusterExtension's spec.source.catalog.packageName)")
+    parser.add_argument("package", nargs="?", default=None,
+                        help="the package name (a ClusterExtension's spec.source.catalog.packageName)")
+    parser.add_argument("--extension", default=None, metavar="FILE",
+                        help="instead of PACKAGE and the bounds, what an OLM v1 ClusterExtension manifest says: its "
+                             "package, channels, version range and upgrade constraint policy; its name is the owner "
+                             "whose installed bundle is read from the cluster; without --catalog, the ClusterCatalogs "
+                             "its spec.source.catalog.selector picks (unless the owner keeps a catalog by path or "
+                             "image), as publish --extension resolves it")
     parser.add_argument("--catalog", default=None, metavar="DIR|FILE", type=catalog_argument,
                         help=CATALOG_HELP + CLUSTER_CATALOGS_HELP + "; with --owner, default: the catalog its "
                                                                     "latest revision records (publish --package)")
@@ -83,13 +98,21 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
+    if args.extension is not None:
+        if args.package is not None:
+            raise MissingArgument(f"{args.package} and --extension {args.extension}: the ClusterExtension names the "
+                                  "package (spec.source.catalog.packageName); give one or the other")
+        take_extension(args, "resolve")
+    elif args.package is None:
+        raise MissingArgument("give PACKAGE, or --extension FILE (a ClusterExtension manifest)")
+    package = str(args.package)
     if args.catalog is None and not args.owner:
         raise MissingArgument("--catalog DIR|FILE|docker://INDEX|clustercatalogs:[SELECTOR] is required (or --owner "
                               "OWNER, whose latest revision records the catalog publish --package resolved it from)")
     if args.version:
-        make_query(args.package, version=args.version)  # a range OLM v1 refuses: said before anything is read
+        make_query(package, version=args.version)  # a range OLM v1 refuses: said before anything is read
     clustered = args.catalog is not None and is_cluster_catalogs(args.catalog)
-    given = (read_catalogs(args.catalog, args.package, "resolve", lambda: args.connect(args))
+    given = (read_catalogs(args.catalog, package, "resolve", lambda: args.connect(args))
              if args.catalog is not None and not clustered else None)
     connected: list[Cluster] = []
 
@@ -99,16 +122,20 @@ def _resolve(args: argparse.Namespace) -> int:
         return connected[0]
     revisions = owner_revisions(connect(), args.owner) if args.owner else []
     installed = installed_bundle(revisions) if args.owner else None
+    catalog, said_as = args.catalog, None
+    if catalog is None:   # a ClusterExtension's ClusterCatalogs, unless its owner keeps a catalog
+        catalog, said_as = catalog_to_record(args, package, revisions[-1] if revisions else None, "resolve")
+        clustered = catalog is not None
     # with --owner, what publish --package would pick: the bounds not given are those its latest revision records
     try:
-        choice = choose_source(args.package, catalog=args.catalog, channels=args.channels, version=args.version,
+        choice = choose_source(package, catalog=catalog, channels=args.channels, version=args.version,
                                latest=revisions[-1] if revisions else None)
     except CatalogSourceError as exc:
         if args.catalog is None:
             raise
         # a record cosctl cannot read: this read-only answer goes on without it (publish --package refuses)
         print(f"cosctl resolve: warning: {exc}; resolving with the command line's bounds alone", file=sys.stderr)
-        choice = SourceChoice(CatalogSource(args.catalog, args.package,
+        choice = SourceChoice(CatalogSource(args.catalog, package,
                                             tuple(c for c in args.channels or () if c), args.version or ""))
     if choice.kept_from:
         print(f"cosctl resolve: kept from {choice.kept_from} (as publish --package keeps them): {kept_text(choice)}",
@@ -116,26 +143,26 @@ def _resolve(args: argparse.Namespace) -> int:
     if given is not None:
         catalogs = given
     elif clustered:
-        catalogs = read_catalogs(choice.source.catalog, args.package, "resolve", connect)
+        catalogs = read_catalogs(choice.source.catalog, package, "resolve", connect, said_as=said_as)
     else:
         catalogs = kept_catalog(choice, "resolve", None, connect)
     query = choice.source.query(args.upgrade_constraint_policy)
     bundle_name = installed.bundle.name if installed else ""
     if len(catalogs) == 1 and catalogs[0].catalog is not None and catalogs[0].name is None:
         # one catalog: its deprecations are said even when nothing resolves
-        _warn_deprecated(catalogs[0].catalog.package(args.package), query.channels, bundle_name)
+        _warn_deprecated(catalogs[0].catalog.package(package), query.channels, bundle_name)
     if (rolling := rolling_out_hint(installed) if installed is not None else first_install_hint(revisions)):
         print(f"cosctl resolve: warning: {rolling}", file=sys.stderr)
     chosen, resolution = resolve_source(catalogs, choice, installed, policy=args.upgrade_constraint_policy)
     assert chosen.catalog is not None   # resolution stops at a catalog not read
-    package = chosen.catalog.package(args.package)
+    offered = chosen.catalog.package(package)
     if chosen.name is not None:   # across ClusterCatalogs: the deprecations of the one resolved from
-        _warn_deprecated(package, query.channels, bundle_name)
-    deprecated = deprecated_bundle_names(package)
+        _warn_deprecated(offered, query.channels, bundle_name)
+    deprecated = deprecated_bundle_names(offered)
     rows = [(b.name, _version_text(b), b.image) for b in resolution.candidates]
     if args.output == "json":
         print(json.dumps({
-            "package": args.package, "catalog": chosen.source,
+            "package": package, "catalog": chosen.source,
             **({"clusterCatalog": chosen.name} if chosen.name is not None else {}),
             "installed": None if installed is None else {"name": installed.bundle.name,
                                                          "version": installed.bundle.version,

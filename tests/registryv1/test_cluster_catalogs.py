@@ -454,3 +454,30 @@ def test_search_lists_each_cluster_catalogs_packages_and_which_one_olm_resolves_
     assert (code, out, err.splitlines()[-1]) == (
         1, "", "cosctl search: the ClusterCatalogs searched (community, pinned) have no package whose name contains "
                "'nope'")
+
+
+def test_resolve_answers_for_a_cluster_extension_manifest_as_publish_would_resolve_it(
+        images: dict[str, str], registry: Registry, tmp_path: Path) -> None:
+    mc = served_cluster()
+    community, _ = community_and_pinned(mc, images, registry, tmp_path)   # pinned, of higher priority, left out
+    mc.merge_patch(*CATALOG, "community", None, {"metadata": {"labels": {"tier": "community"}}})
+    manifest = extension_with(tmp_path, {"matchLabels": {"tier": "community"}}, version="<1.2")
+    code, out, err = cosctl("resolve", "--extension", manifest, "-o", "json", cluster=mc)
+    assert (code, {k: json.loads(out)[k] for k in ("package", "clusterCatalog", "installed", "resolved")}) == (0, {
+        "package": "demo", "clusterCatalog": "community", "installed": None,
+        "resolved": {"name": "demo-operator.v1.1.0", "version": "1.1.0", "image": images["1.1.0"]}}), err
+    assert json.loads(out)["source"] == {"catalog": "clustercatalogs:tier=community", "packageName": "demo",
+                                         "channels": [], "version": "<1.2", "kept": [], "keptFrom": None}
+    # installed by the manifest: the owner's installed bundle is read, as publish reads it
+    assert cosctl("publish", "--extension", manifest, cluster=mc)[0] == 0
+    succeed(mc, "my-demo-1")
+    code, out, err = cosctl("resolve", "--extension", manifest, cluster=mc)
+    assert (code, out.splitlines()[:3]) == (0, [
+        "installed: demo-operator.v1.1.0 (1.1.0), by ClusterObjectSet my-demo-1",
+        f"resolves to: demo-operator.v1.1.0 1.1.0 {images['1.1.0']}",
+        f"from: ClusterCatalog community (priority 0, docker://{community})"]), err
+    assert cosctl("resolve", "demo", "--extension", manifest, cluster=mc) == (
+        2, "", f"cosctl resolve: demo and --extension {manifest}: the ClusterExtension names the package "
+               "(spec.source.catalog.packageName); give one or the other\n")
+    assert cosctl("resolve", cluster=mc) == (
+        2, "", "cosctl resolve: give PACKAGE, or --extension FILE (a ClusterExtension manifest)\n")
