@@ -15,7 +15,8 @@ layout ``skopeo copy`` wrote, so an image is checked the same way whichever way 
   ``~/.cache/cosctl``; deleting it is always safe), so a second pull of the same content downloads nothing, and a
   reference by digest is read offline once cached.
 - Authentication as the registries ask for it: anonymous or with the machine's credentials, a bearer token from
-  the registry's token service (Docker's token protocol) or HTTP Basic. A redirect to another place (blob storage
+  the registry's token service (Docker's token protocol; an identity token exchanged there by OAuth2's refresh
+  token grant) or HTTP Basic. A redirect to another place (blob storage
   behind presigned URLs) never carries the credentials.
 - Transient failures (connection errors, 429, 5xx) are retried up to :data:`ATTEMPTS` times, honouring
   ``Retry-After``; ``HTTPS_PROXY``/``NO_PROXY`` are honoured.

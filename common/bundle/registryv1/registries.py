@@ -15,8 +15,9 @@ same way here, with nothing to configure twice.
 - credentials: ``$REGISTRY_AUTH_FILE`` (else ``$XDG_RUNTIME_DIR/containers/auth.json``),
   ``~/.config/containers/auth.json``, ``$DOCKER_CONFIG/config.json`` (else ``~/.docker/config.json``), the first
   file that has an entry for the repository, a namespace of it, or its registry (``auth`` or
-  ``username``/``password``); ``credHelpers`` and ``credsStore`` run ``docker-credential-NAME get``, as docker
-  does. Credentials are never printed: messages name the file they came from, never their content.
+  ``username``/``password``, and an ``identitytoken`` beside ``auth``); ``credHelpers`` and ``credsStore`` run
+  ``docker-credential-NAME get``, as docker does (user ``<token>``: an identity token). Credentials are never
+  printed: messages name the file they came from, never their content.
 """
 
 from __future__ import annotations
