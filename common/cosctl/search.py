@@ -76,7 +76,7 @@ def _search(args: argparse.Namespace) -> int:
                 # one package the catalog spoils (OLM v1 serves none of it): the others are still listed
                 where = f" in ClusterCatalog {source.name}" if clustered else ""
                 print(f"cosctl search: warning: package {name}{where} cannot be read: {exc}", file=sys.stderr)
-                blocking.append(f"ClusterCatalog {source.name} cannot read it")
+                blocking.append(f"package {name} of ClusterCatalog {source.name} cannot be read")
                 continue
             if package.found:
                 found.append((source, summarize(package)))

@@ -445,8 +445,8 @@ def test_search_lists_each_cluster_catalogs_packages_and_which_one_olm_resolves_
     cluster_catalog(mc, "broken", broken, priority=50)
     code, out, err = cosctl("search", "--catalog", "clustercatalogs:", "--package", "demo", cluster=mc)
     assert (code, out.splitlines()[-2]) == (0, (
-        "OLM v1 resolves nothing while ClusterCatalog broken cannot read it; from the others, it would refuse to "
-        'resolve demo: found bundles for package "demo" in multiple catalogs with the same priority '
+        "OLM v1 resolves nothing while package demo of ClusterCatalog broken cannot be read; from the others, it "
+        'would refuse to resolve demo: found bundles for package "demo" in multiple catalogs with the same priority '
         "[community pinned]")), err
     assert "cosctl search: warning: package demo in ClusterCatalog broken cannot be read: " in err
     mc.delete(*CATALOG, "broken")
