@@ -259,17 +259,29 @@ def _challenge(header: str) -> tuple[str, dict[str, str]]:
     return scheme.lower(), params
 
 
-def _registry_errors(body: bytes) -> str:
-    """The registry's error codes and messages from an error body (distribution's ``errors`` list)."""
+def _error_document(body: bytes) -> dict[str, Any]:
+    """An error answer's JSON object (its first 64 KiB), or an empty one when it is not one."""
     try:
         document = json.loads(body[:65536])
-        errors = document.get("errors") if isinstance(document, dict) else None
+    except ValueError:
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def _shown(text: str) -> str:
+    """A server's words as a message carries them: printable, at most 300 characters."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)[:300]
+
+
+def _registry_errors(body: bytes) -> str:
+    """The registry's error codes and messages from an error body (distribution's ``errors`` list)."""
+    errors = _error_document(body).get("errors")
+    try:
         found = [f"{e.get('code', '')}: {e.get('message', '')}".strip(": ") for e in errors or []
                  if isinstance(e, dict)]
-        text = "; ".join(f for f in found if f)
-    except (ValueError, AttributeError):
-        text = ""
-    return "".join(ch if ch.isprintable() else "?" for ch in text)[:300]
+    except TypeError:   # an "errors" that is not a list
+        found = []
+    return _shown("; ".join(f for f in found if f))
 
 
 @dataclass
@@ -537,14 +549,8 @@ class _Session:
 
 def _oauth_error(body: bytes) -> str:
     """An OAuth2 token endpoint's error (``error``, ``error_description``: RFC 6749, section 5.2)."""
-    try:
-        document = json.loads(body[:65536])
-    except ValueError:
-        return ""
-    if not isinstance(document, dict):
-        return ""
-    text = ": ".join(str(document[k]) for k in ("error", "error_description") if isinstance(document.get(k), str))
-    return "".join(ch if ch.isprintable() else "?" for ch in text)[:300]
+    document = _error_document(body)
+    return _shown(": ".join(document[k] for k in ("error", "error_description") if isinstance(document.get(k), str)))
 
 
 def _discard(response: urllib3.BaseHTTPResponse, limit: int = 65536) -> bytes:

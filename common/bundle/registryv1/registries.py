@@ -380,26 +380,28 @@ def _from_entry(entry: Any, where: str) -> Credentials | None:
     if token:
         # what containers/image does with one: kept beside the user and password "auth" holds (docker writes
         # "<user>:" there), for a token service; an entry whose "auth" holds none is no entry (the next file is read)
-        try:
-            user, colon, password = base64.b64decode(entry.get("auth") or "", validate=True).decode(
-                "utf-8").partition(":")
-        except (binascii.Error, UnicodeDecodeError, TypeError):
-            colon = ""
-        if not colon:
+        if (pair := _decoded_auth(entry.get("auth"))) is None:
             return None
-        return Credentials(user, password.strip("\x00"), where, identity_token=token)
+        return Credentials(pair[0], pair[1].strip("\x00"), where, identity_token=token)
     if isinstance(entry.get("username"), str) and isinstance(entry.get("password"), str):
         return Credentials(entry["username"], entry["password"], where)
     encoded = entry.get("auth")
     if not isinstance(encoded, str) or not encoded:
         raise CredentialsError(f"{where}: neither \"auth\" nor \"username\" and \"password\"")
+    if (pair := _decoded_auth(encoded)) is None:
+        raise CredentialsError(f"{where}: \"auth\" is not base64 of user:password")
+    return Credentials(pair[0], pair[1], where)
+
+
+def _decoded_auth(encoded: Any) -> tuple[str, str] | None:
+    """An auth entry's ``"auth"``, base64 of ``user:password``, as (user, password); None when it is not that."""
+    if not isinstance(encoded, str):
+        return None
     try:
         user, colon, password = base64.b64decode(encoded, validate=True).decode("utf-8").partition(":")
     except (binascii.Error, UnicodeDecodeError):
-        raise CredentialsError(f"{where}: \"auth\" is not base64 of user:password") from None
-    if not colon:
-        raise CredentialsError(f"{where}: \"auth\" is not base64 of user:password")
-    return Credentials(user, password, where)
+        return None
+    return (user, password) if colon else None
 
 
 def _from_helper(name: str, reference: ImageReference, where: str, *,
