@@ -181,10 +181,8 @@ def check_upgrades(rows: list[Row], read: Callable[[str, set[str]], tuple[Source
         row.upgrade = {"name": resolution.bundle.name, "version": str(resolution.version),
                        "image": resolution.bundle.image,
                        **({"clusterCatalog": chosen.name} if chosen.name is not None else {})}
-        if chosen.catalog is not None:
-            row.deprecations = tuple(deprecations(
-                chosen.catalog.package(choice.source.package), choice.source.channels,
-                row.installed.bundle.name if row.installed is not None else "").messages())
+        installed = row.installed.bundle.name if row.installed is not None else ""
+        row.deprecations = tuple(deprecations(resolution.package, choice.source.channels, installed).messages())
 
 
 def _main(args: argparse.Namespace) -> int:

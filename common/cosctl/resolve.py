@@ -154,11 +154,9 @@ def _resolve(args: argparse.Namespace) -> int:
     if (rolling := rolling_out_hint(installed) if installed is not None else first_install_hint(revisions)):
         print(f"cosctl resolve: warning: {rolling}", file=sys.stderr)
     chosen, resolution = resolve_source(catalogs, choice, installed, policy=args.upgrade_constraint_policy)
-    assert chosen.catalog is not None   # resolution stops at a catalog not read
-    offered = chosen.catalog.package(package)
     if chosen.name is not None:   # across ClusterCatalogs: the deprecations of the one resolved from
-        _warn_deprecated(offered, query.channels, bundle_name)
-    deprecated = deprecated_bundle_names(offered)
+        _warn_deprecated(resolution.package, query.channels, bundle_name)
+    deprecated = deprecated_bundle_names(resolution.package)
     rows = [(b.name, _version_text(b), b.image) for b in resolution.candidates]
     if args.output == "json":
         print(json.dumps({

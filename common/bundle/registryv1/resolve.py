@@ -222,11 +222,13 @@ def make_query(package: str, *, channels: Sequence[str] = (), version: str = "",
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
-    """The bundle OLM v1 would install, its version, and every bundle that qualified, best first."""
+    """The bundle OLM v1 would install, its version, every bundle that qualified, best first, and the package (of the
+    catalog resolved from) they are of: its deprecations are what a ClusterExtension's conditions say."""
 
     bundle: Bundle
     version: VersionRelease
     candidates: tuple[Bundle, ...]
+    package: Package
 
 
 def candidates(package: Package, query: Query, installed: Installed | None) -> list[Bundle]:
@@ -324,7 +326,7 @@ def resolve_among(packages: Sequence[RankedPackage], query: Query, installed: In
                               f"{exc}") from None
     if (refused := dependency_error(chosen[0])) is not None:
         raise ResolutionError(refused)
-    return index, Resolution(chosen[0], version, tuple(chosen))
+    return index, Resolution(chosen[0], version, tuple(chosen), packages[index].package)
 
 
 def resolve(package: Package, query: Query, installed: Installed | None) -> Resolution:
