@@ -18,7 +18,7 @@ from tests.webhook.support import CA
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A HOME of the test's own, and no containers configuration but what the test writes."""
     home = tmp_path / "home"
-    (home / ".config" / "containers").mkdir(parents=True)
+    (home / ".config" / "containers" / "registries.d").mkdir(parents=True)   # not the machine's lookaside
     for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "REGISTRY_AUTH_FILE", "DOCKER_CONFIG",
                  "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)

@@ -1,6 +1,7 @@
-"""The containers signature policy (policy.json) held to before a pull: scopes looked up as containers/image looks
-them up, a rejected or signature-only image refused before any request reaches the registry (the test registry,
-tests/support/registry_server.py), an invalid policy refusing every pull."""
+"""The containers signature policy (policy.json) held to when pulling: scopes looked up as containers/image looks
+them up, a rejected image refused before any request reaches the registry (the test registry,
+tests/support/registry_server.py), an invalid policy refusing every pull. The signatures themselves:
+test_signatures.py."""
 
 from __future__ import annotations
 
@@ -73,6 +74,24 @@ def test_the_users_policy_comes_before_the_systems(tmp_path: Path) -> None:
     ('{"default": [{"type": "sigstoreSigned"}]}',
      "default: a sigstoreSigned requirement needs exactly one of keyPath, keyPaths, keyData, keyDatas, fulcio, pki"),
     ('{"default": [{"type": "signedBaseLayer"}]}', "default: a signedBaseLayer requirement needs baseLayerIdentity"),
+    ('{"default": [{"type": "sigstoreSigned", "keyPath": "/k"}]}',
+     "default: a sigstoreSigned requirement needs signedIdentity"),
+    ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyData": "no base64!"}]}',
+     "default: a signedBy requirement has a keyData that is not base64"),
+    ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPaths": []}]}',
+     "default: a signedBy requirement has a keyPaths that is not a non-empty list"),
+    ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k", "signedIdentity": {"type": "any"}}]}',
+     "default: a signedBy requirement has an unknown signedIdentity type 'any'"),
+    ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k", "signedIdentity": '
+     '{"type": "exactReference", "dockerReference": "quay.io/op/demo"}}]}',
+     "default: a signedBy requirement has a signedIdentity.dockerReference 'quay.io/op/demo' with neither a tag nor "
+     "a digest"),
+    ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k", "signedIdentity": '
+     '{"type": "matchExact", "dockerReference": "quay.io/op/demo:v1"}}]}',
+     "default: a signedBy requirement has a signedIdentity with an unknown field 'dockerReference'"),
+    ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k", "signedIdentity": '
+     '{"type": "remapIdentity", "prefix": "quay.io/op:v1", "signedPrefix": "registry.redhat.io"}}]}',
+     "default: a signedBy requirement has a signedIdentity prefix 'quay.io/op:v1' that is not valid"),
     ('{"default": [{"type": "reject"}], "transports": {"oci": {"relative/dir": [{"type": "reject"}]}}}',
      'transports.oci "relative/dir": the scope is not an absolute, clean path'),
     ('\ufeff{"default": [{"type": "reject"}]}', "not JSON (a byte order mark before the JSON)"),
@@ -103,8 +122,8 @@ def test_a_rejected_image_is_refused_before_any_request(registry: Registry, home
     assert len(registry.requests) == asked
 
 
-def test_an_image_accepted_only_signed_is_refused_with_how_to_get_it_verified(registry: Registry, home: Path,
-                                                                             tmp_path: Path) -> None:
+def test_an_image_accepted_only_signed_is_refused_without_signatures(registry: Registry, home: Path,
+                                                                   tmp_path: Path) -> None:
     push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
     push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path, repo="other/demo-bundle")
     policy = write_policy(home, {"default": REJECT, "transports": {"docker": {
@@ -113,9 +132,8 @@ def test_an_image_accepted_only_signed_is_refused_with_how_to_get_it_verified(re
     with pytest.raises(PolicyError) as caught:
         load_bundle(ref)
     assert str(caught.value) == (
-        f"{ref}: the signature policy {policy} accepts it only with signatures (sigstoreSigned, scope "
-        f'transports.docker "{registry.host}/op"), and cosctl verifies none: copy it with a tool that does (skopeo '
-        f"copy {ref} oci:DIR) and give cosctl the layout DIR")
+        f"{ref}: rejected by the signature policy {policy} (sigstoreSigned, scope "
+        f'transports.docker "{registry.host}/op"): A signature was required, but no signature exists')
     # the most specific scope decides: another namespace of the same registry accepts anything
     assert load_bundle(f"docker://{registry.ref('other/demo-bundle', 'v1')}").package_name == "demo"
     # a scope for the image itself (by tag) comes before its namespace's

@@ -72,9 +72,10 @@ def is_image_reference(text: str) -> bool:
     return text.startswith(DOCKER_TRANSPORT)
 
 
-def parse_reference(text: str) -> ImageReference:
+def parse_reference(text: str, *, default_tag: bool = True) -> ImageReference:
     """``text`` (with or without ``docker://``) as a normalised :class:`ImageReference`; raises
-    :class:`ImageReferenceError` naming what is wrong."""
+    :class:`ImageReferenceError` naming what is wrong. Without ``default_tag``, a name alone stays one (neither tag
+    nor digest), as ``ParseNormalizedNamed`` leaves it."""
     raw = text.removeprefix(DOCKER_TRANSPORT)
     shown = f"image reference {text!r}"
     if not raw:
@@ -108,6 +109,26 @@ def parse_reference(text: str) -> ImageReference:
                                   "separators '.', '_', '__', '-', in components joined by '/')")
     if len(f"{registry}/{repository}") > MAX_NAME_LENGTH:
         raise ImageReferenceError(f"{shown}: the name is longer than {MAX_NAME_LENGTH} characters")
-    if tag is None and not at:
+    if tag is None and not at and default_tag:
         tag = DEFAULT_TAG
     return ImageReference(registry, repository, tag, digest or None)
+
+
+def parse_named(text: str) -> ImageReference | None:
+    """``text`` as distribution's ``ParseNormalizedNamed`` reads an identity a signature claims or a policy names
+    (no transport, no tag added), or None when it does not parse."""
+    if "://" in text:
+        return None
+    try:
+        return parse_reference(text, default_tag=False)
+    except ImageReferenceError:
+        return None
+
+
+def remapping_prefix_valid(text: str) -> bool:
+    """Whether ``text`` may be a remapIdentity ``prefix`` or ``signedPrefix``: a registry host alone, or a name
+    (no tag, no digest) starting with one (containers/image's validateIdentityRemappingPrefix)."""
+    if _DOMAIN.fullmatch(text):
+        return True
+    host, slash, path = text.partition("/")
+    return bool(slash and _DOMAIN.fullmatch(host) and _PATH.fullmatch(path))

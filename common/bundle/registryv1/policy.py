@@ -1,11 +1,10 @@
 """Containers' signature policy (``policy.json``, containers-policy.json(5)), as podman, skopeo and operator-controller
-read it, held to before an image is pulled from a registry: which images may be pulled at all, and which only signed.
+read it, held to when an image is pulled from a registry: which images may be pulled at all, and which only signed
+by whom.
 
 Why: an admin whose policy accepts some images only signed (RHEL's default for registry.redhat.io, a sigstore key
-for an organisation's registry) expects every tool that pulls them to hold to it. cosctl verifies no signatures, so
-it never pulls an image the policy accepts only signed: it refuses, naming the policy file, the scope that matched
-and how to get the image verified (a copy made by skopeo, which verifies, into an OCI layout cosctl reads). An image
-whose requirements are all ``insecureAcceptAnything`` is pulled; ``reject`` refuses it.
+for an organisation's registry) expects every tool that pulls them to hold to it. What is read here is the file;
+:mod:`.signatures` verifies the signatures the requirements ask for, as containers/image verifies them.
 
 - The file: ``$HOME/.config/containers/policy.json`` if it exists, else ``/etc/containers/policy.json``
   (containers/image's ``DefaultPolicy``). Without either, every image is accepted, as operator-controller accepts
@@ -15,12 +14,18 @@ whose requirements are all ``insecureAcceptAnything`` is pulled; ``reject`` refu
   (``name:tag`` or ``name@digest``), the repository, each parent namespace up to the registry, the registry's
   ``*.domain`` wildcards (port dropped); then the transport's ``""`` scope; then ``default``. Every requirement
   of the list must be met, as in containers/image.
+- What the policy refuses without looking at signatures is refused before any request: ``reject``, and the
+  requirements cosctl cannot check (``signedBaseLayer``, which containers/image does not implement either; a
+  ``signedBy`` of another ``keyType`` than ``GPGKeys``, likewise; a ``sigstoreSigned`` trusting Fulcio, a PKI or
+  Rekor rather than public keys, which cosctl does not verify).
 
 Pure functions over the file's text; the pull (:mod:`.pull`) asks before it sends any request.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import posixpath
 from collections.abc import Callable
@@ -28,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .imageref import ImageReference
+from .imageref import ImageReference, parse_named, remapping_prefix_valid
 from .model import BundleInputError
 from .registries import home
 
@@ -38,9 +43,28 @@ POLICY_MAX_BYTES: Final = 1 << 20
 
 ACCEPT: Final = "insecureAcceptAnything"
 REJECT: Final = "reject"
-# What only a signature (or a base image's identity) can satisfy: cosctl checks none.
-SIGNATURE_TYPES: Final = ("signedBy", "sigstoreSigned", "signedBaseLayer")
+SIGNED_BY: Final = "signedBy"
+SIGSTORE_SIGNED: Final = "sigstoreSigned"
+SIGNED_BASE_LAYER: Final = "signedBaseLayer"
+SIGNATURE_TYPES: Final = (SIGNED_BY, SIGSTORE_SIGNED, SIGNED_BASE_LAYER)
 _TYPES: Final = (ACCEPT, REJECT, *SIGNATURE_TYPES)
+GPG_KEYS: Final = "GPGKeys"   # the one signedBy keyType containers/image implements
+
+# signedIdentity: which identity a signature must claim (containers/image's PolicyReferenceMatch types)
+MATCH_EXACT: Final = "matchExact"
+MATCH_REPO_DIGEST_OR_EXACT: Final = "matchRepoDigestOrExact"
+MATCH_REPOSITORY: Final = "matchRepository"
+EXACT_REFERENCE: Final = "exactReference"
+EXACT_REPOSITORY: Final = "exactRepository"
+REMAP_IDENTITY: Final = "remapIdentity"
+_IDENTITY_FIELDS: Final = {
+    MATCH_EXACT: frozenset({"type"}),
+    MATCH_REPO_DIGEST_OR_EXACT: frozenset({"type"}),
+    MATCH_REPOSITORY: frozenset({"type"}),
+    EXACT_REFERENCE: frozenset({"type", "dockerReference"}),
+    EXACT_REPOSITORY: frozenset({"type", "dockerRepository"}),
+    REMAP_IDENTITY: frozenset({"type", "prefix", "signedPrefix"}),
+}
 
 
 class PolicyError(BundleInputError):
@@ -48,21 +72,76 @@ class PolicyError(BundleInputError):
 
 
 @dataclass(frozen=True, slots=True)
+class SignedIdentity:
+    """A requirement's ``signedIdentity``: ``reference`` is exactReference's ``dockerReference`` or
+    exactRepository's ``dockerRepository``; ``prefix`` and ``signed_prefix`` are remapIdentity's."""
+
+    type: str = MATCH_REPO_DIGEST_OR_EXACT
+    reference: str = ""
+    prefix: str = ""
+    signed_prefix: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One requirement of a scope. For ``signedBy`` and ``sigstoreSigned``: the keys (files named, or given inline,
+    decoded from base64), the identity a signature must claim, and ``trust``, the sources of trust other than
+    public keys that a ``sigstoreSigned`` names (``fulcio``, ``pki``, ``rekorPublicKey...``), which cosctl does not
+    verify."""
+
+    type: str
+    key_type: str = ""
+    key_paths: tuple[str, ...] = ()
+    key_datas: tuple[bytes, ...] = ()
+    identity: SignedIdentity = SignedIdentity()
+    trust: tuple[str, ...] = ()
+
+    def unverifiable(self) -> str | None:
+        """Why this requirement refuses every image before its signatures are looked at, or None."""
+        if self.type == SIGNED_BASE_LAYER:
+            return "signedBaseLayer, which containers/image does not implement either (signedBaseLayer not " \
+                   "implemented yet!)"
+        if self.type == SIGNED_BY and self.key_type != GPG_KEYS:
+            return f'signedBy with keyType {self.key_type}, which containers/image does not implement either ' \
+                   f'(Unimplemented "keyType" value "{self.key_type}")'
+        if self.type == SIGSTORE_SIGNED and self.trust:
+            return f"sigstoreSigned trusting {', '.join(self.trust)}, which cosctl does not verify (it verifies " \
+                   "sigstore signatures by public keys: keyPath, keyPaths, keyData, keyDatas)"
+        return None
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
-    """A policy file read: ``default`` and the ``docker`` transport's scopes, each a list of requirement types."""
+    """A policy file read: ``default`` and the ``docker`` transport's scopes, each a list of requirements."""
 
     path: Path
-    default: tuple[str, ...]
-    docker: dict[str, tuple[str, ...]]
+    default: tuple[Requirement, ...]
+    docker: dict[str, tuple[Requirement, ...]]
 
-    def requirements(self, reference: ImageReference) -> tuple[str, tuple[str, ...]]:
-        """The scope that applies to ``reference`` (as the message shows it) and its requirement types."""
+    def requirements(self, reference: ImageReference) -> tuple[str, tuple[Requirement, ...]]:
+        """The scope that applies to ``reference`` (as the message shows it) and its requirements."""
         for scope in scopes(reference):
             if scope in self.docker:
                 return f'transports.docker "{scope}"', self.docker[scope]
         if "" in self.docker:
             return 'transports.docker ""', self.docker[""]
         return "default", self.default
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureCheck:
+    """What the policy asks of an image's signatures: the file, the scope that matched and its requirements (each
+    ``signedBy`` or ``sigstoreSigned``; every one must accept one signature at least)."""
+
+    path: Path
+    scope: str
+    requirements: tuple[Requirement, ...]
+
+    def refusal(self, reference: ImageReference, reason: str) -> PolicyError:
+        """The image refused, in containers/image's words (``reason``) after where the refusal comes from."""
+        kinds = ", ".join(sorted({r.type for r in self.requirements}))
+        return PolicyError(f"docker://{reference}: rejected by the signature policy {self.path} ({kinds}, scope "
+                           f"{self.scope}): {reason}")
 
 
 def scopes(reference: ImageReference) -> list[str]:
@@ -153,7 +232,7 @@ def parse_policy(value: Any, path: Path) -> Policy:
     transports = value.get("transports", {})
     if not isinstance(transports, dict):
         raise invalid('"transports" is not an object')
-    docker: dict[str, tuple[str, ...]] = {}
+    docker: dict[str, tuple[Requirement, ...]] = {}
     for transport, scoped in transports.items():
         if not isinstance(scoped, dict):
             raise invalid(f"transports.{transport} is not an object")
@@ -166,52 +245,128 @@ def parse_policy(value: Any, path: Path) -> Policy:
     return Policy(path, default, docker)
 
 
-def _requirements(value: Any, where: str, invalid: Callable[[str], PolicyError]) -> tuple[str, ...]:
+def _requirements(value: Any, where: str, invalid: Callable[[str], PolicyError]) -> tuple[Requirement, ...]:
     if not isinstance(value, list) or not value:
         raise invalid(f"{where}: not a non-empty list of requirements")
-    types = []
-    for requirement in value:
-        kind = requirement.get("type") if isinstance(requirement, dict) else None
+    found = []
+    for item in value:
+        kind = item.get("type") if isinstance(item, dict) else None
         if kind not in _TYPES:
             raise invalid(f"{where}: unknown requirement type {kind!r}" if isinstance(kind, str)
                           else f"{where}: a requirement without a type")
-        if problem := _requirement_problem(str(kind), requirement):
-            raise invalid(f"{where}: a {kind} requirement {problem}")
-        types.append(str(kind))
-    return tuple(types)
+        assert isinstance(item, dict) and isinstance(kind, str)
+        try:
+            found.append(_requirement(kind, item))
+        except _Invalid as exc:
+            raise invalid(f"{where}: a {kind} requirement {exc}") from None
+    return tuple(found)
+
+
+class _Invalid(Exception):
+    """Why containers/image refuses a requirement (and with it the whole file)."""
 
 
 # The fields each requirement type may have, and the key sources of which exactly one must be given (containers/
-# image's UnmarshalJSON of each type). Nested objects (signedIdentity, fulcio, pki) are not checked further: a
-# requirement that asks for signatures refuses the image anyway.
+# image's UnmarshalJSON of each type).
 _FIELDS: Final = {
     ACCEPT: frozenset({"type"}),
     REJECT: frozenset({"type"}),
-    "signedBy": frozenset({"type", "keyType", "keyPath", "keyPaths", "keyData", "signedIdentity"}),
-    "sigstoreSigned": frozenset({"type", "keyPath", "keyPaths", "keyData", "keyDatas", "fulcio", "rekorPublicKeyPath",
-                                 "rekorPublicKeyPaths", "rekorPublicKeyData", "rekorPublicKeyDatas", "pki",
-                                 "signedIdentity"}),
-    "signedBaseLayer": frozenset({"type", "baseLayerIdentity"}),
+    SIGNED_BY: frozenset({"type", "keyType", "keyPath", "keyPaths", "keyData", "signedIdentity"}),
+    SIGSTORE_SIGNED: frozenset({"type", "keyPath", "keyPaths", "keyData", "keyDatas", "fulcio", "rekorPublicKeyPath",
+                                "rekorPublicKeyPaths", "rekorPublicKeyData", "rekorPublicKeyDatas", "pki",
+                                "signedIdentity"}),
+    SIGNED_BASE_LAYER: frozenset({"type", "baseLayerIdentity"}),
 }
 _KEY_SOURCES: Final = {
-    "signedBy": ("keyPath", "keyPaths", "keyData"),
-    "sigstoreSigned": ("keyPath", "keyPaths", "keyData", "keyDatas", "fulcio", "pki"),
+    SIGNED_BY: ("keyPath", "keyPaths", "keyData"),
+    SIGSTORE_SIGNED: ("keyPath", "keyPaths", "keyData", "keyDatas", "fulcio", "pki"),
 }
-_KEY_TYPES: Final = ("GPGKeys", "signedByGPGKeys", "X509Certificates", "signedByX509CAs")
+_KEY_TYPES: Final = (GPG_KEYS, "signedByGPGKeys", "X509Certificates", "signedByX509CAs")
+_REKOR: Final = ("rekorPublicKeyPath", "rekorPublicKeyPaths", "rekorPublicKeyData", "rekorPublicKeyDatas")
 
 
-def _requirement_problem(kind: str, requirement: dict[str, Any]) -> str | None:
-    """Why containers/image would refuse this requirement (and with it the whole file), or None."""
-    if extra := sorted(set(requirement) - _FIELDS[kind]):
-        return f"has an unknown field {extra[0]!r}"
-    if kind == "signedBy" and requirement.get("keyType") not in _KEY_TYPES:
-        return f"needs keyType, one of {', '.join(_KEY_TYPES)}"
-    if kind == "signedBaseLayer" and not isinstance(requirement.get("baseLayerIdentity"), dict):
-        return "needs baseLayerIdentity"
-    sources = _KEY_SOURCES.get(kind, ())
-    if sources and sum(1 for key in sources if key in requirement) != 1:
-        return f"needs exactly one of {', '.join(sources)}"
-    return None
+def _requirement(kind: str, item: dict[str, Any]) -> Requirement:
+    """``item`` read as containers/image reads a requirement of type ``kind``; :class:`_Invalid` says why not."""
+    if extra := sorted(set(item) - _FIELDS[kind]):
+        raise _Invalid(f"has an unknown field {extra[0]!r}")
+    if kind == SIGNED_BASE_LAYER:
+        if not isinstance(item.get("baseLayerIdentity"), dict):
+            raise _Invalid("needs baseLayerIdentity")
+        return Requirement(kind)
+    if kind not in _KEY_SOURCES:
+        return Requirement(kind)
+    if kind == SIGNED_BY and item.get("keyType") not in _KEY_TYPES:
+        raise _Invalid(f"needs keyType, one of {', '.join(_KEY_TYPES)}")
+    sources = _KEY_SOURCES[kind]
+    if sum(1 for key in sources if key in item) != 1:
+        raise _Invalid(f"needs exactly one of {', '.join(sources)}")
+    paths: tuple[str, ...] = ()
+    datas: tuple[bytes, ...] = ()
+    if "keyPath" in item:
+        paths = (_text(item["keyPath"], "keyPath"),)
+    elif "keyPaths" in item:
+        paths = tuple(_text(p, "keyPaths") for p in _entries(item["keyPaths"], "keyPaths"))
+    elif "keyData" in item:
+        datas = (_base64(item["keyData"], "keyData"),)
+    elif "keyDatas" in item:
+        datas = tuple(_base64(d, "keyDatas") for d in _entries(item["keyDatas"], "keyDatas"))
+    trust = tuple(key for key in ("fulcio", "pki", *_REKOR) if key in item)
+    if kind == SIGSTORE_SIGNED and "signedIdentity" not in item:
+        raise _Invalid("needs signedIdentity")
+    identity = _identity(item["signedIdentity"]) if "signedIdentity" in item else SignedIdentity()
+    return Requirement(kind, str(item.get("keyType", "")), paths, datas, identity, trust)
+
+
+def _text(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise _Invalid(f"has a {field} that is not a string")
+    return value
+
+
+def _entries(value: Any, field: str) -> list[Any]:
+    if not isinstance(value, list) or not value:
+        raise _Invalid(f"has a {field} that is not a non-empty list")
+    return value
+
+
+def _base64(value: Any, field: str) -> bytes:
+    """A ``[]byte`` field of Go's JSON: standard base64 with padding."""
+    try:
+        return base64.b64decode(_text(value, field), validate=True)
+    except binascii.Error:
+        raise _Invalid(f"has a {field} that is not base64") from None
+
+
+def _identity(value: Any) -> SignedIdentity:
+    """A ``signedIdentity`` as containers/image's newPolicyReferenceMatchFromJSON reads it."""
+    kind = value.get("type") if isinstance(value, dict) else None
+    if not isinstance(value, dict) or kind not in _IDENTITY_FIELDS:
+        raise _Invalid(f"has an unknown signedIdentity type {kind!r}" if isinstance(kind, str)
+                       else "has a signedIdentity without a type")
+    assert isinstance(kind, str)
+    if extra := sorted(set(value) - _IDENTITY_FIELDS[kind]):
+        raise _Invalid(f"has a signedIdentity with an unknown field {extra[0]!r}")
+    if kind == EXACT_REFERENCE:
+        reference = _text(value.get("dockerReference"), "signedIdentity.dockerReference")
+        parsed = parse_named(reference)
+        if parsed is None:
+            raise _Invalid(f"has an invalid signedIdentity.dockerReference {reference!r}")
+        if parsed.tag is None and parsed.digest is None:
+            raise _Invalid(f"has a signedIdentity.dockerReference {reference!r} with neither a tag nor a digest")
+        return SignedIdentity(kind, reference)
+    if kind == EXACT_REPOSITORY:
+        repository = _text(value.get("dockerRepository"), "signedIdentity.dockerRepository")
+        if parse_named(repository) is None:
+            raise _Invalid(f"has an invalid signedIdentity.dockerRepository {repository!r}")
+        return SignedIdentity(kind, repository)
+    if kind == REMAP_IDENTITY:
+        prefix = _text(value.get("prefix"), "signedIdentity.prefix")
+        signed = _text(value.get("signedPrefix"), "signedIdentity.signedPrefix")
+        for shown in (prefix, signed):
+            if not remapping_prefix_valid(shown):
+                raise _Invalid(f"has a signedIdentity prefix {shown!r} that is not valid")
+        return SignedIdentity(kind, prefix=prefix, signed_prefix=signed)
+    return SignedIdentity(kind)
 
 
 # Transports whose scopes are paths: containers/image refuses a scope that is not absolute and clean.
@@ -233,19 +388,22 @@ def _where(exc: Exception) -> str:
     return str(exc)
 
 
-def check_policy(reference: ImageReference, path: Path | None = None) -> None:
-    """Refuse (:class:`PolicyError`) pulling ``reference`` when the machine's policy (``path``, default the one
-    containers/image reads) rejects it or accepts it only with signatures; nothing without a policy file."""
+def check_policy(reference: ImageReference, path: Path | None = None) -> SignatureCheck | None:
+    """What the machine's policy (``path``, default the one containers/image reads) asks before ``reference`` is
+    pulled: None when it accepts the image as it is (or there is no policy file), else the signatures to verify.
+    Refuses (:class:`PolicyError`) what it rejects outright or asks for in a way cosctl cannot check."""
     path = path if path is not None else policy_path(home())
     if path is None:
-        return
+        return None
     policy = read_policy(path)
     scope, requirements = policy.requirements(reference)
-    if REJECT in requirements:
+    if any(r.type == REJECT for r in requirements):
         raise PolicyError(f"docker://{reference}: the signature policy {path} rejects it (scope {scope}: reject)")
-    needed = sorted({r for r in requirements if r in SIGNATURE_TYPES})
-    if needed:
-        raise PolicyError(
-            f"docker://{reference}: the signature policy {path} accepts it only with signatures ({', '.join(needed)}, "
-            f"scope {scope}), and cosctl verifies none: copy it with a tool that does (skopeo copy "
-            f"docker://{reference} oci:DIR) and give cosctl the layout DIR")
+    for requirement in requirements:
+        if why := requirement.unverifiable():
+            raise PolicyError(
+                f"docker://{reference}: the signature policy {path} accepts it only with signatures cosctl cannot "
+                f"check (scope {scope}: {why}): copy it with a tool that does (skopeo copy docker://{reference} "
+                "oci:DIR) and give cosctl the layout DIR")
+    signed = tuple(r for r in requirements if r.type in SIGNATURE_TYPES)
+    return SignatureCheck(path, scope, signed) if signed else None

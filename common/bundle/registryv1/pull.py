@@ -48,7 +48,7 @@ import urllib3
 from common.bundle.registryv1.imageref import ImageReference, parse_reference
 from common.bundle.registryv1.model import BundleInputError
 from common.bundle.registryv1.oci import INDEX_TYPES, MANIFEST_TYPES, OCI_LAYOUT, Limits, digest_parts
-from common.bundle.registryv1.policy import check_policy
+from common.bundle.registryv1.policy import SignatureCheck, check_policy
 from common.bundle.registryv1.registries import (
     Certificates,
     Credentials,
@@ -59,6 +59,15 @@ from common.bundle.registryv1.registries import (
     credentials,
     home,
     registries_conf,
+)
+from common.bundle.registryv1.registriesd import MAX_SIGNATURES, RegistriesDError, read_registries_d
+from common.bundle.registryv1.signatures import (
+    MAX_SIGNATURE_BYTES,
+    Signature,
+    SignatureFormatError,
+    SigstoreSignature,
+    from_blob,
+    verify,
 )
 from common.contract.useragent import user_agent
 
@@ -348,6 +357,16 @@ class _Session:
     def get(self, path: str, *, accept: str | None = None) -> urllib3.BaseHTTPResponse:
         """GET ``path`` of the API (``/v2/...``), authenticating, retrying and following redirects; the response
         is 200, its body unread (the caller reads it, bounded), or an :class:`ImagePullError` is raised."""
+        response = self._get(path, accept, missing_ok=False)
+        assert response is not None
+        return response
+
+    def get_or_missing(self, path: str, *, accept: str | None = None) -> urllib3.BaseHTTPResponse | None:
+        """:meth:`get` of a manifest, with None when the registry says it is unknown (what it answers for a
+        sigstore attachment that is not there)."""
+        return self._get(path, accept, missing_ok=True)
+
+    def _get(self, path: str, accept: str | None, *, missing_ok: bool) -> urllib3.BaseHTTPResponse | None:
         url = f"{self.scheme}://{self.host}{path}"
         authenticated = False
         attempt = 0
@@ -404,7 +423,51 @@ class _Session:
             if response.status == 200:
                 return response
             body = _discard(response)
+            if missing_ok and response.status == 404 and _manifest_unknown(body):
+                return None
             raise self._status_error(response.status, path, body)
+
+    def lookaside(self, url: str) -> bytes | None:
+        """One signature from lookaside storage over HTTP(S) (no credentials: it is not the registry's API), or
+        None when the server says there is none (404, the end of the list); at most
+        :data:`~.signatures.MAX_SIGNATURE_BYTES`."""
+        shown = _redacted(url)
+        for attempt in range(1, ATTEMPTS + 1):
+            for _ in range(MAX_REDIRECTS + 1):
+                response = self._send(url, {"User-Agent": USER_AGENT}, attempt)
+                if response is None or response.status not in (301, 302, 303, 307, 308):
+                    break
+                location = response.headers.get("Location")
+                _discard(response)
+                if not location:
+                    raise self.fail(f"reading signature from {shown}: redirected nowhere")
+                url = urllib.parse.urljoin(url, location)
+                if urllib.parse.urlsplit(url).scheme not in ("https", "http"):
+                    raise self.fail(f"reading signature from {shown}: redirected to a URL that is not HTTP(S)")
+            else:
+                raise self.fail(f"reading signature from {shown}: redirected too often")
+            if response is None:
+                continue
+            if response.status == 404:
+                _discard(response)
+                return None
+            if response.status in _RETRIED_STATUS and attempt < ATTEMPTS:
+                _discard(response)
+                time.sleep(_backoff(attempt))
+                continue
+            if response.status != 200:
+                _discard(response)
+                raise self.fail(f"reading signature from {shown}: HTTP {response.status}")
+            try:
+                data = response.read(MAX_SIGNATURE_BYTES + 1)
+            except urllib3.exceptions.HTTPError as exc:
+                raise self.fail(f"reading signature from {shown}: {_reason(exc)}") from None
+            finally:
+                response.release_conn()
+            if len(data) > MAX_SIGNATURE_BYTES:
+                raise self.fail(f"reading signature from {shown}: more than {MAX_SIGNATURE_BYTES} bytes")
+            return data
+        raise self.fail(f"reading signature from {shown}: no answer after {ATTEMPTS} attempts")
 
     def _send(self, url: str, headers: dict[str, str], attempt: int) -> urllib3.BaseHTTPResponse | None:
         scheme, netloc = urllib.parse.urlsplit(url)[:2]
@@ -545,6 +608,15 @@ class _Session:
         if not isinstance(token, str) or not token:
             raise self.fail(f"the token service {split.netloc} answered no token")
         self.authorization = f"Bearer {token}"
+
+
+def _manifest_unknown(body: bytes) -> bool:
+    """Whether a 404's body says the manifest is unknown (or says nothing), as containers/image's
+    isManifestUnknownError takes it for a sigstore attachment that does not exist."""
+    errors = _error_document(body).get("errors")
+    if not isinstance(errors, list) or not errors:
+        return True
+    return any(isinstance(e, dict) and e.get("code") in ("MANIFEST_UNKNOWN", "NOT_FOUND") for e in errors)
 
 
 def _oauth_error(body: bytes) -> str:
@@ -719,6 +791,96 @@ class _Pull:
             self.report(f"pulled docker://{self.session.asked}: {position}, {_megabytes(size)} in {seconds:.1f} s")
 
 
+    def signatures(self, digest: str, physical: ImageReference) -> list[Signature]:
+        """The signatures of the manifest ``digest`` as containers/image gathers them for the image pulled as
+        ``physical`` (a mirror's own name): from its lookaside storage (registries.d), then its sigstore
+        attachments when registries.d asks for them."""
+        try:
+            storage = read_registries_d().storage(physical)
+        except RegistriesDError as exc:
+            raise self.session.fail(str(exc)) from None
+        found: list[Signature] = []
+        for index in range(MAX_SIGNATURES + 1):
+            if index == MAX_SIGNATURES:
+                raise self.session.fail(f"the signature storage gave {MAX_SIGNATURES} signatures, assuming that's "
+                                        "unreasonable and a server error")
+            url = storage.url(digest, index)
+            blob = self._lookaside(url)
+            if blob is None:
+                break
+            try:
+                found.append(from_blob(blob))
+            except SignatureFormatError as exc:
+                raise self.session.fail(f"parsing signature {_redacted(url)}: {exc}") from None
+        if storage.attachments:
+            found.extend(self._attachments(digest))
+        return found
+
+    def _lookaside(self, url: str) -> bytes | None:
+        scheme = urllib.parse.urlsplit(url).scheme
+        if scheme == "file":
+            path = Path(urllib.parse.unquote(urllib.parse.urlsplit(url).path))
+            try:
+                with path.open("rb") as handle:
+                    data = handle.read(MAX_SIGNATURE_BYTES + 1)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                raise self.session.fail(f"reading signature {path}: {exc.strerror or exc}") from None
+            if len(data) > MAX_SIGNATURE_BYTES:
+                raise self.session.fail(f"reading signature {path}: more than {MAX_SIGNATURE_BYTES} bytes")
+            return data
+        if scheme in ("http", "https"):
+            return self.session.lookaside(url)
+        raise self.session.fail(f"Unsupported scheme when reading signature from {_redacted(url)}")
+
+    def _attachments(self, digest: str) -> list[Signature]:
+        """The layers of the ``sha256-<hex>.sig`` attachment manifest (none when it does not exist)."""
+        algorithm, hexdigest = _digest_parts(digest, "manifest")
+        tag = f"{algorithm}-{hexdigest}.sig"
+        what = f"the sigstore attachment manifest {self.session.host}/{self.session.repository}:{tag}"
+        response = self.session.get_or_missing(f"/v2/{self.session.repository}/manifests/{tag}", accept=OCI_MANIFEST)
+        if response is None:
+            return []
+        data = self._read_capped(response, self.limits.max_json_bytes, what)
+        media_type = _media_type(data, response.headers.get("Content-Type"))
+        if media_type != OCI_MANIFEST:
+            raise self.session.fail(f"unexpected MIME type for {what}: {json.dumps(media_type)}")
+        try:
+            layers = _document(data, what).get("layers")
+        except _Malformed as exc:
+            raise self.session.fail(str(exc)) from None
+        if not isinstance(layers, list):
+            raise self.session.fail(f"{what}: no layers")
+        found: list[Signature] = []
+        for index, layer in enumerate(layers[:MAX_SIGNATURES]):
+            where = f"{what}: layer {index}"
+            if not isinstance(layer, dict):
+                raise self.session.fail(f"{where}: not a descriptor")
+            layer_digest = layer.get("digest")
+            layer_algorithm, layer_hex = _digest_parts(layer_digest, where)
+            if _size(layer, where) > MAX_SIGNATURE_BYTES:
+                raise self.session.fail(f"{where}: more than {MAX_SIGNATURE_BYTES} bytes")
+            blob = self.session.get(f"/v2/{self.session.repository}/blobs/{layer_digest}")
+            payload = self._read_capped(blob, MAX_SIGNATURE_BYTES, where)
+            if hashlib.new(layer_algorithm, payload).hexdigest() != layer_hex:
+                raise self.session.fail(f"{where}: its content does not match its digest {layer_digest}")
+            annotations = layer.get("annotations")
+            found.append(SigstoreSignature(
+                str(layer.get("mediaType", "")), payload,
+                {str(k): str(v) for k, v in annotations.items()} if isinstance(annotations, dict) else {}))
+        return found
+
+
+def _redacted(url: str) -> str:
+    """A URL as a message shows it: without a password it may carry (Go's url.Redacted)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:xxxxx@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
 class _Broken(Exception):
     """A download that broke off or came short: tried again."""
 
@@ -755,7 +917,7 @@ def pulled(text: str, limits: Limits, report: Report | None = None) -> Iterator[
     if reference.tag is not None and reference.digest is not None:   # containers/image's docker transport refuses it
         raise ImagePullError(f"docker://{reference}: a reference with both a tag and a digest cannot be pulled (as "
                              "skopeo and OLM v1 cannot pull it): give the digest alone")
-    check_policy(reference)  # an image the signature policy rejects or accepts only signed: no request is sent
+    check = check_policy(reference)   # an image the policy rejects, or asks of what cosctl cannot check: no request
     endpoints = registries_conf().endpoints(reference)
     cache = _Cache(cache_dir())
     try:
@@ -763,7 +925,7 @@ def pulled(text: str, limits: Limits, report: Report | None = None) -> Iterator[
         for endpoint in endpoints:
             session = _Session(endpoint, reference)
             try:
-                chosen, canonical, choice = _fetch(session, cache, reference, limits, report)
+                chosen, canonical, choice = _fetch(session, cache, reference, limits, report, check)
             except ImagePullError as exc:
                 if endpoint is endpoints[-1]:
                     if failures:
@@ -784,12 +946,12 @@ def pulled(text: str, limits: Limits, report: Report | None = None) -> Iterator[
         cache.close()
 
 
-def _fetch(session: _Session, cache: _Cache, reference: ImageReference, limits: Limits,
-           report: Report | None) -> tuple[dict[str, Any], ImageReference, str | None]:
+def _fetch(session: _Session, cache: _Cache, reference: ImageReference, limits: Limits, report: Report | None,
+           check: SignatureCheck | None) -> tuple[dict[str, Any], ImageReference, str | None]:
     """Pull ``reference`` through ``session`` into the cache: the chosen image's descriptor, the reference by
     the digest of what ``reference`` names, the platform chosen (an index)."""
     try:
-        return _fetch_checked(session, cache, reference, limits, report)
+        return _fetch_checked(session, cache, reference, limits, report, check)
     except _Malformed as exc:
         raise session.fail(str(exc)) from None
     except OSError as exc:
@@ -802,11 +964,20 @@ def _cache_failure(session: _Session, cache: _Cache, exc: OSError) -> ImagePullE
 
 
 def _fetch_checked(session: _Session, cache: _Cache, reference: ImageReference, limits: Limits,
-                   report: Report | None) -> tuple[dict[str, Any], ImageReference, str | None]:
+                   report: Report | None, check: SignatureCheck | None
+                   ) -> tuple[dict[str, Any], ImageReference, str | None]:
     pull = _Pull(session, cache, limits, report)
     what = "manifest"
     data, media_type, digest = pull.manifest(reference.digest or reference.tag or "latest", what,
                                              digest=reference.digest)
+    if check is not None:   # the manifest the reference names (an index's, for several platforms), before any blob
+        named = parse_reference(session.endpoint.name)
+        physical = ImageReference(named.registry, named.repository, reference.tag, reference.digest)
+        verify(check, reference, data, pull.signatures(digest, physical))
+        if report is not None:
+            kinds = ", ".join(sorted({r.type for r in check.requirements}))
+            report(f"docker://{reference}: signatures verified as the signature policy {check.path} asks ({kinds}, "
+                   f"scope {check.scope})")
     canonical = reference.pinned(digest)
     document = _document(data, what)
     choice = None

@@ -1,0 +1,164 @@
+"""Where an image's signatures are kept (containers-registries.d(5)), as podman and skopeo read it: the
+*lookaside* storage of simple signatures, and whether sigstore signatures are looked for as attachments.
+
+Why: a policy that asks for signatures (:mod:`.policy`) is only as good as the place they are read from; an admin
+configures that place once, for every containers tool, in ``registries.d`` (RHEL ships
+``registry.redhat.io.yaml`` naming Red Hat's lookaside server). cosctl reads the same files.
+
+- The directory: ``$HOME/.config/containers/registries.d`` if it exists, else ``/etc/containers/registries.d``;
+  every ``*.yaml`` file in it, in name order. ``default-docker`` may appear in one file only, and each ``docker``
+  namespace in one file only, as containers/image refuses otherwise (naming both files).
+- For an image, the most specific ``docker`` namespace that sets it wins (the reference, the repository, its
+  parent namespaces, the registry, ``*.domain`` wildcards: the policy's scopes), then ``default-docker``;
+  ``lookaside`` (or its old name ``sigstore``) is the storage's base URL, ``use-sigstore-attachments`` whether
+  ``sha256-<digest>.sig`` attachments are read. Without a lookaside, the built-in local one
+  (``file:///var/lib/containers/sigstore``, or ``~/.local/share/containers/sigstore`` for another user than root).
+- A signature's URL: ``<base>/<repository path>@<algorithm>=<hex>/signature-<n>``, n from 1 until one is missing.
+
+Pure functions over the files; the pull (:mod:`.pull`) fetches what they name.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from .imageref import ImageReference
+from .model import BundleInputError
+from .policy import scopes
+from .registries import home
+
+SYSTEM_DIR: Final = Path("/etc/containers/registries.d")
+USER_DIR: Final = Path(".config/containers/registries.d")   # below $HOME, as containers/image
+ROOT_LOOKASIDE: Final = "file:///var/lib/containers/sigstore"
+USER_LOOKASIDE: Final = Path(".local/share/containers/sigstore")
+FILE_MAX_BYTES: Final = 1 << 20
+MAX_SIGNATURES: Final = 128   # containers/image's maxLookasideSignatures: more is taken for a server error
+
+
+class RegistriesDError(BundleInputError):
+    """A registries.d file that cannot be read or used; names the file."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Namespace:
+    lookaside: str = ""
+    attachments: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureStorage:
+    """Where the signatures of one image are: the lookaside base URL (with the repository's path appended) and
+    whether sigstore attachments are read."""
+
+    lookaside: str
+    attachments: bool
+
+    def url(self, digest: str, index: int) -> str:
+        """The URL of the ``index``-th signature (from 0) of the manifest ``digest``."""
+        algorithm, _, hexdigest = digest.partition(":")
+        return f"{self.lookaside}@{algorithm}={hexdigest}/signature-{index + 1}"
+
+
+@dataclass(slots=True)
+class RegistriesD:
+    """The merged configuration of a registries.d directory."""
+
+    default: _Namespace | None = None
+    docker: dict[str, _Namespace] = field(default_factory=dict)
+
+    def storage(self, reference: ImageReference) -> SignatureStorage:
+        """Where the signatures of ``reference`` (as pulled: a mirror's own name) are kept."""
+        candidates = [self.docker[s] for s in scopes(reference) if s in self.docker]
+        if self.default is not None:
+            candidates.append(self.default)
+        base = next((c.lookaside for c in candidates if c.lookaside), "") or _builtin_lookaside()
+        attachments = next((c.attachments for c in candidates if c.attachments is not None), False)
+        # the repository's path appended as containers/image appends it (url.URL.Path + "/" + repository)
+        return SignatureStorage(f"{base}/{reference.repository}", attachments)
+
+
+def _builtin_lookaside() -> str:
+    if os.geteuid() == 0:
+        return ROOT_LOOKASIDE
+    return "file://" + str(home() / USER_LOOKASIDE)
+
+
+def registries_d_dir(home_dir: Path | None = None, system: Path = SYSTEM_DIR) -> Path:
+    """The directory containers/image reads: the user's if it exists, else the system's."""
+    user = (home_dir if home_dir is not None else home()) / USER_DIR
+    return user if user.is_dir() else system
+
+
+def read_registries_d(directory: Path | None = None) -> RegistriesD:
+    """The configuration of ``directory`` (default :func:`registries_d_dir`); none when it does not exist."""
+    directory = directory if directory is not None else registries_d_dir()
+    merged = RegistriesD()
+    try:
+        files = sorted(p for p in directory.iterdir() if p.name.endswith(".yaml") and p.is_file())
+    except FileNotFoundError:
+        return merged
+    except OSError as exc:
+        raise RegistriesDError(f"registries.d {directory}: cannot read: {exc.strerror or exc}") from None
+    default_from: Path | None = None
+    namespace_from: dict[str, Path] = {}
+    for path in files:
+        default, docker = _read_file(path)
+        if default is not None:
+            if default_from is not None:
+                raise RegistriesDError(f'registries.d: "default-docker" is defined both in {default_from} and '
+                                       f"{path} (as podman and skopeo refuse it)")
+            merged.default, default_from = default, path
+        for name, namespace in docker.items():
+            if name in namespace_from:
+                raise RegistriesDError(f'registries.d: the "docker" namespace {name!r} is defined both in '
+                                       f"{namespace_from[name]} and {path} (as podman and skopeo refuse it)")
+            merged.docker[name], namespace_from[name] = namespace, path
+    return merged
+
+
+def _read_file(path: Path) -> tuple[_Namespace | None, dict[str, _Namespace]]:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(FILE_MAX_BYTES + 1)
+    except OSError as exc:
+        raise RegistriesDError(f"registries.d {path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > FILE_MAX_BYTES:
+        raise RegistriesDError(f"registries.d {path}: more than {FILE_MAX_BYTES} bytes")
+    try:
+        value = yaml.safe_load(data)
+    except yaml.YAMLError as exc:
+        raise RegistriesDError(f"registries.d {path}: not YAML: {exc}") from None
+    if value is None:
+        return None, {}
+    if not isinstance(value, dict):
+        raise RegistriesDError(f"registries.d {path}: not a mapping")
+    default = _namespace(value["default-docker"], path, "default-docker") \
+        if value.get("default-docker") is not None else None
+    docker = value.get("docker") or {}
+    if not isinstance(docker, dict):
+        raise RegistriesDError(f'registries.d {path}: "docker" is not a mapping')
+    return default, {str(name): _namespace(entry, path, f"docker {name!r}") for name, entry in docker.items()
+                     if entry is not None}
+
+
+def _namespace(value: Any, path: Path, where: str) -> _Namespace:
+    if not isinstance(value, dict):
+        raise RegistriesDError(f"registries.d {path}: {where} is not a mapping")
+
+    def text(key: str) -> str:
+        found = value.get(key)
+        if found is None:
+            return ""
+        if not isinstance(found, str):
+            raise RegistriesDError(f"registries.d {path}: {where}: {key} is not a string")
+        return found
+
+    attachments = value.get("use-sigstore-attachments")
+    if attachments is not None and not isinstance(attachments, bool):
+        raise RegistriesDError(f"registries.d {path}: {where}: use-sigstore-attachments is not true or false")
+    return _Namespace(text("lookaside") or text("sigstore"), attachments)

@@ -1,0 +1,476 @@
+"""Verifying an image's signatures as its signature policy asks (:mod:`.policy`), as containers/image verifies them
+for podman, skopeo and operator-controller: simple signatures (``signedBy``, GPG keys) and sigstore signatures
+(``sigstoreSigned``, public keys).
+
+Why: an admin whose policy accepts an image only signed (RHEL's default for registry.redhat.io) gets it pulled by
+cosctl when, and only when, podman would pull it. The rules are containers/image's (``signature/``):
+
+- Every requirement of the scope must accept the image; a requirement accepts it when one signature at least is
+  accepted. No signature: ``A signature was required, but no signature exists``; several refused: ``None of the
+  signatures were accepted, reasons: ...``, each in containers/image's words where it has some.
+- A signature is accepted when it verifies with one of the requirement's keys, its payload parses strictly
+  (exactly the fields of the format, no key twice), it names the manifest's digest (``Signature for digest ... does
+  not match``) and an identity ``signedIdentity`` accepts (``Signature for identity "..." is not accepted``).
+- ``signedBy`` (keyType ``GPGKeys``): the keys are imported into a keyring of their own that lives for the check
+  (as containers/image's ephemeral GPGME keyring), and the signature (an OpenPGP signed message) is verified by
+  ``gpg`` (GnuPG, what GPGME drives): one good signature, not expired, by a key not expired or revoked, whose
+  fingerprint (or its primary key's) is among the keys imported.
+- ``sigstoreSigned`` by public keys (PEM, ECDSA, RSA or Ed25519, SHA-256): the attachment's
+  ``dev.cosignproject.cosign/signature`` over its payload, by ``cryptography``.
+
+The identity a signature must claim (``signedIdentity``) is matched against the reference as asked (by tag or by
+digest), never a mirror's: a mirror serves the same signed content.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
+
+from .imageref import ImageReference, parse_named
+from .oci import digest_parts
+from .policy import (
+    EXACT_REFERENCE,
+    EXACT_REPOSITORY,
+    MATCH_EXACT,
+    MATCH_REPO_DIGEST_OR_EXACT,
+    MATCH_REPOSITORY,
+    REMAP_IDENTITY,
+    SIGNED_BY,
+    Requirement,
+    SignatureCheck,
+    SignedIdentity,
+)
+
+SIMPLE_SIGNING_TYPE: Final = "atomic container signature"
+SIGSTORE_TYPE: Final = "cosign container image signature"
+SIGSTORE_MIME: Final = "application/vnd.dev.cosign.simplesigning.v1+json"
+SIGSTORE_SIGNATURE_ANNOTATION: Final = "dev.cosignproject.cosign/signature"
+MAX_SIGNATURE_BYTES: Final = 4 << 20   # containers/image's iolimits.MaxSignatureBodySize
+GPG_TIMEOUT: Final = 60.0
+
+# The first byte of an OpenPGP message a simple signature may start with (a compressed data, one-pass signature or
+# signature packet, old or new format), as containers/image's signature.FromBlob tells them from other formats.
+_OPENPGP_FIRST: Final = frozenset({0xA0, 0xA1, 0xA2, 0xA3, 0xC8, 0x90, 0x91, 0x92, 0x3D, 0xC4, 0x88, 0x89, 0x8A,
+                                   0x8B, 0xC2})
+
+
+class SignatureFormatError(Exception):
+    """A lookaside blob that is no signature format containers/image knows (the pull names where it was read)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleSignature:
+    """A simple signature (an OpenPGP signed message of an ``atomic container signature``)."""
+
+    blob: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SigstoreSignature:
+    """A sigstore signature: an attachment's media type, its payload and annotations."""
+
+    mime: str
+    payload: bytes
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+Signature = SimpleSignature | SigstoreSignature
+
+
+def from_blob(blob: bytes) -> Signature:
+    """A signature read from lookaside storage, as containers/image's ``signature.FromBlob`` reads it: a bare
+    OpenPGP message, or a zero byte, a format name and a newline before its content."""
+    if not blob:
+        raise SignatureFormatError("empty signature blob")
+    if blob[0] in _OPENPGP_FIRST:
+        return SimpleSignature(blob)
+    if blob[0] != 0:
+        raise SignatureFormatError(f"unrecognized signature format, starting with binary {blob[0]:#x}")
+    name, newline, chunk = blob[1:].partition(b"\n")
+    if not newline:
+        raise SignatureFormatError("invalid signature format, missing newline")
+    if any(b < 32 or b >= 0x7F for b in name):
+        raise SignatureFormatError("invalid signature format, non-ASCII byte")
+    if name == b"simple-signing":
+        return SimpleSignature(chunk)
+    if name == b"sigstore-json":
+        try:
+            document = json.loads(chunk)
+            mime, payload, annotations = document["mimeType"], document["payload"], document["annotations"]
+            decoded = base64.b64decode(payload, validate=True)
+        except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+            raise SignatureFormatError(f"invalid sigstore-json signature: {exc}") from None
+        if not isinstance(mime, str) or not isinstance(annotations, dict):
+            raise SignatureFormatError("invalid sigstore-json signature")
+        return SigstoreSignature(mime, decoded, {str(k): str(v) for k, v in annotations.items()})
+    raise SignatureFormatError(f"unrecognized signature format {name.decode('ascii')!r}")
+
+
+class Rejected(Exception):
+    """Why a signature or an image is not accepted (containers/image's PolicyRequirementError or
+    InvalidSignatureError text)."""
+
+
+def verify(check: SignatureCheck, intended: ImageReference, manifest: bytes,
+           signatures: Sequence[Signature]) -> None:
+    """Accept ``manifest`` (as pulled for ``intended``) when every requirement of ``check`` accepts one of
+    ``signatures``; else raise the policy's :class:`~.policy.PolicyError` with the first refusal's reasons."""
+    for requirement in check.requirements:
+        try:
+            if requirement.type == SIGNED_BY:
+                _signed_by(requirement, intended, manifest, signatures)
+            else:
+                _sigstore_signed(requirement, intended, manifest, signatures)
+        except Rejected as exc:
+            raise check.refusal(intended, str(exc)) from None
+
+
+def _summary(rejections: list[str], none: str) -> Rejected:
+    if not rejections:
+        return Rejected(none)
+    if len(rejections) == 1:
+        return Rejected(rejections[0])
+    return Rejected("None of the signatures were accepted, reasons: " + "; ".join(rejections))
+
+
+NO_SIGNATURE: Final = "A signature was required, but no signature exists"
+
+
+def _signed_by(requirement: Requirement, intended: ImageReference, manifest: bytes,
+               signatures: Sequence[Signature]) -> None:
+    simple = [s for s in signatures if isinstance(s, SimpleSignature)]
+    if not simple:
+        raise Rejected(NO_SIGNATURE)
+    try:
+        keys = _key_blobs(requirement)
+    except Rejected as exc:   # containers/image reads the keys for each signature: the same reason for each
+        raise _summary([str(exc)] * len(simple), NO_SIGNATURE) from None
+    rejections: list[str] = []
+    with GPGKeyring(keys) as keyring:
+        for signature in simple:
+            try:
+                payload = keyring.verify(signature.blob)
+                _accept_payload(payload, SIMPLE_SIGNING_TYPE, requirement.identity, intended, manifest,
+                                optional_null=False)
+                return
+            except Rejected as exc:
+                rejections.append(str(exc))
+    raise _summary(rejections, NO_SIGNATURE)
+
+
+def _sigstore_signed(requirement: Requirement, intended: ImageReference, manifest: bytes,
+                     signatures: Sequence[Signature]) -> None:
+    other = sum(1 for s in signatures if not isinstance(s, SigstoreSignature))
+    attachments = [s for s in signatures if isinstance(s, SigstoreSignature)]
+    signed = [s for s in attachments if s.mime == SIGSTORE_MIME]
+    rejections: list[str] = []
+    for signature in signed:
+        try:
+            keys = _public_keys(requirement)
+            encoded = signature.annotations.get(SIGSTORE_SIGNATURE_ANNOTATION)
+            if encoded is None:
+                raise Rejected(f"missing {SIGSTORE_SIGNATURE_ANNOTATION} annotation")
+            try:
+                raw = base64.b64decode(encoded, validate=True)
+            except binascii.Error as exc:
+                raise Rejected(f"base64 decoding: {exc}") from None
+            _check_sigstore(keys, signature.payload, raw)
+            _accept_payload(signature.payload, SIGSTORE_TYPE, requirement.identity, intended, manifest,
+                            optional_null=True)
+            return
+        except Rejected as exc:
+            rejections.append(str(exc))
+    if not rejections and (other or len(attachments) - len(signed)):
+        raise Rejected(f"{NO_SIGNATURE} ({other} non-sigstore signatures, {len(attachments) - len(signed)} sigstore "
+                       "non-signature attachments)")
+    raise _summary(rejections, NO_SIGNATURE)
+
+
+# -- keys --
+
+def _key_blobs(requirement: Requirement) -> list[bytes]:
+    """The key material a requirement names: its files read, or its inline data."""
+    if requirement.key_datas:
+        return list(requirement.key_datas)
+    blobs = []
+    for path in requirement.key_paths:
+        try:
+            blobs.append(Path(path).read_bytes())
+        except OSError as exc:
+            raise Rejected(f"open {path}: {(exc.strerror or str(exc)).lower()}") from None
+    return blobs
+
+
+PublicKey = ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey
+
+
+def _public_keys(requirement: Requirement) -> list[PublicKey]:
+    keys: list[PublicKey] = []
+    for index, blob in enumerate(_key_blobs(requirement), 1):
+        try:
+            key = serialization.load_pem_public_key(blob)
+        except (ValueError, UnsupportedAlgorithm) as exc:
+            problem = "PEM decoding failed" if b"-----BEGIN" not in blob else str(exc).splitlines()[0]
+            raise Rejected(f"parsing public key {index}: {problem}") from None
+        if not isinstance(key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey):
+            raise Rejected(f"parsing public key {index}: unsupported public key type")
+        keys.append(key)
+    return keys
+
+
+def _check_sigstore(keys: list[PublicKey], payload: bytes, raw: bytes) -> None:
+    """The payload's signature verified with one of ``keys`` (SHA-256, as containers/image hard-codes it)."""
+    failures = []
+    for key in keys:
+        try:
+            if isinstance(key, ec.EllipticCurvePublicKey):
+                key.verify(raw, payload, ec.ECDSA(hashes.SHA256()))
+            elif isinstance(key, rsa.RSAPublicKey):
+                key.verify(raw, payload, padding.PKCS1v15(), hashes.SHA256())
+            else:
+                key.verify(raw, payload)
+            return
+        except InvalidSignature:
+            failures.append("invalid signature when validating ASN.1 encoded signature"
+                            if isinstance(key, ec.EllipticCurvePublicKey) else
+                            "crypto/rsa: verification error" if isinstance(key, rsa.RSAPublicKey) else
+                            "failed to verify signature")
+    raise Rejected("cryptographic signature verification failed: " + ", ".join(failures))
+
+
+# -- payloads --
+
+def _accept_payload(payload: bytes, kind: str, identity: SignedIdentity, intended: ImageReference,
+                    manifest: bytes, *, optional_null: bool) -> None:
+    """The verified payload read as strictly as containers/image reads it, then its digest and identity held to
+    the image's (the digest first, as there)."""
+    try:
+        document = _strict(payload)
+        critical, optional = _exact(document, ("critical", "optional"), "")
+        if not (optional_null and optional is None):
+            if not isinstance(optional, dict):
+                raise Rejected("JSON object expected")
+            timestamp = optional.get("timestamp")
+            if "creator" in optional and not isinstance(optional["creator"], str):
+                raise Rejected("Field optional.creator is not a string")
+            if "timestamp" in optional and (not isinstance(timestamp, int | float) or isinstance(timestamp, bool)
+                                            or int(timestamp) != timestamp):
+                raise Rejected("Field optional.timestamp is not an integer")
+        kind_found, image, claimed_identity = _exact(critical, ("type", "image", "identity"), "critical")
+        if kind_found != kind:
+            raise Rejected(f"Unrecognized signature type {kind_found}")
+        (digest,) = _exact(image, ("docker-manifest-digest",), "critical.image")
+        (reference,) = _exact(claimed_identity, ("docker-reference",), "critical.identity")
+        if not isinstance(digest, str) or not isinstance(reference, str):
+            raise Rejected("JSON string expected")
+    except ValueError as exc:
+        raise Rejected(str(exc)) from None
+    parts = digest_parts(digest)
+    if parts is None:
+        raise Rejected(f"invalid docker-manifest-digest value {json.dumps(digest)}")
+    algorithm, hexdigest = parts
+    if hashlib.new(algorithm, manifest).hexdigest() != hexdigest:
+        raise Rejected(f"Signature for digest {digest} does not match")
+    if not identity_matches(identity, intended, reference):
+        raise Rejected(f"Signature for identity {json.dumps(reference)} is not accepted")
+
+
+def _strict(payload: bytes) -> Any:
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in found:
+                raise Rejected(f"Duplicate key {json.dumps(key)}")
+            found[key] = value
+        return found
+
+    try:
+        return json.loads(payload, object_pairs_hook=no_duplicates)
+    except (ValueError, RecursionError) as exc:
+        raise Rejected(str(exc)) from None
+
+
+def _exact(value: Any, fields: tuple[str, ...], where: str) -> tuple[Any, ...]:
+    """The values of exactly ``fields`` of the object ``value`` (containers/image's
+    ParanoidUnmarshalJSONObjectExactFields)."""
+    if not isinstance(value, dict):
+        raise Rejected("JSON object expected")
+    for key in value:
+        if key not in fields:
+            raise Rejected(f"Unexpected key {json.dumps(key)}" + (f" in {where}" if where else ""))
+    for key in fields:
+        if key not in value:
+            raise Rejected(f"Key {json.dumps(key)} missing in a JSON object")
+    return tuple(value[key] for key in fields)
+
+
+# -- identities --
+
+def identity_matches(identity: SignedIdentity, intended: ImageReference, claimed: str) -> bool:
+    """Whether a signature claiming ``claimed`` is accepted for the image asked for as ``intended`` (containers/
+    image's PolicyReferenceMatch implementations)."""
+    signed = parse_named(claimed)
+    if signed is None:
+        return False
+    if identity.type == MATCH_EXACT:
+        return _has_tag_or_digest(signed) and str(signed) == str(intended)
+    if identity.type == MATCH_REPO_DIGEST_OR_EXACT:
+        return _repo_digest_or_exact(intended, signed)
+    if identity.type == MATCH_REPOSITORY:
+        return signed.name == intended.name
+    if identity.type == EXACT_REFERENCE:
+        wanted = parse_named(identity.reference)
+        return (wanted is not None and _has_tag_or_digest(wanted) and _has_tag_or_digest(signed)
+                and str(signed) == str(wanted))
+    if identity.type == EXACT_REPOSITORY:
+        wanted = parse_named(identity.reference)
+        return wanted is not None and signed.name == wanted.name
+    if identity.type == REMAP_IDENTITY:
+        remapped = _remapped(intended, identity.prefix, identity.signed_prefix)
+        return remapped is not None and _repo_digest_or_exact(remapped, signed)
+    return False
+
+
+def _has_tag_or_digest(reference: ImageReference) -> bool:
+    return reference.tag is not None or reference.digest is not None
+
+
+def _repo_digest_or_exact(intended: ImageReference, signed: ImageReference) -> bool:
+    if not _has_tag_or_digest(signed):
+        return False
+    if intended.tag is not None:
+        return str(signed) == str(intended)
+    if intended.digest is not None:
+        return signed.name == intended.name
+    return False
+
+
+def _remapped(intended: ImageReference, prefix: str, signed_prefix: str) -> ImageReference | None:
+    name = intended.name
+    if not (name == prefix or (name.startswith(prefix) and name[len(prefix):].startswith("/"))):
+        return intended
+    text = str(intended).replace(prefix, signed_prefix, 1)
+    remapped = parse_named(text)
+    # ParseNamed takes only a name already normalised
+    return remapped if remapped is not None and str(remapped) == text else None
+
+
+# -- GPG --
+
+class GPGKeyring:
+    """A GnuPG keyring of its own (a temporary home directory) holding the keys a ``signedBy`` trusts, for as long
+    as the ``with`` block runs: containers/image's ephemeral GPGME signing mechanism, driving ``gpg`` directly."""
+
+    def __init__(self, keys: Sequence[bytes], gpg: str | None = None) -> None:
+        self.keys = keys
+        self.gpg = gpg or shutil.which("gpg") or ""
+        self.home: Path | None = None
+        self.fingerprints: set[str] = set()
+
+    def __enter__(self) -> GPGKeyring:
+        if not self.gpg:
+            raise Rejected("cannot verify GPG signatures: gpg (GnuPG) is not on PATH (install gnupg, which podman's "
+                           "GPGME needs too)")
+        self.home = Path(tempfile.mkdtemp(prefix="cosctl-gpg-"))
+        try:
+            for index, blob in enumerate(self.keys):
+                key_file = self.home / f"key-{index}"
+                key_file.write_bytes(blob)
+                status, _ = self._run(["--import", str(key_file)])
+                for line in status:
+                    if line[:1] == ["IMPORT_OK"] and len(line) >= 3:
+                        self.fingerprints.add(line[2].upper())
+            if not self.fingerprints:
+                raise Rejected("No public keys imported")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.home is not None:
+            gpgconf = shutil.which("gpgconf")
+            if gpgconf:   # an agent gpg may have started for the home directory (none is needed to verify)
+                subprocess.run([gpgconf, "--homedir", str(self.home), "--kill", "all"], capture_output=True,
+                               timeout=GPG_TIMEOUT, check=False)
+            shutil.rmtree(self.home, ignore_errors=True)
+            self.home = None
+
+    def _run(self, args: list[str]) -> tuple[list[list[str]], str]:
+        """gpg run on the keyring: its status lines (split) and its stderr."""
+        assert self.home is not None
+        command = [self.gpg, "--homedir", str(self.home), "--batch", "--no-tty", "--no-auto-key-retrieve",
+                   "--status-fd", "1", *args]
+        try:
+            done = subprocess.run(command, capture_output=True, timeout=GPG_TIMEOUT, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise Rejected(f"cannot run gpg: {exc}") from None
+        status = [line.split()[1:] for line in done.stdout.decode("utf-8", "replace").splitlines()
+                  if line.startswith("[GNUPG:] ")]
+        return status, done.stderr.decode("utf-8", "replace")
+
+    def verify(self, blob: bytes) -> bytes:
+        """The content ``blob`` signs, when gpg finds one good signature by one of the keys; else :class:`Rejected`
+        naming what gpg found."""
+        assert self.home is not None
+        if len(blob) > MAX_SIGNATURE_BYTES:
+            raise Rejected(f"a signature of more than {MAX_SIGNATURE_BYTES} bytes")
+        with tempfile.TemporaryDirectory(dir=self.home) as scratch:
+            signed, content = Path(scratch) / "signature", Path(scratch) / "content"
+            signed.write_bytes(blob)
+            status, stderr = self._run(["--output", str(content), "--decrypt", str(signed)])
+            return _gpg_verdict(status, stderr, self.fingerprints, content)
+
+
+_GPG_BAD: Final = {
+    "BADSIG": "a BAD signature by key {}",
+    "EXPSIG": "an expired signature by key {}",
+    "EXPKEYSIG": "a signature by key {}, which has expired",
+    "REVKEYSIG": "a signature by key {}, which is revoked",
+}
+
+
+def _gpg_verdict(status: list[list[str]], stderr: str, trusted: set[str], content: Path) -> bytes:
+    """containers/image's gpgme Verify over gpg's status lines: exactly one signature, good, valid, by a trusted
+    key (its fingerprint or its primary key's)."""
+    count = sum(1 for line in status if line[:1] == ["NEWSIG"])
+    if count > 1:
+        raise Rejected(f"Unexpected GPG signature count {count}")
+    for line in status:
+        if line and line[0] in _GPG_BAD:
+            raise Rejected("Invalid GPG signature: " + _GPG_BAD[line[0]].format(line[1] if len(line) > 1 else "?"))
+        if line[:1] == ["ERRSIG"]:
+            key = line[1] if len(line) > 1 else "?"
+            missing = len(line) > 6 and line[6] == "9"
+            raise Rejected(f"Invalid GPG signature: made by key {key}, which is not one of the policy's keys"
+                           if missing else f"Invalid GPG signature: cannot check the signature by key {key}")
+        if line[:1] == ["TRUST_NEVER"]:
+            raise Rejected("Invalid GPG signature: by a key marked never to be trusted")
+    good = any(line[:1] == ["GOODSIG"] for line in status)
+    valid = next((line for line in status if line[:1] == ["VALIDSIG"]), None)
+    if not good or valid is None:
+        detail = next((s.removeprefix("gpg: ") for s in stderr.splitlines() if s.startswith("gpg: ")), "")
+        raise Rejected("Invalid GPG signature: not a signed OpenPGP message" + (f" ({detail})" if detail else ""))
+    fingerprint = valid[1].upper()
+    primary = valid[10].upper() if len(valid) > 10 else fingerprint
+    if fingerprint not in trusted and primary not in trusted:
+        raise Rejected(f"signature by key {fingerprint} of {primary} is not accepted")
+    try:
+        return content.read_bytes()
+    except OSError as exc:
+        raise Rejected(f"gpg wrote no signed content: {exc.strerror or exc}") from None
+

@@ -1,0 +1,128 @@
+"""Signing images as podman and skopeo sign them, for the tests of signature verification: simple signatures made
+by the real ``gpg`` (GnuPG) over containers/image's payload, and sigstore signatures (cosign's format) made with
+``cryptography``, published where containers/image looks for them (lookaside storage, sigstore attachments)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from tests.support.registry_server import Registry
+
+SIMPLE = "atomic container signature"
+SIGSTORE = "cosign container image signature"
+SIGSTORE_MIME = "application/vnd.dev.cosign.simplesigning.v1+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+
+
+def payload(digest: str, reference: str, kind: str = SIMPLE) -> bytes:
+    """containers/image's signature payload for the manifest ``digest`` claiming ``reference``."""
+    return json.dumps({"critical": {"type": kind, "image": {"docker-manifest-digest": digest},
+                                    "identity": {"docker-reference": reference}},
+                       "optional": {"creator": "cos tests", "timestamp": 1764000000}}).encode()
+
+
+@dataclass
+class GPGKey:
+    fingerprint: str
+    public: bytes   # the armored public key, as a keyPath file holds it
+
+
+class GPG:
+    """A GnuPG home of the tests' own (short path: gpg-agent's socket lives in it), with keys generated in it."""
+
+    def __init__(self) -> None:
+        gpg = shutil.which("gpg")
+        assert gpg, "the signature tests need gpg (GnuPG): apt-get install gnupg (.ci/run installs it)"
+        self.gpg = gpg
+        self.home = Path(tempfile.mkdtemp(prefix="cosgpg-"))
+
+    def run(self, *args: str, data: bytes | None = None, faked_time: str | None = None) -> bytes:
+        command = [self.gpg, "--homedir", str(self.home), "--batch", "--no-tty", "--pinentry-mode", "loopback",
+                   "--passphrase", ""]
+        if faked_time:
+            command += ["--faked-system-time", faked_time, "--ignore-time-conflict"]
+        done = subprocess.run([*command, *args], input=data, capture_output=True, check=False, timeout=120)
+        assert done.returncode == 0, done.stderr.decode()
+        return done.stdout
+
+    def generate(self, uid: str, *, subkey: bool = False, expires: str = "never",
+                 faked_time: str | None = None) -> GPGKey:
+        """A new ed25519 key; with ``subkey``, it signs with a signing subkey (the primary only certifies)."""
+        self.run("--quick-gen-key", uid, "ed25519", "cert" if subkey else "sign", expires, faked_time=faked_time)
+        fingerprint = self.fingerprint(uid)
+        if subkey:
+            self.run("--quick-add-key", fingerprint, "ed25519", "sign", expires, faked_time=faked_time)
+        return GPGKey(fingerprint, self.run("--armor", "--export", fingerprint))
+
+    def fingerprint(self, uid: str) -> str:
+        listing = self.run("--with-colons", "--list-keys", uid).decode()
+        return next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:"))
+
+    def sign(self, key: GPGKey, content: bytes, *, faked_time: str | None = None) -> bytes:
+        """``content`` as an OpenPGP signed message (what containers/image's GPGME mechanism writes)."""
+        return self.run("--local-user", key.fingerprint, "--sign", data=content, faked_time=faked_time)
+
+    def close(self) -> None:
+        gpgconf = shutil.which("gpgconf")
+        if gpgconf:
+            subprocess.run([gpgconf, "--homedir", str(self.home), "--kill", "all"], capture_output=True, check=False)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def lookaside(root: Path, repository: str, digest: str, signatures: list[bytes]) -> None:
+    """``signatures`` stored as ``root`` lookaside storage keeps them (signature-1, signature-2, ...)."""
+    algorithm, _, hexdigest = digest.partition(":")
+    directory = root / repository
+    directory = Path(f"{directory}@{algorithm}={hexdigest}")
+    directory.mkdir(parents=True, exist_ok=True)
+    for index, blob in enumerate(signatures, 1):
+        (directory / f"signature-{index}").write_bytes(blob)
+
+
+def registries_d(home: Path, text: str) -> None:
+    """``text`` as the user's registries.d/test.yaml."""
+    directory = home / ".config" / "containers" / "registries.d"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "test.yaml").write_text(text)
+
+
+@dataclass
+class CosignKey:
+    private: ec.EllipticCurvePrivateKey
+
+    @classmethod
+    def generate(cls) -> CosignKey:
+        return cls(ec.generate_private_key(ec.SECP256R1()))
+
+    @property
+    def public_pem(self) -> bytes:
+        return self.private.public_key().public_bytes(serialization.Encoding.PEM,
+                                                      serialization.PublicFormat.SubjectPublicKeyInfo)
+
+    def sign(self, content: bytes) -> str:
+        return base64.b64encode(self.private.sign(content, ec.ECDSA(hashes.SHA256()))).decode()
+
+
+def attach(registry: Registry, repo: str, digest: str, layers: list[tuple[bytes, dict[str, str], str]]) -> str:
+    """Sigstore attachments (payload, annotations, media type) as cosign pushes them: an OCI manifest tagged
+    ``sha256-<hex>.sig`` whose layers are the payloads."""
+    config = registry.put_blob(repo, b"{}")
+    descriptors = []
+    for content, notes, media_type in layers:
+        descriptors.append({"mediaType": media_type, "digest": registry.put_blob(repo, content),
+                            "size": len(content), "annotations": notes})
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config,
+                                      "size": 2},
+                           "layers": descriptors}).encode()
+    algorithm, _, hexdigest = digest.partition(":")
+    return registry.put_manifest(repo, manifest, OCI_MANIFEST, tag=f"{algorithm}-{hexdigest}.sig")

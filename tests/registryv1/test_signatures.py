@@ -1,0 +1,300 @@
+"""Signatures verified as the signature policy asks, as containers/image verifies them: simple signatures made by
+the real gpg and read from lookaside storage (a directory, or an HTTP server), sigstore signatures read from the
+test registry's attachments; the identity rules of signedIdentity; what cannot be checked refused before any
+request."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from common.bundle.registryv1.imageref import parse_reference
+from common.bundle.registryv1.policy import SignedIdentity
+from common.bundle.registryv1.registriesd import RegistriesDError, read_registries_d
+from common.bundle.registryv1.signatures import identity_matches
+from common.bundle.registryv1.source import load_bundle
+from tests.producer.helpers import cosctl
+from tests.registryv1.bundles import write_bundle
+from tests.registryv1.pulling import push_bundle
+from tests.registryv1.signing import (
+    GPG,
+    SIGSTORE,
+    SIGSTORE_MIME,
+    CosignKey,
+    GPGKey,
+    attach,
+    lookaside,
+    payload,
+    registries_d,
+)
+from tests.registryv1.test_policy import write_policy
+from tests.support.registry_server import Registry
+
+REPO = "op/demo-bundle"
+
+
+@pytest.fixture(scope="module")
+def gpg() -> Iterator[GPG]:
+    keys = GPG()
+    yield keys
+    keys.close()
+
+
+@pytest.fixture(scope="module")
+def trusted(gpg: GPG) -> GPGKey:
+    return gpg.generate("Trusted Signer <trusted@example.com>")
+
+
+@pytest.fixture(scope="module")
+def stranger(gpg: GPG) -> GPGKey:
+    return gpg.generate("Someone Else <else@example.com>")
+
+
+class Signed:
+    """A bundle pushed to the test registry, with a policy asking for simple signatures by ``trusted`` and
+    lookaside storage in a directory."""
+
+    def __init__(self, registry: Registry, home: Path, tmp_path: Path, key: GPGKey) -> None:
+        self.registry = registry
+        self.digest = push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
+        self.ref = f"docker://{registry.ref(REPO, 'v1')}"
+        self.identity = registry.ref(REPO, "v1")
+        self.storage = tmp_path / "sigstore"
+        registries_d(home, f"default-docker:\n  lookaside: file://{self.storage}\n")
+        (tmp_path / "trusted.asc").write_bytes(key.public)
+        self.policy = write_policy(home, {"default": [{"type": "reject"}], "transports": {"docker": {
+            registry.host: [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": str(tmp_path / "trusted.asc")}]}}})
+
+    def publish(self, *signatures: bytes) -> None:
+        lookaside(self.storage, REPO, self.digest, list(signatures))
+
+    def refusal(self, reason: str, kinds: str = "signedBy") -> str:
+        return (f"{self.ref}: rejected by the signature policy {self.policy} ({kinds}, scope transports.docker "
+                f'"{self.registry.host}"): {reason}')
+
+
+@pytest.fixture
+def signed(registry: Registry, home: Path, tmp_path: Path, trusted: GPGKey) -> Signed:
+    return Signed(registry, home, tmp_path, trusted)
+
+
+def refused(ref: str) -> str:
+    with pytest.raises(Exception) as caught:
+        load_bundle(ref)
+    return str(caught.value)
+
+
+def test_an_image_signed_by_a_trusted_key_is_pulled_and_others_are_refused(signed: Signed, gpg: GPG,
+                                                                           trusted: GPGKey, stranger: GPGKey) -> None:
+    assert refused(signed.ref) == signed.refusal("A signature was required, but no signature exists")
+    signed.publish(gpg.sign(stranger, payload(signed.digest, signed.identity)))
+    assert refused(signed.ref) == signed.refusal(
+        f"Invalid GPG signature: made by key {stranger.fingerprint[-16:]}, which is not one of the policy's keys")
+    signed.publish(gpg.sign(stranger, payload(signed.digest, signed.identity)),
+                   gpg.sign(trusted, payload(signed.digest, signed.identity)))
+    assert load_bundle(signed.ref).package_name == "demo"   # one accepted signature is enough
+    status, _, err = cosctl("render", signed.ref, "-n", "demo-system")
+    assert (status, err.splitlines()[0]) == (0, (
+        f"cosctl render: {signed.ref}: signatures verified as the signature policy {signed.policy} asks (signedBy, "
+        f'scope transports.docker "{signed.registry.host}")'))
+
+
+def test_a_signature_must_name_the_manifest_and_an_identity_the_policy_accepts(signed: Signed, gpg: GPG,
+                                                                               trusted: GPGKey) -> None:
+    other = "sha256:" + "0" * 64
+    signed.publish(gpg.sign(trusted, payload(other, signed.identity)))
+    assert refused(signed.ref) == signed.refusal(f"Signature for digest {other} does not match")
+    moved = signed.registry.ref("elsewhere/demo-bundle", "v1")
+    signed.publish(gpg.sign(trusted, payload(signed.digest, moved)),
+                   gpg.sign(trusted, payload(signed.digest, signed.registry.ref(REPO, "v2"))))
+    assert refused(signed.ref) == signed.refusal(
+        f'None of the signatures were accepted, reasons: Signature for identity "{moved}" is not accepted; '
+        f'Signature for identity "{signed.registry.ref(REPO, "v2")}" is not accepted')
+    # matchRepository takes another tag of the same repository
+    key = json.loads(signed.policy.read_text())["transports"]["docker"][signed.registry.host][0]
+    key["signedIdentity"] = {"type": "matchRepository"}
+    write_policy(signed.policy.parent.parent.parent, {"default": [{"type": "reject"}], "transports": {
+        "docker": {signed.registry.host: [key]}}})
+    assert load_bundle(signed.ref).package_name == "demo"
+
+
+def test_a_payload_is_read_as_strictly_as_containers_image_reads_it(signed: Signed, gpg: GPG,
+                                                                    trusted: GPGKey) -> None:
+    document = json.loads(payload(signed.digest, signed.identity))
+    document["critical"]["extra"] = 1
+    signed.publish(gpg.sign(trusted, json.dumps(document).encode()))
+    assert refused(signed.ref) == signed.refusal('Unexpected key "extra" in critical')
+    document = json.loads(payload(signed.digest, signed.identity))
+    document["critical"]["type"] = SIGSTORE
+    signed.publish(gpg.sign(trusted, json.dumps(document).encode()))
+    assert refused(signed.ref) == signed.refusal(f"Unrecognized signature type {SIGSTORE}")
+    signed.publish(b"\xa3 not a signature")
+    assert refused(signed.ref).startswith(signed.refusal("Invalid GPG signature: not a signed OpenPGP message"))
+    signed.publish(b"<html>")
+    assert refused(signed.ref) == (
+        f"{signed.ref}: parsing signature file://{signed.storage}/{REPO}@sha256={signed.digest[7:]}/signature-1: "
+        "unrecognized signature format, starting with binary 0x3c")
+
+
+def test_a_signing_subkey_counts_as_its_primary_key_and_an_expired_key_does_not(
+        signed: Signed, gpg: GPG, tmp_path: Path) -> None:
+    with_subkey = gpg.generate("Subkey Signer <sub@example.com>", subkey=True)
+    (tmp_path / "trusted.asc").write_bytes(with_subkey.public)
+    signed.publish(gpg.sign(with_subkey, payload(signed.digest, signed.identity)))
+    assert load_bundle(signed.ref).package_name == "demo"
+    expired = gpg.generate("Expired Signer <old@example.com>", expires="1d", faked_time="20200101T000000")
+    (tmp_path / "trusted.asc").write_bytes(expired.public)
+    signed.publish(gpg.sign(expired, payload(signed.digest, signed.identity), faked_time="20200101T010000"))
+    assert refused(signed.ref) == signed.refusal(
+        f"Invalid GPG signature: a signature by key {expired.fingerprint[-16:]}, which has expired")
+
+
+def test_keys_given_inline_or_missing(signed: Signed, gpg: GPG, trusted: GPGKey, home: Path, tmp_path: Path) -> None:
+    import base64
+    signed.publish(gpg.sign(trusted, payload(signed.digest, signed.identity)))
+    write_policy(home, {"default": [{"type": "signedBy", "keyType": "GPGKeys",
+                                     "keyData": base64.b64encode(trusted.public).decode()}]})
+    assert load_bundle(signed.ref).package_name == "demo"
+    write_policy(home, {"default": [{"type": "signedBy", "keyType": "GPGKeys",
+                                     "keyPaths": [str(tmp_path / "trusted.asc"), str(tmp_path / "gone.asc")]}]})
+    assert refused(signed.ref) == (
+        f"{signed.ref}: rejected by the signature policy {signed.policy} (signedBy, scope default): open "
+        f"{tmp_path / 'gone.asc'}: no such file or directory")
+    write_policy(home, {"default": [{"type": "signedBy", "keyType": "GPGKeys",
+                                     "keyData": base64.b64encode(b"not a key").decode()}]})
+    assert refused(signed.ref) == (
+        f"{signed.ref}: rejected by the signature policy {signed.policy} (signedBy, scope default): No public keys "
+        "imported")
+
+
+class _Lookaside(http.server.SimpleHTTPRequestHandler):
+    requested: ClassVar[list[str]] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        type(self).requested.append(self.path)
+        super().do_GET()
+
+
+def test_signatures_are_read_from_a_lookaside_server_until_one_is_missing(signed: Signed, gpg: GPG,
+                                                                          trusted: GPGKey, home: Path) -> None:
+    signed.publish(gpg.sign(trusted, payload("sha256:" + "1" * 64, signed.identity)),
+                   gpg.sign(trusted, payload(signed.digest, signed.identity)))
+    handler = type("Handler", (_Lookaside,), {"requested": []})
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), lambda *a: handler(*a, directory=str(signed.storage)))  # type: ignore[misc]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        registries_d(home, f"docker:\n  {signed.registry.host}/op:\n    lookaside: {base}\n"
+                           f"default-docker:\n  lookaside: file:///nowhere\n")
+        assert load_bundle(signed.ref).package_name == "demo"
+        where = f"/{REPO}@sha256={signed.digest[7:]}"
+        assert handler.requested == [f"{where}/signature-1", f"{where}/signature-2", f"{where}/signature-3"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_sigstore_signatures_are_read_from_attachments_when_registries_d_asks(
+        registry: Registry, home: Path, tmp_path: Path) -> None:
+    key, other = CosignKey.generate(), CosignKey.generate()
+    digest = push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
+    ref = f"docker://{registry.ref(REPO, 'v1')}"
+    (tmp_path / "cosign.pub").write_bytes(key.public_pem)
+    policy = write_policy(home, {"default": [{"type": "sigstoreSigned", "keyPath": str(tmp_path / "cosign.pub"),
+                                              "signedIdentity": {"type": "matchRepository"}}]})
+    good = payload(digest, registry.ref(REPO, "v1"), SIGSTORE)
+    attach(registry, REPO, digest, [(good, {"dev.cosignproject.cosign/signature": key.sign(good)}, SIGSTORE_MIME)])
+    registries_d(home, f"default-docker:\n  lookaside: file://{tmp_path / 'none'}\n")
+    prefix = f"{ref}: rejected by the signature policy {policy} (sigstoreSigned, scope default): "
+    assert refused(ref) == prefix + "A signature was required, but no signature exists"
+    registries_d(home, f"default-docker:\n  lookaside: file://{tmp_path / 'none'}\n  use-sigstore-attachments: true\n")
+    assert load_bundle(ref).package_name == "demo"
+    attach(registry, REPO, digest, [(good, {"dev.cosignproject.cosign/signature": other.sign(good)}, SIGSTORE_MIME),
+                                    (b"{}", {}, "application/vnd.in-toto+json")])
+    assert refused(ref) == prefix + ("cryptographic signature verification failed: invalid signature when "
+                                     "validating ASN.1 encoded signature")
+    attach(registry, REPO, digest, [(b"{}", {}, "application/vnd.in-toto+json")])
+    assert refused(ref) == prefix + ("A signature was required, but no signature exists (0 non-sigstore "
+                                     "signatures, 1 sigstore non-signature attachments)")
+
+
+@pytest.mark.parametrize(("requirement", "why"), [
+    ({"type": "signedBaseLayer", "baseLayerIdentity": {"type": "matchExact"}},
+     "signedBaseLayer, which containers/image does not implement either (signedBaseLayer not implemented yet!)"),
+    ({"type": "signedBy", "keyType": "X509Certificates", "keyPath": "/k"},
+     'signedBy with keyType X509Certificates, which containers/image does not implement either (Unimplemented '
+     '"keyType" value "X509Certificates")'),
+    ({"type": "sigstoreSigned", "fulcio": {"caPath": "/ca"}, "rekorPublicKeyPath": "/r",
+      "signedIdentity": {"type": "matchRepository"}},
+     "sigstoreSigned trusting fulcio, rekorPublicKeyPath, which cosctl does not verify (it verifies sigstore "
+     "signatures by public keys: keyPath, keyPaths, keyData, keyDatas)"),
+])
+def test_what_cosctl_cannot_check_is_refused_before_any_request(registry: Registry, home: Path,
+                                                               requirement: dict[str, Any], why: str) -> None:
+    policy = write_policy(home, {"default": [requirement]})
+    asked = len(registry.requests)
+    ref = f"docker://{registry.ref(REPO, 'v1')}"
+    assert refused(ref) == (f"{ref}: the signature policy {policy} accepts it only with signatures cosctl cannot "
+                            f"check (scope default: {why}): copy it with a tool that does (skopeo copy {ref} "
+                            "oci:DIR) and give cosctl the layout DIR")
+    assert len(registry.requests) == asked
+
+
+TAGGED = parse_reference("quay.io/op/demo:v1")
+PINNED = parse_reference("quay.io/op/demo@sha256:" + "a" * 64)
+
+
+@pytest.mark.parametrize(("identity", "intended", "claimed", "accepted"), [
+    (SignedIdentity("matchRepoDigestOrExact"), TAGGED, "quay.io/op/demo:v1", True),
+    (SignedIdentity("matchRepoDigestOrExact"), TAGGED, "quay.io/op/demo:v2", False),
+    (SignedIdentity("matchRepoDigestOrExact"), PINNED, "quay.io/op/demo:v2", True),
+    (SignedIdentity("matchRepoDigestOrExact"), PINNED, "quay.io/op/demo", False),
+    (SignedIdentity("matchRepoDigestOrExact"), PINNED, "quay.io/op/other:v1", False),
+    (SignedIdentity("matchExact"), TAGGED, "quay.io/op/demo:v1", True),
+    (SignedIdentity("matchExact"), PINNED, "quay.io/op/demo:v1", False),
+    (SignedIdentity("matchRepository"), TAGGED, "quay.io/op/demo", True),
+    (SignedIdentity("matchRepository"), TAGGED, "quay.io/op/demo2:v1", False),
+    (SignedIdentity("matchRepository"), parse_reference("busybox:1"), "docker.io/library/busybox:2", True),
+    (SignedIdentity("exactReference", "registry.example/op/demo:v1"), TAGGED, "registry.example/op/demo:v1", True),
+    (SignedIdentity("exactReference", "registry.example/op/demo:v1"), TAGGED, "quay.io/op/demo:v1", False),
+    (SignedIdentity("exactRepository", "registry.example/op/demo"), TAGGED, "registry.example/op/demo:x", True),
+    (SignedIdentity("remapIdentity", prefix="quay.io/op", signed_prefix="registry.redhat.io/op"), TAGGED,
+     "registry.redhat.io/op/demo:v1", True),
+    (SignedIdentity("remapIdentity", prefix="quay.io/op", signed_prefix="registry.redhat.io/op"), TAGGED,
+     "quay.io/op/demo:v1", False),
+    (SignedIdentity("remapIdentity", prefix="quay.io/o", signed_prefix="registry.redhat.io/o"), TAGGED,
+     "quay.io/op/demo:v1", True),   # a prefix matches whole path components only: not remapped
+    (SignedIdentity("matchRepoDigestOrExact"), TAGGED, "QUAY.io/op/Demo:v1", False),
+])
+def test_signed_identities_match_as_containers_image_matches_them(identity: SignedIdentity, intended: Any,
+                                                                  claimed: str, accepted: bool) -> None:
+    assert identity_matches(identity, intended, claimed) is accepted
+
+
+def test_registries_d_refuses_what_containers_image_refuses(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("default-docker:\n  lookaside: https://a.example/sigstore\n")
+    (tmp_path / "b.yaml").write_text("default-docker:\n  lookaside: https://b.example/sigstore\n")
+    with pytest.raises(RegistriesDError) as caught:
+        read_registries_d(tmp_path)
+    assert str(caught.value) == (f'registries.d: "default-docker" is defined both in {tmp_path / "a.yaml"} and '
+                                 f'{tmp_path / "b.yaml"} (as podman and skopeo refuse it)')
+    (tmp_path / "b.yaml").write_text("docker:\n  quay.io/op:\n    sigstore: https://q.example/s\n"
+                                     "    use-sigstore-attachments: true\n  quay.io:\n    lookaside: https://x/\n")
+    config = read_registries_d(tmp_path)
+    storage = config.storage(parse_reference("quay.io/op/demo:v1"))
+    assert (storage.lookaside, storage.attachments) == ("https://q.example/s/op/demo", True)
+    assert storage.url("sha256:" + "b" * 64, 0) == f"https://q.example/s/op/demo@sha256={'b' * 64}/signature-1"
+    other = config.storage(parse_reference("quay.io/team/demo:v1"))
+    assert (other.lookaside, other.attachments) == ("https://x//team/demo", False)
+    assert config.storage(parse_reference("docker.io/x/y")).lookaside == "https://a.example/sigstore/x/y"
