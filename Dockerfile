@@ -65,6 +65,11 @@ FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="cluster-object-set" \
       org.opencontainers.image.description="ClusterObjectSet admission webhook (cos-webhook) and reconciler (cos-reconciler)" \
       org.opencontainers.image.licenses="Apache-2.0"
+# gpg (GnuPG) verifies simple signatures when a signature policy mounted at /etc/containers/policy.json asks for them
+# (signedBy; docs/bundles.md, section 1), as podman's GPGME does: only cosctl runs it.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gpg \
+ && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/cos /opt/cos
 # The licence travels with the binaries it covers.
 COPY LICENSE /usr/share/licenses/cluster-object-set/LICENSE

@@ -173,6 +173,15 @@ def test_keys_given_inline_or_missing(signed: Signed, gpg: GPG, trusted: GPGKey,
         "imported")
 
 
+def test_without_gpg_a_signed_by_requirement_refuses_saying_what_to_install(
+        signed: Signed, gpg: GPG, trusted: GPGKey, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    signed.publish(gpg.sign(trusted, payload(signed.digest, signed.identity)))
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert refused(signed.ref) == signed.refusal("cannot verify GPG signatures: gpg (GnuPG) is not on PATH (install "
+                                                 "gnupg, which podman's GPGME needs too)")
+
+
 class _Lookaside(http.server.SimpleHTTPRequestHandler):
     requested: ClassVar[list[str]] = []
 
