@@ -432,7 +432,9 @@ class GPGKeyring:
         with tempfile.TemporaryDirectory(dir=self.home) as scratch:
             signed, content = Path(scratch) / "signature", Path(scratch) / "content"
             signed.write_bytes(blob)
-            status, stderr = self._run(["--output", str(content), "--decrypt", str(signed)])
+            # --max-output: a compressed message cannot unpack into more than a signature's payload may be
+            status, stderr = self._run(["--max-output", str(MAX_SIGNATURE_BYTES), "--output", str(content),
+                                        "--decrypt", str(signed)])
             return _gpg_verdict(status, stderr, self.fingerprints, content)
 
 
