@@ -5,6 +5,7 @@ request."""
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import threading
@@ -16,11 +17,12 @@ import pytest
 
 from common.bundle.registryv1.imageref import parse_reference
 from common.bundle.registryv1.policy import SignedIdentity
+from common.bundle.registryv1.pull import host_platform
 from common.bundle.registryv1.registriesd import RegistriesDError, read_registries_d
 from common.bundle.registryv1.signatures import identity_matches
 from common.bundle.registryv1.source import load_bundle
 from tests.producer.helpers import cosctl
-from tests.registryv1.bundles import write_bundle
+from tests.registryv1.bundles import Layout, files_layer, tree_files, write_bundle
 from tests.registryv1.pulling import push_bundle
 from tests.registryv1.signing import (
     GPG,
@@ -155,8 +157,28 @@ def test_a_signing_subkey_counts_as_its_primary_key_and_an_expired_key_does_not(
         f"Invalid GPG signature: a signature by key {expired.fingerprint[-16:]}, which has expired")
 
 
+def test_a_multi_platform_image_is_verified_by_the_image_chosen_as_containers_image_verifies_it(
+        signed: Signed, gpg: GPG, trusted: GPGKey, tmp_path: Path) -> None:
+    os_name, arch = host_platform()
+    layout = Layout(tmp_path / "multi")
+    mine = layout.image([layout.layer(files_layer(tree_files(write_bundle(tmp_path / "mine"))))])
+    index = layout.index([{**mine, "platform": {"os": os_name, "architecture": arch}}])
+    layout.finish([index])
+    index_digest = signed.registry.push_layout("op/multi", "v1", layout.root)
+    ref, identity = f"docker://{signed.registry.ref('op/multi', 'v1')}", signed.registry.ref("op/multi", "v1")
+    lookaside(signed.storage, "op/multi", index_digest, [gpg.sign(trusted, payload(index_digest, identity))])
+    # the index alone signed: podman refuses it (it checks the image it copies, under that image's digest)
+    assert refused(ref) == (f"{ref}: rejected by the signature policy {signed.policy} (signedBy, scope "
+                            f'transports.docker "{signed.registry.host}"): A signature was required, but no '
+                            "signature exists")
+    lookaside(signed.storage, "op/multi", mine["digest"], [gpg.sign(trusted, payload(mine["digest"], identity))])
+    heard: list[str] = []
+    assert load_bundle(ref, heard.append).package_name == "demo"
+    assert heard[0] == (f"{ref}: signatures verified as the signature policy {signed.policy} asks (signedBy, scope "
+                        f'transports.docker "{signed.registry.host}", the {os_name}/{arch} image)')
+
+
 def test_keys_given_inline_or_missing(signed: Signed, gpg: GPG, trusted: GPGKey, home: Path, tmp_path: Path) -> None:
-    import base64
     signed.publish(gpg.sign(trusted, payload(signed.digest, signed.identity)))
     write_policy(home, {"default": [{"type": "signedBy", "keyType": "GPGKeys",
                                      "keyData": base64.b64encode(trusted.public).decode()}]})
@@ -236,6 +258,13 @@ def test_sigstore_signatures_are_read_from_attachments_when_registries_d_asks(
     attach(registry, REPO, digest, [(b"{}", {}, "application/vnd.in-toto+json")])
     assert refused(ref) == prefix + ("A signature was required, but no signature exists (0 non-sigstore "
                                      "signatures, 1 sigstore non-signature attachments)")
+    # without signedIdentity, matchRepoDigestOrExact: the tag signed must be the tag asked for
+    write_policy(home, {"default": [{"type": "sigstoreSigned", "keyData": base64.b64encode(key.public_pem).decode()}]})
+    v2 = payload(digest, registry.ref(REPO, "v2"), SIGSTORE)
+    attach(registry, REPO, digest, [(v2, {"dev.cosignproject.cosign/signature": key.sign(v2)}, SIGSTORE_MIME)])
+    assert refused(ref) == prefix + f'Signature for identity "{registry.ref(REPO, "v2")}" is not accepted'
+    attach(registry, REPO, digest, [(good, {"dev.cosignproject.cosign/signature": key.sign(good)}, SIGSTORE_MIME)])
+    assert load_bundle(ref).package_name == "demo"
 
 
 @pytest.mark.parametrize(("requirement", "why"), [

@@ -311,8 +311,6 @@ def _requirement(kind: str, item: dict[str, Any]) -> Requirement:
     elif "keyDatas" in item:
         datas = tuple(_base64(d, "keyDatas") for d in _entries(item["keyDatas"], "keyDatas"))
     trust = tuple(key for key in ("fulcio", "pki", *_REKOR) if key in item)
-    if kind == SIGSTORE_SIGNED and "signedIdentity" not in item:
-        raise _Invalid("needs signedIdentity")
     identity = _identity(item["signedIdentity"]) if "signedIdentity" in item else SignedIdentity()
     return Requirement(kind, str(item.get("keyType", "")), paths, datas, identity, trust)
 
@@ -369,14 +367,19 @@ def _identity(value: Any) -> SignedIdentity:
     return SignedIdentity(kind)
 
 
-# Transports whose scopes are paths: containers/image refuses a scope that is not absolute and clean.
-_PATH_TRANSPORTS: Final = ("dir", "oci", "oci-archive")
+# Transports whose scopes are paths: containers/image refuses a scope that is not absolute and clean; and those
+# that take no scope but "" (each transport's ValidatePolicyConfigurationScope, as skopeo and podman register them;
+# containers-storage, docker-daemon, atomic and ostree scopes are not checked).
+_PATH_TRANSPORTS: Final = ("dir", "oci", "oci-archive", "sif")
+_NO_SCOPE_TRANSPORTS: Final = ("docker-archive", "tarball")
 
 
 def _scope_problem(transport: str, scope: str) -> str | None:
     if transport in _PATH_TRANSPORTS and scope and (not scope.startswith("/")
                                                      or posixpath.normpath(scope) != scope):
         return "is not an absolute, clean path"
+    if transport in _NO_SCOPE_TRANSPORTS and scope:
+        return f'is not "" (the only scope {transport} takes)'
     return None
 
 

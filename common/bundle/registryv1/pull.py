@@ -970,14 +970,6 @@ def _fetch_checked(session: _Session, cache: _Cache, reference: ImageReference, 
     what = "manifest"
     data, media_type, digest = pull.manifest(reference.digest or reference.tag or "latest", what,
                                              digest=reference.digest)
-    if check is not None:   # the manifest the reference names (an index's, for several platforms), before any blob
-        named = parse_reference(session.endpoint.name)
-        physical = ImageReference(named.registry, named.repository, reference.tag, reference.digest)
-        verify(check, reference, data, pull.signatures(digest, physical))
-        if report is not None:
-            kinds = ", ".join(sorted({r.type for r in check.requirements}))
-            report(f"docker://{reference}: signatures verified as the signature policy {check.path} asks ({kinds}, "
-                   f"scope {check.scope})")
     canonical = reference.pinned(digest)
     document = _document(data, what)
     choice = None
@@ -992,6 +984,16 @@ def _fetch_checked(session: _Session, cache: _Cache, reference: ImageReference, 
         assert isinstance(child_digest, str)
         data, media_type, digest = pull.manifest(child_digest, what, digest=child_digest)
         document = _document(data, what)
+    if check is not None:
+        # the image pulled (for several platforms: the one chosen, under its own digest, as containers/image checks
+        # the instance it copies), before any blob; the identity is the reference asked for
+        named = parse_reference(session.endpoint.name)
+        physical = ImageReference(named.registry, named.repository, reference.tag, reference.digest)
+        verify(check, reference, data, pull.signatures(digest, physical))
+        if report is not None:
+            kinds = ", ".join(sorted({r.type for r in check.requirements}))
+            report(f"docker://{reference}: signatures verified as the signature policy {check.path} asks ({kinds}, "
+                   f"scope {check.scope}{'' if choice is None else ', the ' + choice + ' image'})")
     if media_type not in MANIFEST_TYPES and not (not media_type and "layers" in document):
         raise session.fail(f"{what}: unsupported manifest media type {json.dumps(media_type)} (expected an OCI or "
                            "Docker v2 image manifest or index)")

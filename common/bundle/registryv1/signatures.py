@@ -19,7 +19,14 @@ cosctl when, and only when, podman would pull it. The rules are containers/image
   ``dev.cosignproject.cosign/signature`` over its payload, by ``cryptography``.
 
 The identity a signature must claim (``signedIdentity``) is matched against the reference as asked (by tag or by
-digest), never a mirror's: a mirror serves the same signed content.
+digest), never a mirror's: a mirror serves the same signed content. The image verified is the one pulled: for a
+multi-platform image, the platform's image under its own digest (containers/image checks the instance it copies;
+signing only the index is not enough for podman either).
+
+The rules are those of the containers/image operator-controller builds with (go.podman.io/image/v5, 2025): a
+signature by a signing subkey counts for its primary key, and ``sigstoreSigned`` takes ``keyPaths`` and
+``keyDatas``. Older releases (skopeo 1.9 to 1.20, podman up to 5.6) refuse both, so on such a machine podman may
+refuse what cosctl accepts there (judged against skopeo 1.9.3 and 1.10.0: every other decision the same).
 """
 
 from __future__ import annotations
