@@ -24,9 +24,9 @@ multi-platform image, the platform's image under its own digest (containers/imag
 signing only the index is not enough for podman either).
 
 The rules are those of the containers/image operator-controller builds with (go.podman.io/image/v5, 2025): a
-signature by a signing subkey counts for its primary key, and ``sigstoreSigned`` takes ``keyPaths`` and
-``keyDatas``. Older releases (skopeo 1.9 to 1.20, podman up to 5.6) refuse both, so on such a machine podman may
-refuse what cosctl accepts there (judged against skopeo 1.9.3 and 1.10.0: every other decision the same).
+signature by a signing subkey counts for its primary key (released containers/image up to 5.36 refuses it), and
+``sigstoreSigned`` takes ``keyPaths`` and ``keyDatas`` (since 5.33). With an older podman, podman may refuse what
+cosctl accepts there (judged against skopeo 1.9.3 and 1.10.0: every other decision the same).
 """
 
 from __future__ import annotations
