@@ -69,6 +69,7 @@ LABEL org.opencontainers.image.title="cluster-object-set" \
 # (signedBy; docs/bundles.md, section 1), as podman's GPGME does: only cosctl runs it.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gpg \
+ && apt-get clean \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/cos /opt/cos
 # The licence travels with the binaries it covers.

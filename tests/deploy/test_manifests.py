@@ -752,7 +752,12 @@ def test_dockerfile_is_multi_stage_slim_pinned_and_non_root() -> None:
     # Only the built virtualenv and the licence reach the final image: no sources, no build tools.
     assert [line for line in final if line.startswith("COPY")] == [
         "COPY --from=build /opt/cos /opt/cos", "COPY LICENSE /usr/share/licenses/cluster-object-set/LICENSE"]
-    assert not any(line.startswith("RUN") for line in final), "the final stage installs nothing"
+    # The final stage installs one package, gpg (signedBy verification), and leaves no apt cache or lists behind.
+    runs = [i for i, line in enumerate(final) if line.startswith("RUN")]
+    assert len(runs) == 1
+    run = " ".join(final[runs[0]:runs[0] + 4])
+    assert "apt-get install -y --no-install-recommends gpg \\" in run
+    assert "apt-get clean" in run and "rm -rf /var/lib/apt/lists/*" in run
     users = [line for line in final if line.startswith("USER ")]
     assert users == ["USER 65532:65532"]
     # The UID the image runs as is the one the pods declare.

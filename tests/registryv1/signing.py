@@ -89,10 +89,11 @@ def lookaside(root: Path, repository: str, digest: str, signatures: list[bytes])
 
 
 def registries_d(home: Path, text: str) -> None:
-    """``text`` as the user's registries.d/test.yaml."""
+    """``text`` as the user's registries.d/default.yaml (the name of the file containers-common installs, which it
+    replaces: a machine's own default-docker would otherwise be defined twice)."""
     directory = home / ".config" / "containers" / "registries.d"
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "test.yaml").write_text(text)
+    (directory / "default.yaml").write_text(text)
 
 
 @dataclass

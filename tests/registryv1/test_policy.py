@@ -44,14 +44,23 @@ def test_scopes_are_looked_up_most_specific_first(reference: str, expected: list
     assert scopes(parse_reference(reference)) == expected
 
 
-def test_the_users_policy_comes_before_the_systems(tmp_path: Path) -> None:
-    system = tmp_path / "etc-policy.json"
-    assert policy_path(tmp_path, system) is None
+def test_the_users_policy_comes_before_the_systems_and_the_systems_before_the_vendors(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONTAINERS_POLICY_JSON", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    system, vendor = tmp_path / "etc-policy.json", tmp_path / "usr-share-policy.json"
+    assert policy_path(tmp_path, system, vendor) is None
+    vendor.write_text("{}")
+    assert policy_path(tmp_path, system, vendor) == vendor
     system.write_text("{}")
-    assert policy_path(tmp_path, system) == system
+    assert policy_path(tmp_path, system, vendor) == system
     (tmp_path / "user" / ".config" / "containers").mkdir(parents=True)
     user = write_policy(tmp_path / "user", "{}")
-    assert policy_path(tmp_path / "user", system) == user
+    assert policy_path(tmp_path / "user", system, vendor) == user
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert policy_path(tmp_path / "user", system, vendor) == system
+    monkeypatch.setenv("CONTAINERS_POLICY_JSON", str(tmp_path / "named.json"))
+    assert policy_path(tmp_path / "user", system, vendor) == tmp_path / "named.json"
 
 
 @pytest.mark.parametrize(("text", "problem"), [
@@ -80,8 +89,16 @@ def test_the_users_policy_comes_before_the_systems(tmp_path: Path) -> None:
      'transports.sif "/a/../b": the scope is not an absolute, clean path'),
     ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyData": "no base64!"}]}',
      "default: a signedBy requirement has a keyData that is not base64"),
-    ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPaths": []}]}',
-     "default: a signedBy requirement has a keyPaths that is not a non-empty list"),
+    ('{"default": [{"type": "sigstoreSigned", "keyPaths": [], "signedIdentity": {"type": "matchRepository"}}]}',
+     "default: a sigstoreSigned requirement has a keyPaths that is not a non-empty list"),
+    ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": ""}]}',
+     "default: a signedBy requirement needs exactly one of keyPath, keyPaths, keyData"),
+    ('{"default": [{"type": "sigstoreSigned", "fulcio": {"caPath": "/ca"}, "signedIdentity": {"type": '
+     '"matchRepository"}}]}',
+     "default: a sigstoreSigned requirement has fulcio without one of rekorPublicKeyPath, rekorPublicKeyPaths, "
+     "rekorPublicKeyData, rekorPublicKeyDatas"),
+    ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k", "signedIdentity": {"type": []}}]}',
+     "default: a signedBy requirement has a signedIdentity without a type"),
     ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k", "signedIdentity": {"type": "any"}}]}',
      "default: a signedBy requirement has an unknown signedIdentity type 'any'"),
     ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k", "signedIdentity": '

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import http.server
 import json
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -318,6 +319,55 @@ PINNED = parse_reference("quay.io/op/demo@sha256:" + "a" * 64)
 def test_signed_identities_match_as_containers_image_matches_them(identity: SignedIdentity, intended: Any,
                                                                   claimed: str, accepted: bool) -> None:
     assert identity_matches(identity, intended, claimed) is accepted
+
+
+def test_registries_d_directories_are_merged_a_later_file_replacing_one_of_the_same_name(tmp_path: Path) -> None:
+    low, high = tmp_path / "etc", tmp_path / "user"
+    low.mkdir()
+    high.mkdir()
+    (low / "redhat.yaml").write_text("docker:\n  registry.redhat.io:\n    lookaside: https://rh.example/sigstore\n")
+    (low / "default.yaml").write_text("default-docker:\n  lookaside: file:///var/lib/containers/sigstore\n")
+    (high / "default.yaml").write_text("default-docker:\n  lookaside: https://mine.example/s?token=t\n")
+    config = read_registries_d(low, high)
+    assert config.storage(parse_reference("registry.redhat.io/ubi9/ubi:9")).lookaside == \
+        "https://rh.example/sigstore/ubi9/ubi"
+    mine = config.storage(parse_reference("quay.io/op/demo:v1"))
+    assert mine.url("sha256:" + "c" * 64, 1) == f"https://mine.example/s/op/demo@sha256={'c' * 64}/signature-2?token=t"
+    (high / "default.yaml").write_text("default-docker:\n  lookaside: https://a/\n  lookaside: https://b/\n")
+    with pytest.raises(RegistriesDError) as caught:
+        read_registries_d(low, high)
+    assert str(caught.value) == (f"registries.d {high / 'default.yaml'}: the key 'lookaside' is given twice (as podman "
+                                 "and skopeo refuse it)")
+
+
+def test_a_detached_signature_verifies_nothing_and_cosctls_input_is_not_read(signed: Signed, gpg: GPG,
+                                                                            trusted: GPGKey) -> None:
+    content = payload(signed.digest, signed.identity)
+    detached = gpg.run("--local-user", trusted.fingerprint, "--detach-sign", data=content)
+    signed.publish(detached)
+    read, write = os.pipe()   # an input that never ends: gpg must not wait on it
+    saved = os.dup(0)
+    os.dup2(read, 0)
+    try:
+        reason = refused(signed.ref)
+    finally:
+        os.dup2(saved, 0)
+        for fd in (read, write, saved):
+            os.close(fd)
+    assert reason.startswith(signed.refusal("Invalid GPG signature: "))
+
+
+def test_trailing_packets_after_a_signed_message_are_refused_as_gpgme_refuses_them(signed: Signed, gpg: GPG,
+                                                                                   trusted: GPGKey) -> None:
+    good = gpg.run("--local-user", trusted.fingerprint, "--sign", "--compress-algo", "none",
+                   data=payload(signed.digest, signed.identity))
+    second_literal = bytes([0xC8, 12, 0x00, 0xCB, 10]) + b"b\x00\x00\x00\x00\x00" + b"MORE"
+    for trailing in (second_literal, b"\x00garbage"):
+        signed.publish(good + trailing)
+        assert refused(signed.ref).startswith(signed.refusal(
+            "Invalid GPG signature: a signed message with more in it than one signature over one content ("))
+    signed.publish(good)
+    assert load_bundle(signed.ref).package_name == "demo"
 
 
 def test_registries_d_refuses_what_containers_image_refuses(tmp_path: Path) -> None:

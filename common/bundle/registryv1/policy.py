@@ -6,7 +6,8 @@ Why: an admin whose policy accepts some images only signed (RHEL's default for r
 for an organisation's registry) expects every tool that pulls them to hold to it. What is read here is the file;
 :mod:`.signatures` verifies the signatures the requirements ask for, as containers/image verifies them.
 
-- The file: ``$HOME/.config/containers/policy.json`` if it exists, else ``/etc/containers/policy.json``
+- The file: ``$CONTAINERS_POLICY_JSON`` when set; else ``$XDG_CONFIG_HOME/containers/policy.json`` (``~/.config``
+  without it) if it exists, else ``/etc/containers/policy.json``, else ``/usr/share/containers/policy.json``
   (containers/image's ``DefaultPolicy``). Without either, every image is accepted, as operator-controller accepts
   it. A file that cannot be read or is not a policy refuses every pull, naming the file, as containers/image
   refuses (operator-controller would fall back to accepting everything: a silent downgrade cosctl does not make).
@@ -27,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +40,8 @@ from .model import BundleInputError
 from .registries import home
 
 SYSTEM_POLICY: Final = Path("/etc/containers/policy.json")
-USER_POLICY: Final = Path(".config/containers/policy.json")  # below $HOME (not XDG_CONFIG_HOME), as containers/image
+VENDOR_POLICY: Final = Path("/usr/share/containers/policy.json")
+USER_POLICY: Final = Path("containers/policy.json")  # below $XDG_CONFIG_HOME, else ~/.config
 POLICY_MAX_BYTES: Final = 1 << 20
 
 ACCEPT: Final = "insecureAcceptAnything"
@@ -162,12 +165,17 @@ def scopes(reference: ImageReference) -> list[str]:
     return found
 
 
-def policy_path(home_dir: Path, system: Path = SYSTEM_POLICY) -> Path | None:
-    """The policy file containers/image reads: the user's if it exists, else the system's; None without either."""
-    user = home_dir / USER_POLICY
-    if user.exists():
-        return user
-    return system if system.exists() else None
+def policy_path(home_dir: Path, system: Path = SYSTEM_POLICY, vendor: Path = VENDOR_POLICY) -> Path | None:
+    """The policy file containers/image reads: ``$CONTAINERS_POLICY_JSON`` when set (it must exist), else the
+    user's (``$XDG_CONFIG_HOME``, else ``~/.config``), else ``/etc``'s, else ``/usr/share``'s; None without any."""
+    named = os.environ.get("CONTAINERS_POLICY_JSON")
+    if named:
+        return Path(named)
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or home_dir / ".config")
+    for candidate in (config / USER_POLICY, system, vendor):
+        if candidate.exists():
+            return candidate
+    return None
 
 
 def read_policy(path: Path) -> Policy:
@@ -251,7 +259,7 @@ def _requirements(value: Any, where: str, invalid: Callable[[str], PolicyError])
     found = []
     for item in value:
         kind = item.get("type") if isinstance(item, dict) else None
-        if kind not in _TYPES:
+        if not isinstance(kind, str) or kind not in _TYPES:
             raise invalid(f"{where}: unknown requirement type {kind!r}" if isinstance(kind, str)
                           else f"{where}: a requirement without a type")
         assert isinstance(item, dict) and isinstance(kind, str)
@@ -297,20 +305,31 @@ def _requirement(kind: str, item: dict[str, Any]) -> Requirement:
         return Requirement(kind)
     if kind == SIGNED_BY and item.get("keyType") not in _KEY_TYPES:
         raise _Invalid(f"needs keyType, one of {', '.join(_KEY_TYPES)}")
+    # a source counts when given non-empty (Go's zero values are "not given"); signedBy takes an empty keyPaths
+    # (its keyring then holds no key: "No public keys imported"), sigstoreSigned refuses it
     sources = _KEY_SOURCES[kind]
-    if sum(1 for key in sources if key in item) != 1:
+    given = [key for key in sources if key in item and item[key] not in ("", None)]
+    if len(given) != 1:
         raise _Invalid(f"needs exactly one of {', '.join(sources)}")
     paths: tuple[str, ...] = ()
     datas: tuple[bytes, ...] = ()
-    if "keyPath" in item:
+    source = given[0]
+    if source == "keyPath":
         paths = (_text(item["keyPath"], "keyPath"),)
-    elif "keyPaths" in item:
-        paths = tuple(_text(p, "keyPaths") for p in _entries(item["keyPaths"], "keyPaths"))
-    elif "keyData" in item:
+    elif source == "keyPaths":
+        paths = tuple(_text(p, "keyPaths") for p in _entries(item["keyPaths"], "keyPaths", empty=kind == SIGNED_BY))
+    elif source == "keyData":
         datas = (_base64(item["keyData"], "keyData"),)
-    elif "keyDatas" in item:
+    elif source == "keyDatas":
         datas = tuple(_base64(d, "keyDatas") for d in _entries(item["keyDatas"], "keyDatas"))
-    trust = tuple(key for key in ("fulcio", "pki", *_REKOR) if key in item)
+    rekor = [key for key in _REKOR if item.get(key) not in (None, "", [])]
+    if len(rekor) > 1:
+        raise _Invalid(f"has more than one of {', '.join(_REKOR)}")
+    if source == "fulcio" and not rekor:
+        raise _Invalid(f"has fulcio without one of {', '.join(_REKOR)}")
+    if source == "pki" and rekor:
+        raise _Invalid(f"has pki with {rekor[0]}, which pki does not take")
+    trust = tuple(key for key in ("fulcio", "pki", *_REKOR) if key in given or key in rekor)
     identity = _identity(item["signedIdentity"]) if "signedIdentity" in item else SignedIdentity()
     return Requirement(kind, str(item.get("keyType", "")), paths, datas, identity, trust)
 
@@ -321,16 +340,16 @@ def _text(value: Any, field: str) -> str:
     return value
 
 
-def _entries(value: Any, field: str) -> list[Any]:
-    if not isinstance(value, list) or not value:
+def _entries(value: Any, field: str, *, empty: bool = False) -> list[Any]:
+    if not isinstance(value, list) or not (value or empty):
         raise _Invalid(f"has a {field} that is not a non-empty list")
     return value
 
 
 def _base64(value: Any, field: str) -> bytes:
     """A ``[]byte`` field of Go's JSON: standard base64 with padding."""
-    try:
-        return base64.b64decode(_text(value, field), validate=True)
+    try:   # Go's decoder skips line breaks
+        return base64.b64decode(_text(value, field).replace("\r", "").replace("\n", ""), validate=True)
     except binascii.Error:
         raise _Invalid(f"has a {field} that is not base64") from None
 
@@ -338,7 +357,7 @@ def _base64(value: Any, field: str) -> bytes:
 def _identity(value: Any) -> SignedIdentity:
     """A ``signedIdentity`` as containers/image's newPolicyReferenceMatchFromJSON reads it."""
     kind = value.get("type") if isinstance(value, dict) else None
-    if not isinstance(value, dict) or kind not in _IDENTITY_FIELDS:
+    if not isinstance(value, dict) or not isinstance(kind, str) or kind not in _IDENTITY_FIELDS:
         raise _Invalid(f"has an unknown signedIdentity type {kind!r}" if isinstance(kind, str)
                        else "has a signedIdentity without a type")
     assert isinstance(kind, str)

@@ -423,7 +423,7 @@ class _Session:
             if response.status == 200:
                 return response
             body = _discard(response)
-            if missing_ok and response.status == 404 and _manifest_unknown(body):
+            if missing_ok and _manifest_unknown(response.status, body):
                 return None
             raise self._status_error(response.status, path, body)
 
@@ -441,8 +441,12 @@ class _Session:
                 _discard(response)
                 if not location:
                     raise self.fail(f"reading signature from {shown}: redirected nowhere")
-                url = urllib.parse.urljoin(url, location)
-                if urllib.parse.urlsplit(url).scheme not in ("https", "http"):
+                try:
+                    url = urllib.parse.urljoin(url, location)
+                    scheme = urllib.parse.urlsplit(url).scheme
+                except ValueError:
+                    raise self.fail(f"reading signature from {shown}: redirected to a malformed URL") from None
+                if scheme not in ("https", "http"):
                     raise self.fail(f"reading signature from {shown}: redirected to a URL that is not HTTP(S)")
             else:
                 raise self.fail(f"reading signature from {shown}: redirected too often")
@@ -610,13 +614,18 @@ class _Session:
         self.authorization = f"Bearer {token}"
 
 
-def _manifest_unknown(body: bytes) -> bool:
-    """Whether a 404's body says the manifest is unknown (or says nothing), as containers/image's
-    isManifestUnknownError takes it for a sigstore attachment that does not exist."""
+def _manifest_unknown(status: int, body: bytes) -> bool:
+    """Whether an error answer says the manifest does not exist, as containers/image's isManifestUnknownError
+    takes it for a sigstore attachment that is not there: MANIFEST_UNKNOWN (any status), and for a 404 also
+    NOT_FOUND, registry.redhat.io's UNKNOWN "Not Found", a message saying "not found" (Harbor), or no error list."""
     errors = _error_document(body).get("errors")
-    if not isinstance(errors, list) or not errors:
+    listed = [e for e in errors if isinstance(e, dict)] if isinstance(errors, list) else []
+    if any(e.get("code") == "MANIFEST_UNKNOWN" for e in listed):
         return True
-    return any(isinstance(e, dict) and e.get("code") in ("MANIFEST_UNKNOWN", "NOT_FOUND") for e in errors)
+    if status != 404:
+        return False
+    return not listed or any(e.get("code") == "NOT_FOUND" or "not found" in str(e.get("message", "")).lower()
+                             for e in listed)
 
 
 def _oauth_error(body: bytes) -> str:
@@ -817,9 +826,13 @@ class _Pull:
         return found
 
     def _lookaside(self, url: str) -> bytes | None:
-        scheme = urllib.parse.urlsplit(url).scheme
+        try:
+            parts = urllib.parse.urlsplit(url)
+        except ValueError:
+            raise self.session.fail(f"Invalid signature storage URL {_redacted(url)}") from None
+        scheme = parts.scheme
         if scheme == "file":
-            path = Path(urllib.parse.unquote(urllib.parse.urlsplit(url).path))
+            path = Path(urllib.parse.unquote(parts.path))
             try:
                 with path.open("rb") as handle:
                     data = handle.read(MAX_SIGNATURE_BYTES + 1)
@@ -853,7 +866,7 @@ class _Pull:
         if not isinstance(layers, list):
             raise self.session.fail(f"{what}: no layers")
         found: list[Signature] = []
-        for index, layer in enumerate(layers[:MAX_SIGNATURES]):
+        for index, layer in enumerate(layers):
             where = f"{what}: layer {index}"
             if not isinstance(layer, dict):
                 raise self.session.fail(f"{where}: not a descriptor")
@@ -874,7 +887,11 @@ class _Pull:
 
 def _redacted(url: str) -> str:
     """A URL as a message shows it: without a password it may carry (Go's url.Redacted)."""
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port   # noqa: B018 - a malformed port raises here
+    except ValueError:
+        return "(a malformed URL)"
     if parts.password is None:
         return url
     netloc = f"{parts.username}:xxxxx@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
@@ -989,7 +1006,11 @@ def _fetch_checked(session: _Session, cache: _Cache, reference: ImageReference, 
         # the instance it copies), before any blob; the identity is the reference asked for
         named = parse_reference(session.endpoint.name)
         physical = ImageReference(named.registry, named.repository, reference.tag, reference.digest)
-        verify(check, reference, data, pull.signatures(digest, physical))
+        # signatures are kept under the sha256 digest (containers/image's manifest.Digest), but for an instance
+        # of an index, under the digest the index names
+        stored = digest if choice is not None or digest.startswith("sha256:") else \
+            "sha256:" + hashlib.sha256(data).hexdigest()
+        verify(check, reference, data, pull.signatures(stored, physical))
         if report is not None:
             kinds = ", ".join(sorted({r.type for r in check.requirements}))
             report(f"docker://{reference}: signatures verified as the signature policy {check.path} asks ({kinds}, "

@@ -5,9 +5,12 @@ Why: a policy that asks for signatures (:mod:`.policy`) is only as good as the p
 configures that place once, for every containers tool, in ``registries.d`` (RHEL ships
 ``registry.redhat.io.yaml`` naming Red Hat's lookaside server). cosctl reads the same files.
 
-- The directory: ``$HOME/.config/containers/registries.d`` if it exists, else ``/etc/containers/registries.d``;
-  every ``*.yaml`` file in it, in name order. ``default-docker`` may appear in one file only, and each ``docker``
-  namespace in one file only, as containers/image refuses otherwise (naming both files).
+- The files: every ``*.yaml`` of ``/usr/share/containers/registries.d``, ``/etc/containers/registries.d`` and the
+  user's ``$XDG_CONFIG_HOME/containers/registries.d`` (else ``~/.config/...``), a file of a later directory
+  replacing the one of the same name in an earlier one (containers/image's drop-in reading, as operator-controller
+  builds it; releases up to 5.36 read the user's directory alone when it exists, a subset of this). ``default-docker``
+  may appear in one file only, and each ``docker`` namespace in one file only, as containers/image refuses
+  otherwise (naming both files); a key given twice in one file is refused, as Go's YAML refuses it.
 - For an image, the most specific ``docker`` namespace that sets it wins (the reference, the repository, its
   parent namespaces, the registry, ``*.domain`` wildcards: the policy's scopes), then ``default-docker``;
   ``lookaside`` (or its old name ``sigstore``) is the storage's base URL, ``use-sigstore-attachments`` whether
@@ -21,6 +24,7 @@ Pure functions over the files; the pull (:mod:`.pull`) fetches what they name.
 from __future__ import annotations
 
 import os
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -32,8 +36,9 @@ from .model import BundleInputError
 from .policy import scopes
 from .registries import home
 
+VENDOR_DIR: Final = Path("/usr/share/containers/registries.d")
 SYSTEM_DIR: Final = Path("/etc/containers/registries.d")
-USER_DIR: Final = Path(".config/containers/registries.d")   # below $HOME, as containers/image
+USER_DIR: Final = Path("containers/registries.d")   # below $XDG_CONFIG_HOME, else ~/.config
 ROOT_LOOKASIDE: Final = "file:///var/lib/containers/sigstore"
 USER_LOOKASIDE: Final = Path(".local/share/containers/sigstore")
 FILE_MAX_BYTES: Final = 1 << 20
@@ -59,9 +64,12 @@ class SignatureStorage:
     attachments: bool
 
     def url(self, digest: str, index: int) -> str:
-        """The URL of the ``index``-th signature (from 0) of the manifest ``digest``."""
+        """The URL of the ``index``-th signature (from 0) of the manifest ``digest``: appended to the base URL's
+        path, its query kept after it (url.URL.Path as containers/image extends it)."""
         algorithm, _, hexdigest = digest.partition(":")
-        return f"{self.lookaside}@{algorithm}={hexdigest}/signature-{index + 1}"
+        parts = urllib.parse.urlsplit(self.lookaside)
+        path = f"{parts.path}@{algorithm}={hexdigest}/signature-{index + 1}"
+        return urllib.parse.urlunsplit(parts._replace(path=path))
 
 
 @dataclass(slots=True)
@@ -79,7 +87,12 @@ class RegistriesD:
         base = next((c.lookaside for c in candidates if c.lookaside), "") or _builtin_lookaside()
         attachments = next((c.attachments for c in candidates if c.attachments is not None), False)
         # the repository's path appended as containers/image appends it (url.URL.Path + "/" + repository)
-        return SignatureStorage(f"{base}/{reference.repository}", attachments)
+        try:
+            parts = urllib.parse.urlsplit(base)
+        except ValueError as exc:
+            raise RegistriesDError(f"registries.d: Invalid signature storage URL {base}: {exc}") from None
+        return SignatureStorage(urllib.parse.urlunsplit(parts._replace(path=f"{parts.path}/{reference.repository}")),
+                                attachments)
 
 
 def _builtin_lookaside() -> str:
@@ -88,22 +101,27 @@ def _builtin_lookaside() -> str:
     return "file://" + str(home() / USER_LOOKASIDE)
 
 
-def registries_d_dir(home_dir: Path | None = None, system: Path = SYSTEM_DIR) -> Path:
-    """The directory containers/image reads: the user's if it exists, else the system's."""
-    user = (home_dir if home_dir is not None else home()) / USER_DIR
-    return user if user.is_dir() else system
+def registries_d_dirs() -> list[Path]:
+    """The directories read, the lowest priority first."""
+    config = os.environ.get("XDG_CONFIG_HOME") or str(home() / ".config")
+    return [VENDOR_DIR, SYSTEM_DIR, Path(config) / USER_DIR]
 
 
-def read_registries_d(directory: Path | None = None) -> RegistriesD:
-    """The configuration of ``directory`` (default :func:`registries_d_dir`); none when it does not exist."""
-    directory = directory if directory is not None else registries_d_dir()
+def read_registries_d(*directories: Path) -> RegistriesD:
+    """The configuration of ``directories`` (default :func:`registries_d_dirs`), none for those that do not
+    exist; a file name of a later directory replaces the earlier one's."""
+    chosen: dict[str, Path] = {}
+    for directory in directories or tuple(registries_d_dirs()):
+        try:
+            for path in directory.iterdir():
+                if path.name.endswith(".yaml") and path.is_file():
+                    chosen[path.name] = path
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            raise RegistriesDError(f"registries.d {directory}: cannot read: {exc.strerror or exc}") from None
+    files = [chosen[name] for name in sorted(chosen)]
     merged = RegistriesD()
-    try:
-        files = sorted(p for p in directory.iterdir() if p.name.endswith(".yaml") and p.is_file())
-    except FileNotFoundError:
-        return merged
-    except OSError as exc:
-        raise RegistriesDError(f"registries.d {directory}: cannot read: {exc.strerror or exc}") from None
     default_from: Path | None = None
     namespace_from: dict[str, Path] = {}
     for path in files:
@@ -130,7 +148,12 @@ def _read_file(path: Path) -> tuple[_Namespace | None, dict[str, _Namespace]]:
     if len(data) > FILE_MAX_BYTES:
         raise RegistriesDError(f"registries.d {path}: more than {FILE_MAX_BYTES} bytes")
     try:
-        value = yaml.safe_load(data)
+        value = yaml.load(data, Loader=_StrictLoader)   # a SafeLoader that refuses duplicate keys
+    except _DuplicateKey as exc:
+        raise RegistriesDError(f"registries.d {path}: the key {exc} is given twice (as podman and skopeo refuse "
+                               "it)") from None
+    except RecursionError:
+        raise RegistriesDError(f"registries.d {path}: not YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         raise RegistriesDError(f"registries.d {path}: not YAML: {exc}") from None
     if value is None:
@@ -144,6 +167,24 @@ def _read_file(path: Path) -> tuple[_Namespace | None, dict[str, _Namespace]]:
         raise RegistriesDError(f'registries.d {path}: "docker" is not a mapping')
     return default, {str(name): _namespace(entry, path, f"docker {name!r}") for name, entry in docker.items()
                      if entry is not None}
+
+
+class _DuplicateKey(Exception):
+    """A mapping key given twice (Go's yaml.v3 refuses the file; PyYAML would keep the last)."""
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str | int | float | bool):
+                if key in seen:
+                    raise _DuplicateKey(repr(key))
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _namespace(value: Any, path: Path, where: str) -> _Namespace:

@@ -115,14 +115,18 @@ def from_blob(blob: bytes) -> Signature:
     if name == b"simple-signing":
         return SimpleSignature(chunk)
     if name == b"sigstore-json":
+        # absent fields are Go's zero values, as containers/image reads them
         try:
             document = json.loads(chunk)
-            mime, payload, annotations = document["mimeType"], document["payload"], document["annotations"]
+            if not isinstance(document, dict):
+                raise ValueError("not a JSON object")
+            mime, payload, annotations = (document.get("mimeType") or "", document.get("payload") or "",
+                                          document.get("annotations") or {})
+            if not isinstance(mime, str) or not isinstance(payload, str) or not isinstance(annotations, dict):
+                raise ValueError("mimeType, payload or annotations of the wrong type")
             decoded = base64.b64decode(payload, validate=True)
-        except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+        except (ValueError, RecursionError, binascii.Error) as exc:
             raise SignatureFormatError(f"invalid sigstore-json signature: {exc}") from None
-        if not isinstance(mime, str) or not isinstance(annotations, dict):
-            raise SignatureFormatError("invalid sigstore-json signature")
         return SigstoreSignature(mime, decoded, {str(k): str(v) for k, v in annotations.items()})
     raise SignatureFormatError(f"unrecognized signature format {name.decode('ascii')!r}")
 
@@ -223,6 +227,7 @@ def _key_blobs(requirement: Requirement) -> list[bytes]:
 
 
 PublicKey = ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey
+_GO_CURVES: Final = (ec.SECP256R1, ec.SECP384R1, ec.SECP521R1)   # what Go's x509.ParsePKIXPublicKey takes
 
 
 def _public_keys(requirement: Requirement) -> list[PublicKey]:
@@ -235,6 +240,8 @@ def _public_keys(requirement: Requirement) -> list[PublicKey]:
             raise Rejected(f"parsing public key {index}: {problem}") from None
         if not isinstance(key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey):
             raise Rejected(f"parsing public key {index}: unsupported public key type")
+        if isinstance(key, ec.EllipticCurvePublicKey) and not isinstance(key.curve, _GO_CURVES):
+            raise Rejected(f"parsing public key {index}: x509: unsupported elliptic curve")
         keys.append(key)
     return keys
 
@@ -275,7 +282,7 @@ def _accept_payload(payload: bytes, kind: str, identity: SignedIdentity, intende
             if "creator" in optional and not isinstance(optional["creator"], str):
                 raise Rejected("Field optional.creator is not a string")
             if "timestamp" in optional and (not isinstance(timestamp, int | float) or isinstance(timestamp, bool)
-                                            or int(timestamp) != timestamp):
+                                            or not _integral(timestamp)):
                 raise Rejected("Field optional.timestamp is not an integer")
         kind_found, image, claimed_identity = _exact(critical, ("type", "image", "identity"), "critical")
         if kind_found != kind:
@@ -296,6 +303,14 @@ def _accept_payload(payload: bytes, kind: str, identity: SignedIdentity, intende
         raise Rejected(f"Signature for identity {json.dumps(reference)} is not accepted")
 
 
+def _integral(value: float) -> bool:
+    """Whether a JSON number is an integer Go's int64(float64) conversion keeps as it is."""
+    try:
+        return float(int(value)) == float(value) and -(2 ** 63) <= int(value) < 2 ** 63
+    except (OverflowError, ValueError):
+        return False
+
+
 def _strict(payload: bytes) -> Any:
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         found: dict[str, Any] = {}
@@ -305,8 +320,11 @@ def _strict(payload: bytes) -> Any:
             found[key] = value
         return found
 
+    def no_constant(name: str) -> Any:
+        raise Rejected(f"invalid character {name[:1]!r} looking for beginning of value")
+
     try:
-        return json.loads(payload, object_pairs_hook=no_duplicates)
+        return json.loads(payload, object_pairs_hook=no_duplicates, parse_constant=no_constant)
     except (ValueError, RecursionError) as exc:
         raise Rejected(str(exc)) from None
 
@@ -387,6 +405,7 @@ class GPGKeyring:
         self.gpg = gpg or shutil.which("gpg") or ""
         self.home: Path | None = None
         self.fingerprints: set[str] = set()
+        self.returncode = 0
 
     def __enter__(self) -> GPGKeyring:
         if not self.gpg:
@@ -423,11 +442,15 @@ class GPGKeyring:
         command = [self.gpg, "--homedir", str(self.home), "--batch", "--no-tty", "--no-auto-key-retrieve",
                    "--status-fd", "1", *args]
         try:
-            done = subprocess.run(command, capture_output=True, timeout=GPG_TIMEOUT, check=False)
+            # stdin: nothing (GPGME's /dev/null): a detached signature must not verify cosctl's own input
+            done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=GPG_TIMEOUT,
+                                  check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise Rejected(f"cannot run gpg: {exc}") from None
-        status = [line.split()[1:] for line in done.stdout.decode("utf-8", "replace").splitlines()
+        # status lines end with "\n" alone (what gpg writes; str.splitlines would break on more)
+        status = [line.split(" ")[1:] for line in done.stdout.decode("utf-8", "replace").split("\n")
                   if line.startswith("[GNUPG:] ")]
+        self.returncode = done.returncode
         return status, done.stderr.decode("utf-8", "replace")
 
     def verify(self, blob: bytes) -> bytes:
@@ -440,9 +463,10 @@ class GPGKeyring:
             signed, content = Path(scratch) / "signature", Path(scratch) / "content"
             signed.write_bytes(blob)
             # --max-output: a compressed message cannot unpack into more than a signature's payload may be
+            # (--verify --output, as GPGME verifies an opaque signature)
             status, stderr = self._run(["--max-output", str(MAX_SIGNATURE_BYTES), "--output", str(content),
-                                        "--decrypt", str(signed)])
-            return _gpg_verdict(status, stderr, self.fingerprints, content)
+                                        "--verify", str(signed)])
+            return _gpg_verdict(status, stderr, self.fingerprints, content, self.returncode)
 
 
 _GPG_BAD: Final = {
@@ -453,12 +477,20 @@ _GPG_BAD: Final = {
 }
 
 
-def _gpg_verdict(status: list[list[str]], stderr: str, trusted: set[str], content: Path) -> bytes:
-    """containers/image's gpgme Verify over gpg's status lines: exactly one signature, good, valid, by a trusted
-    key (its fingerprint or its primary key's)."""
+# Status lines after which GPGME fails the verification whatever else gpg said (a packet out of place, data
+# that is no OpenPGP message, trailing packets).
+_GPG_FAILED: Final = ("ERROR", "FAILURE", "NODATA", "UNEXPECTED", "BADMDC")
+
+
+def _gpg_verdict(status: list[list[str]], stderr: str, trusted: set[str], content: Path, returncode: int) -> bytes:
+    """containers/image's gpgme Verify over gpg's status lines: exactly one signature over one plaintext, good,
+    valid, by a trusted key (its fingerprint or its primary key's), and nothing gpg calls an error."""
     count = sum(1 for line in status if line[:1] == ["NEWSIG"])
     if count > 1:
         raise Rejected(f"Unexpected GPG signature count {count}")
+    plaintexts = sum(1 for line in status if line[:1] == ["PLAINTEXT"])
+    if plaintexts > 1:
+        raise Rejected(f"Invalid GPG signature: {plaintexts} signed contents in one message")
     for line in status:
         if line and line[0] in _GPG_BAD:
             raise Rejected("Invalid GPG signature: " + _GPG_BAD[line[0]].format(line[1] if len(line) > 1 else "?"))
@@ -471,6 +503,11 @@ def _gpg_verdict(status: list[list[str]], stderr: str, trusted: set[str], conten
             raise Rejected("Invalid GPG signature: by a key marked never to be trusted")
     good = any(line[:1] == ["GOODSIG"] for line in status)
     valid = next((line for line in status if line[:1] == ["VALIDSIG"]), None)
+    failed = next((line for line in status if line[:1] and line[0] in _GPG_FAILED), None)
+    if good and valid is not None and (failed is not None or returncode != 0):
+        what = " ".join(failed) if failed else f"gpg exited with {returncode}"
+        raise Rejected(f"Invalid GPG signature: a signed message with more in it than one signature over one "
+                       f"content ({what})")
     if not good or valid is None:
         detail = next((s.removeprefix("gpg: ") for s in stderr.splitlines() if s.startswith("gpg: ")), "")
         raise Rejected("Invalid GPG signature: not a signed OpenPGP message" + (f" ({detail})" if detail else ""))
@@ -480,6 +517,7 @@ def _gpg_verdict(status: list[list[str]], stderr: str, trusted: set[str], conten
         raise Rejected(f"signature by key {fingerprint} of {primary} is not accepted")
     try:
         return content.read_bytes()
-    except OSError as exc:
-        raise Rejected(f"gpg wrote no signed content: {exc.strerror or exc}") from None
+    except OSError:
+        raise Rejected("Invalid GPG signature: a signature with no signed content in it (a detached signature?)") \
+            from None
 
