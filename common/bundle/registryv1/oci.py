@@ -18,10 +18,10 @@ directory, and the result is read as a bundle directory. A bundle image is untru
   ``.wh..wh..opq`` hides everything the lower layers put in its directory);
 - :class:`Limits` bound the JSON documents, the decompressed layer streams, the bytes written, each file and
   the number of entries, so a decompression bomb is refused with a message saying which limit it hit;
-- layers: tar and tar+gzip (recognised by content, whatever the media type says); tar+zstd only where Python
-  has ``compression.zstd`` (3.14), refused naming the media type otherwise. A layer ``oras push`` made from a
-  single file (an ``org.opencontainers.image.title`` annotation, no ``io.deis.oras.content.unpack``) is that
-  file, placed at its title.
+- layers: tar, tar+gzip and tar+zstd (recognised by content, whatever the media type says; zstd:chunked's many
+  and skippable frames all read), zstd by ``compression.zstd`` from Python 3.14, by ``zstandard`` before it. A
+  layer ``oras push`` made from a single file (an ``org.opencontainers.image.title`` annotation, no
+  ``io.deis.oras.content.unpack``) is that file, placed at its title.
 """
 
 from __future__ import annotations
@@ -492,14 +492,46 @@ class _Layout:
             yield _Counted(stream, budget, self.fail, what)  # type: ignore[misc]
 
     def _zstd(self, raw: IO[bytes], descriptor: dict[str, Any], what: str) -> IO[bytes]:
+        """A zstd stream's content, every frame read (zstd:chunked layers hold many, and skippable ones): the
+        standard library's decompressor from Python 3.14, ``zstandard`` before it."""
         try:
             module = importlib.import_module("compression.zstd")
         except ImportError:
+            module = None
+        if module is not None:
+            return _ZstdErrors(module.ZstdFile(raw, mode="rb"), module.ZstdError)  # type: ignore[return-value]
+        try:
+            import zstandard
+        except ImportError:
             raise self.fail(f"{what}: zstd-compressed layer ({descriptor.get('mediaType')}) is not supported: this "
-                            "Python has no zstd decompressor (compression.zstd arrives with Python 3.14); copy the "
-                            "image with gzip layers (skopeo copy --dest-compress-format gzip)") from None
-        stream: IO[bytes] = module.ZstdFile(raw, mode="rb")
-        return stream
+                            "Python has neither compression.zstd (3.14) nor the zstandard package; copy the image "
+                            "with gzip layers (skopeo copy --dest-compress-format gzip)") from None
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
+        return _ZstdErrors(reader, zstandard.ZstdError)  # type: ignore[return-value]
+
+
+class _ZstdErrors(io.RawIOBase):
+    """A zstd stream whose decompressor's own errors read as a broken tar's (``tarfile.ReadError``), so a corrupt
+    zstd layer is reported as a corrupt gzip one is."""
+
+    def __init__(self, inner: Any, error: type[Exception]) -> None:
+        super().__init__()
+        self.inner, self.error = inner, error
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            data = self.inner.read(len(buffer))
+        except self.error as exc:
+            raise tarfile.ReadError(f"zstd: {exc}") from None
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
 
 
 class _Counted(io.RawIOBase):
