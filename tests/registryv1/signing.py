@@ -5,6 +5,8 @@ by the real ``gpg`` (GnuPG) over containers/image's payload, and sigstore signat
 from __future__ import annotations
 
 import base64
+import datetime
+import hashlib
 import json
 import shutil
 import subprocess
@@ -12,8 +14,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.support.registry_server import Registry
 
@@ -127,3 +131,81 @@ def attach(registry: Registry, repo: str, digest: str, layers: list[tuple[bytes,
                            "layers": descriptors}).encode()
     algorithm, _, hexdigest = digest.partition(":")
     return registry.put_manifest(repo, manifest, OCI_MANIFEST, tag=f"{algorithm}-{hexdigest}.sig")
+
+
+def _pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def rekor_set(rekor: ec.EllipticCurvePrivateKey, key_or_cert_pem: bytes, signature_b64: str, content: bytes,
+              integrated: int = 1764000000) -> str:
+    """A Rekor signed entry timestamp (cosign's dev.sigstore.cosign/bundle annotation) for a hashedrekord entry
+    of this signature, key or certificate and payload, signed by ``rekor``."""
+    body = {"apiVersion": "0.0.1", "kind": "hashedrekord", "spec": {
+        "data": {"hash": {"algorithm": "sha256", "value": hashlib.sha256(content).hexdigest()}},
+        "signature": {"content": signature_b64, "publicKey": {"content": base64.b64encode(key_or_cert_pem).decode()}}}}
+    set_payload = {"body": base64.b64encode(json.dumps(body).encode()).decode(), "integratedTime": integrated,
+                   "logIndex": 7, "logID": "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d"}
+    canonical = json.dumps(set_payload, sort_keys=True, separators=(",", ":")).encode()
+    timestamp = base64.b64encode(rekor.sign(canonical, ec.ECDSA(hashes.SHA256()))).decode()
+    return json.dumps({"SignedEntryTimestamp": timestamp, "Payload": set_payload})
+
+
+def _name(common: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+
+@dataclass
+class FulcioCA:
+    """A stand-in for Fulcio: a root CA, an intermediate, and short-lived code-signing certificates as Fulcio
+    issues them (an e-mail SAN, the OIDC issuer extensions)."""
+
+    root_key: ec.EllipticCurvePrivateKey
+    root: x509.Certificate
+    inter_key: ec.EllipticCurvePrivateKey
+    intermediate: x509.Certificate
+
+    @classmethod
+    def generate(cls, name: str = "sigstore") -> FulcioCA:
+        start = datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC)
+        root_key, inter_key = ec.generate_private_key(ec.SECP384R1()), ec.generate_private_key(ec.SECP384R1())
+        ca = x509.BasicConstraints(ca=True, path_length=None)
+        root = (x509.CertificateBuilder().subject_name(_name(name)).issuer_name(_name(name))
+                .public_key(root_key.public_key()).serial_number(1).not_valid_before(start)
+                .not_valid_after(start + datetime.timedelta(days=3650)).add_extension(ca, critical=True)
+                .sign(root_key, hashes.SHA384()))
+        intermediate = (x509.CertificateBuilder().subject_name(_name(f"{name}-intermediate"))
+                        .issuer_name(root.subject).public_key(inter_key.public_key()).serial_number(2)
+                        .not_valid_before(start).not_valid_after(start + datetime.timedelta(days=3650))
+                        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+                        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False)
+                        .sign(root_key, hashes.SHA384()))
+        return cls(root_key, root, inter_key, intermediate)
+
+    @property
+    def root_pem(self) -> bytes:
+        return self.root.public_bytes(serialization.Encoding.PEM)
+
+    @property
+    def chain_pem(self) -> bytes:
+        """The dev.sigstore.cosign/chain annotation: the intermediate, then the root."""
+        return self.intermediate.public_bytes(serialization.Encoding.PEM) + self.root_pem
+
+    def issue(self, key: ec.EllipticCurvePrivateKey, email: str, issuer: str, *, at: int = 1764000000,
+              minutes: int = 10) -> bytes:
+        """A signing certificate for ``key`` valid ``minutes`` from ``at`` (Fulcio's are 10 minutes)."""
+        start = datetime.datetime.fromtimestamp(at - 60, datetime.UTC)
+        issuer_v2 = bytes([0x0C, len(issuer)]) + issuer.encode()
+        cert = (x509.CertificateBuilder().subject_name(x509.Name([])).issuer_name(self.intermediate.subject)
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(start).not_valid_after(start + datetime.timedelta(minutes=minutes))
+                .add_extension(x509.SubjectAlternativeName([x509.RFC822Name(email)]), critical=True)
+                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False)
+                .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False),
+                               critical=True)
+                .add_extension(x509.UnrecognizedExtension(x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.1"),
+                                                          issuer.encode()), critical=False)
+                .add_extension(x509.UnrecognizedExtension(x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.8"),
+                                                          issuer_v2), critical=False)
+                .sign(self.inter_key, hashes.SHA384()))
+        return cert.public_bytes(serialization.Encoding.PEM)

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from common.bundle.registryv1.imageref import parse_reference
 from common.bundle.registryv1.policy import SignedIdentity
@@ -30,11 +32,13 @@ from tests.registryv1.signing import (
     SIGSTORE,
     SIGSTORE_MIME,
     CosignKey,
+    FulcioCA,
     GPGKey,
     attach,
     lookaside,
     payload,
     registries_d,
+    rekor_set,
 )
 from tests.registryv1.test_policy import write_policy
 from tests.support.registry_server import Registry
@@ -268,16 +272,114 @@ def test_sigstore_signatures_are_read_from_attachments_when_registries_d_asks(
     assert load_bundle(ref).package_name == "demo"
 
 
+class Keyless:
+    """A bundle signed as ``cosign sign`` signs keyless: a Fulcio certificate for the signer's e-mail, Rekor's SET."""
+
+    ISSUER = "https://token.actions.githubusercontent.com"
+    EMAIL = "release@example.com"
+
+    def __init__(self, registry: Registry, home: Path, tmp_path: Path) -> None:
+        self.registry, self.home, self.tmp = registry, home, tmp_path
+        self.digest = push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
+        self.ref = f"docker://{registry.ref(REPO, 'v1')}"
+        self.fulcio, self.rekor = FulcioCA.generate(), ec.generate_private_key(ec.SECP256R1())
+        (tmp_path / "fulcio.pem").write_bytes(self.fulcio.root_pem)
+        (tmp_path / "rekor.pub").write_bytes(self.rekor.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        registries_d(home, f"default-docker:\n  lookaside: file://{tmp_path / 'none'}\n"
+                           "  use-sigstore-attachments: true\n")
+        self.policy = write_policy(home, {"default": [{
+            "type": "sigstoreSigned", "rekorPublicKeyPath": str(tmp_path / "rekor.pub"),
+            "fulcio": {"caPath": str(tmp_path / "fulcio.pem"), "oidcIssuer": self.ISSUER, "subjectEmail": self.EMAIL},
+            "signedIdentity": {"type": "matchRepository"}}]})
+        self.content = payload(self.digest, registry.ref(REPO, "v1"), SIGSTORE)
+
+    def sign(self, *, email: str = EMAIL, issuer: str = ISSUER, at: int = 1764000000, logged_at: int | None = None,
+             rekor: ec.EllipticCurvePrivateKey | None = None, chain: bool = True, content: bytes | None = None,
+             ca: FulcioCA | None = None) -> None:
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = (ca or self.fulcio).issue(key, email, issuer, at=at)
+        signature = base64.b64encode(key.sign(self.content, ec.ECDSA(hashes.SHA256()))).decode()
+        notes = {"dev.cosignproject.cosign/signature": signature, "dev.sigstore.cosign/certificate": cert.decode(),
+                 "dev.sigstore.cosign/bundle": rekor_set(rekor or self.rekor, cert, signature,
+                                                         content or self.content, logged_at or at + 30)}
+        if chain:
+            notes["dev.sigstore.cosign/chain"] = (ca or self.fulcio).chain_pem.decode()
+        attach(self.registry, REPO, self.digest, [(self.content, notes, SIGSTORE_MIME)])
+
+    def refusal(self, reason: str) -> str:
+        return f"{self.ref}: rejected by the signature policy {self.policy} (sigstoreSigned, scope default): {reason}"
+
+
+def test_keyless_signatures_are_verified_by_their_fulcio_certificate_at_the_time_rekor_logged_them(
+        registry: Registry, home: Path, tmp_path: Path) -> None:
+    signed = Keyless(registry, home, tmp_path)
+    signed.sign()
+    assert load_bundle(signed.ref).package_name == "demo"
+    signed.sign(email="someone@example.com")
+    assert refused(signed.ref) == signed.refusal(
+        'Required email "release@example.com" not found (got ["someone@example.com"])')
+    signed.sign(issuer="https://accounts.example.com")
+    assert refused(signed.ref) == signed.refusal('Unexpected Fulcio OIDC issuer "https://accounts.example.com"')
+    signed.sign(logged_at=1764000000 + 3600)   # logged after the 10 minutes the certificate was valid
+    assert refused(signed.ref).startswith(signed.refusal(
+        "veryfing leaf certificate failed: x509: certificate has expired or is not yet valid: "))
+    signed.sign(ca=FulcioCA.generate("elsewhere"))
+    assert refused(signed.ref) == signed.refusal(
+        "veryfing leaf certificate failed: x509: certificate signed by unknown authority")
+    signed.sign(chain=False)   # the intermediate is needed to reach the root
+    assert refused(signed.ref) == signed.refusal(
+        "veryfing leaf certificate failed: x509: certificate signed by unknown authority")
+    signed.sign(rekor=ec.generate_private_key(ec.SECP256R1()))
+    assert refused(signed.ref) == signed.refusal("cryptographic signature verification of Rekor SET failed")
+    signed.sign(content=b"another payload")
+    assert refused(signed.ref) == signed.refusal("payload in Rekor SET does not match")
+
+
+def test_a_public_key_with_rekor_needs_a_set_naming_that_key(registry: Registry, home: Path, tmp_path: Path) -> None:
+    key, other_key, rekor = CosignKey.generate(), CosignKey.generate(), ec.generate_private_key(ec.SECP256R1())
+    digest = push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
+    ref = f"docker://{registry.ref(REPO, 'v1')}"
+    registries_d(home, f"default-docker:\n  lookaside: file://{tmp_path / 'none'}\n  use-sigstore-attachments: true\n")
+    policy = write_policy(home, {"default": [{
+        "type": "sigstoreSigned", "keyDatas": [base64.b64encode(other_key.public_pem).decode(),
+                                               base64.b64encode(key.public_pem).decode()],
+        "rekorPublicKeyData": base64.b64encode(rekor.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)).decode(),
+        "signedIdentity": {"type": "matchRepository"}}]})
+    content = payload(digest, registry.ref(REPO, "v1"), SIGSTORE)
+    signature = key.sign(content)
+    prefix = f"{ref}: rejected by the signature policy {policy} (sigstoreSigned, scope default): "
+    attach(registry, REPO, digest, [(content, {"dev.cosignproject.cosign/signature": signature}, SIGSTORE_MIME)])
+    assert refused(ref) == prefix + "missing dev.sigstore.cosign/bundle annotation"
+    attach(registry, REPO, digest, [(content, {"dev.cosignproject.cosign/signature": signature,
+                                               "dev.sigstore.cosign/bundle": rekor_set(rekor, key.public_pem,
+                                                                                      signature, content)},
+                                     SIGSTORE_MIME)])
+    assert load_bundle(ref).package_name == "demo"
+    attach(registry, REPO, digest, [(content, {"dev.cosignproject.cosign/signature": signature,
+                                               "dev.sigstore.cosign/bundle": rekor_set(rekor, other_key.public_pem,
+                                                                                      signature, content)},
+                                     SIGSTORE_MIME)])
+    assert refused(ref) == prefix + ("cryptographic signature verification failed: invalid signature when "
+                                     "validating ASN.1 encoded signature")
+    attach(registry, REPO, digest, [(content, {"dev.cosignproject.cosign/signature": signature,
+                                               "dev.sigstore.cosign/bundle": rekor_set(rekor, key.public_pem,
+                                                                                      key.sign(b"x"), content)},
+                                     SIGSTORE_MIME)])
+    assert refused(ref) == prefix + ("No public key verified against the RekorSET: publicKey in Rekor SET does not "
+                                     "match, signature in Rekor SET does not match")
+
+
 @pytest.mark.parametrize(("requirement", "why"), [
     ({"type": "signedBaseLayer", "baseLayerIdentity": {"type": "matchExact"}},
      "signedBaseLayer, which containers/image does not implement either (signedBaseLayer not implemented yet!)"),
     ({"type": "signedBy", "keyType": "X509Certificates", "keyPath": "/k"},
      'signedBy with keyType X509Certificates, which containers/image does not implement either (Unimplemented '
      '"keyType" value "X509Certificates")'),
-    ({"type": "sigstoreSigned", "fulcio": {"caPath": "/ca"}, "rekorPublicKeyPath": "/r",
-      "signedIdentity": {"type": "matchRepository"}},
-     "sigstoreSigned trusting fulcio, rekorPublicKeyPath, which cosctl does not verify (it verifies sigstore "
-     "signatures by public keys: keyPath, keyPaths, keyData, keyDatas)"),
+    ({"type": "sigstoreSigned", "pki": {"caRootsPath": "/ca"}, "signedIdentity": {"type": "matchRepository"}},
+     "sigstoreSigned trusting pki, which cosctl does not verify (it verifies sigstore signatures by public keys and "
+     "by Fulcio certificates, with or without Rekor)"),
 ])
 def test_what_cosctl_cannot_check_is_refused_before_any_request(registry: Registry, home: Path,
                                                                requirement: dict[str, Any], why: str) -> None:

@@ -17,8 +17,8 @@ for an organisation's registry) expects every tool that pulls them to hold to it
   of the list must be met, as in containers/image.
 - What the policy refuses without looking at signatures is refused before any request: ``reject``, and the
   requirements cosctl cannot check (``signedBaseLayer``, which containers/image does not implement either; a
-  ``signedBy`` of another ``keyType`` than ``GPGKeys``, likewise; a ``sigstoreSigned`` trusting Fulcio, a PKI or
-  Rekor rather than public keys, which cosctl does not verify).
+  ``signedBy`` of another ``keyType`` than ``GPGKeys``, likewise; a ``sigstoreSigned`` trusting a ``pki``, which
+  cosctl does not verify).
 
 Pure functions over the file's text; the pull (:mod:`.pull`) asks before it sends any request.
 """
@@ -86,11 +86,22 @@ class SignedIdentity:
 
 
 @dataclass(frozen=True, slots=True)
+class Fulcio:
+    """A ``sigstoreSigned``'s ``fulcio``: the CA certificates (a file, or inline) and the identity the signing
+    certificate must carry."""
+
+    ca_path: str
+    ca_data: bytes
+    oidc_issuer: str
+    subject_email: str
+
+
+@dataclass(frozen=True, slots=True)
 class Requirement:
     """One requirement of a scope. For ``signedBy`` and ``sigstoreSigned``: the keys (files named, or given inline,
-    decoded from base64), the identity a signature must claim, and ``trust``, the sources of trust other than
-    public keys that a ``sigstoreSigned`` names (``fulcio``, ``pki``, ``rekorPublicKey...``), which cosctl does not
-    verify."""
+    decoded from base64), the identity a signature must claim; for ``sigstoreSigned`` also ``fulcio`` (keyless
+    signing certificates) and the Rekor public keys (``rekor_paths``, ``rekor_datas``) whose signed entry timestamp
+    a signature must carry; ``trust`` names a source cosctl does not verify (``pki``)."""
 
     type: str
     key_type: str = ""
@@ -98,6 +109,9 @@ class Requirement:
     key_datas: tuple[bytes, ...] = ()
     identity: SignedIdentity = SignedIdentity()
     trust: tuple[str, ...] = ()
+    fulcio: Fulcio | None = None
+    rekor_paths: tuple[str, ...] = ()
+    rekor_datas: tuple[bytes, ...] = ()
 
     def unverifiable(self) -> str | None:
         """Why this requirement refuses every image before its signatures are looked at, or None."""
@@ -109,7 +123,7 @@ class Requirement:
                    f'(Unimplemented "keyType" value "{self.key_type}")'
         if self.type == SIGSTORE_SIGNED and self.trust:
             return f"sigstoreSigned trusting {', '.join(self.trust)}, which cosctl does not verify (it verifies " \
-                   "sigstore signatures by public keys: keyPath, keyPaths, keyData, keyDatas)"
+                   "sigstore signatures by public keys and by Fulcio certificates, with or without Rekor)"
         return None
 
 
@@ -329,9 +343,47 @@ def _requirement(kind: str, item: dict[str, Any]) -> Requirement:
         raise _Invalid(f"has fulcio without one of {', '.join(_REKOR)}")
     if source == "pki" and rekor:
         raise _Invalid(f"has pki with {rekor[0]}, which pki does not take")
-    trust = tuple(key for key in ("fulcio", "pki", *_REKOR) if key in given or key in rekor)
+    rekor_paths: tuple[str, ...] = ()
+    rekor_datas: tuple[bytes, ...] = ()
+    if rekor == ["rekorPublicKeyPath"]:
+        rekor_paths = (_text(item["rekorPublicKeyPath"], "rekorPublicKeyPath"),)
+    elif rekor == ["rekorPublicKeyPaths"]:
+        rekor_paths = tuple(_text(p, "rekorPublicKeyPaths") for p in _entries(item["rekorPublicKeyPaths"],
+                                                                              "rekorPublicKeyPaths"))
+    elif rekor == ["rekorPublicKeyData"]:
+        rekor_datas = (_base64(item["rekorPublicKeyData"], "rekorPublicKeyData"),)
+    elif rekor == ["rekorPublicKeyDatas"]:
+        rekor_datas = tuple(_base64(d, "rekorPublicKeyDatas") for d in _entries(item["rekorPublicKeyDatas"],
+                                                                                "rekorPublicKeyDatas"))
+    fulcio = _fulcio(item["fulcio"]) if source == "fulcio" else None
+    trust = ("pki",) if source == "pki" else ()
     identity = _identity(item["signedIdentity"]) if "signedIdentity" in item else SignedIdentity()
-    return Requirement(kind, str(item.get("keyType", "")), paths, datas, identity, trust)
+    return Requirement(kind, str(item.get("keyType", "")), paths, datas, identity, trust, fulcio, rekor_paths,
+                       rekor_datas)
+
+
+_FULCIO_FIELDS: Final = frozenset({"caPath", "caData", "oidcIssuer", "subjectEmail"})
+
+
+def _fulcio(value: Any) -> Fulcio:
+    """A ``fulcio`` object as containers/image's prSigstoreSignedFulcio reads it."""
+    if not isinstance(value, dict):
+        raise _Invalid("has a fulcio that is not an object")
+    if extra := sorted(set(value) - _FULCIO_FIELDS):
+        raise _Invalid(f"has a fulcio with an unknown field {extra[0]!r}")
+    path = _text(value.get("caPath", ""), "fulcio.caPath")
+    data = _base64(value.get("caData", ""), "fulcio.caData")
+    if path and data:
+        raise _Invalid("has a fulcio with both caPath and caData")
+    if not path and not data:
+        raise _Invalid("has a fulcio with neither caPath nor caData")
+    issuer = _text(value.get("oidcIssuer", ""), "fulcio.oidcIssuer")
+    email = _text(value.get("subjectEmail", ""), "fulcio.subjectEmail")
+    if not issuer:
+        raise _Invalid("has a fulcio without oidcIssuer")
+    if not email:
+        raise _Invalid("has a fulcio without subjectEmail")
+    return Fulcio(path, data, issuer, email)
 
 
 def _text(value: Any, field: str) -> str:

@@ -16,7 +16,8 @@ cosctl when, and only when, podman would pull it. The rules are containers/image
   ``gpg`` (GnuPG, what GPGME drives): one good signature, not expired, by a key not expired or revoked, whose
   fingerprint (or its primary key's) is among the keys imported.
 - ``sigstoreSigned`` by public keys (PEM, ECDSA, RSA or Ed25519, SHA-256): the attachment's
-  ``dev.cosignproject.cosign/signature`` over its payload, by ``cryptography``.
+  ``dev.cosignproject.cosign/signature`` over its payload, by ``cryptography``; with Rekor keys, only a key a
+  Rekor SET names; keyless (``fulcio``), the key of a signing certificate Fulcio issued (:mod:`.sigstore`).
 
 The identity a signature must claim (``signedIdentity``) is matched against the reference as asked (by tag or by
 digest), never a mirror's: a mirror serves the same signed content. The image verified is the one pulled: for a
@@ -43,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
@@ -60,6 +62,14 @@ from .policy import (
     Requirement,
     SignatureCheck,
     SignedIdentity,
+)
+from .sigstore import (
+    CERTIFICATE_ANNOTATION,
+    CHAIN_ANNOTATION,
+    SET_ANNOTATION,
+    Untrusted,
+    verify_certificate,
+    verify_set,
 )
 
 SIMPLE_SIGNING_TYPE: Final = "atomic container signature"
@@ -191,8 +201,8 @@ def _sigstore_signed(requirement: Requirement, intended: ImageReference, manifes
     rejections: list[str] = []
     for signature in signed:
         try:
-            keys = _public_keys(requirement)
             encoded = signature.annotations.get(SIGSTORE_SIGNATURE_ANNOTATION)
+            keys = _signing_keys(requirement, signature, encoded)
             if encoded is None:
                 raise Rejected(f"missing {SIGSTORE_SIGNATURE_ANNOTATION} annotation")
             try:
@@ -213,17 +223,78 @@ def _sigstore_signed(requirement: Requirement, intended: ImageReference, manifes
 
 # -- keys --
 
-def _key_blobs(requirement: Requirement) -> list[bytes]:
-    """The key material a requirement names: its files read, or its inline data."""
-    if requirement.key_datas:
-        return list(requirement.key_datas)
+def _read(paths: Sequence[str], datas: Sequence[bytes]) -> list[bytes]:
+    """Key material: the files named read, or the inline data."""
+    if datas:
+        return list(datas)
     blobs = []
-    for path in requirement.key_paths:
+    for path in paths:
         try:
             blobs.append(Path(path).read_bytes())
         except OSError as exc:
             raise Rejected(f"open {path}: {(exc.strerror or str(exc)).lower()}") from None
     return blobs
+
+
+def _key_blobs(requirement: Requirement) -> list[bytes]:
+    """The key material a requirement names: its files read, or its inline data."""
+    return _read(requirement.key_paths, requirement.key_datas)
+
+
+def _rekor_keys(requirement: Requirement) -> list[ec.EllipticCurvePublicKey]:
+    keys = []
+    for index, blob in enumerate(_read(requirement.rekor_paths, requirement.rekor_datas), 1):
+        try:
+            key = serialization.load_pem_public_key(blob)
+        except (ValueError, UnsupportedAlgorithm):
+            raise Rejected(f"parsing Rekor public key {index}: PEM decoding failed") from None
+        if not isinstance(key, ec.EllipticCurvePublicKey):
+            raise Rejected(f"Rekor public key {index} is not using ECDSA")
+        keys.append(key)
+    return keys
+
+
+def _signing_keys(requirement: Requirement, signature: SigstoreSignature, encoded: str | None) -> list[PublicKey]:
+    """The public keys a sigstore signature may be verified with under ``requirement`` (containers/image's
+    prepareTrustRoot, then isSignatureAccepted up to VerifySigstorePayload): the policy's keys, those a Rekor SET
+    vouches for, or a Fulcio certificate's."""
+    rekor = _rekor_keys(requirement) if requirement.rekor_paths or requirement.rekor_datas else []
+    fulcio = requirement.fulcio
+    roots: list[x509.Certificate] = []
+    if fulcio is not None:
+        ca = _read([fulcio.ca_path] if fulcio.ca_path else [], [fulcio.ca_data] if fulcio.ca_data else [])[0]
+        try:
+            roots = x509.load_pem_x509_certificates(ca)
+        except ValueError:
+            raise Rejected("error loading Fulcio CA certificates") from None
+    keys = _public_keys(requirement) if fulcio is None else []
+    if fulcio is None and not rekor:
+        return keys
+    found_set = signature.annotations.get(SET_ANNOTATION)
+    if found_set is None:
+        raise Rejected(f"missing {SET_ANNOTATION} annotation")
+    try:
+        if fulcio is not None:
+            certificate = signature.annotations.get(CERTIFICATE_ANNOTATION)
+            if certificate is None:
+                raise Rejected(f"missing {CERTIFICATE_ANNOTATION} annotation")
+            when = verify_set(rekor, found_set.encode(), certificate.encode(), encoded or "", signature.payload)
+            key = verify_certificate(roots, fulcio.oidc_issuer, fulcio.subject_email, when, certificate.encode(),
+                                     signature.annotations.get(CHAIN_ANNOTATION, "").encode())
+            if not isinstance(key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey):
+                raise Rejected("the Fulcio certificate's public key is of an unsupported type")
+            return [key]
+        failures = []
+        for key in keys:
+            pem = key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+            try:
+                verify_set(rekor, found_set.encode(), pem, encoded or "", signature.payload)
+                return [key]   # a SET names one key: the others either differ or repeat it
+            except Untrusted as exc:
+                failures.append(str(exc))
+        raise Rejected(f"No public key verified against the RekorSET: {', '.join(failures)}")
+    except Untrusted as exc:
+        raise Rejected(str(exc)) from None
 
 
 PublicKey = ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey

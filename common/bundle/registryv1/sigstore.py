@@ -1,0 +1,349 @@
+"""Sigstore's trust beyond a public key, as containers/image checks it for a ``sigstoreSigned`` requirement: a
+Rekor signed entry timestamp (SET) over the signature, and a Fulcio signing certificate (keyless signing).
+
+Why: images signed keyless (``cosign sign`` with an OIDC identity) carry a short-lived certificate from Fulcio and
+Rekor's promise that the signature was logged while the certificate was valid; a policy trusting them names the
+Fulcio CA, the OIDC issuer and the e-mail of the signer, and Rekor's public key. The rules are containers/image's
+(``signature/internal/rekor_set.go``, ``signature/fulcio_cert.go``):
+
+- The SET (annotation ``dev.sigstore.cosign/bundle``): its ``Payload``, in canonical JSON (RFC 8785), signed
+  (ECDSA, SHA-256) by one of the Rekor keys; the payload's ``body`` a ``hashedrekord`` 0.0.1 entry naming exactly
+  the signature, the key or certificate (the same PEM content) and the SHA-256 of the signed payload. Its
+  ``integratedTime`` is when the signature was made.
+- The certificate (annotation ``dev.sigstore.cosign/certificate``, intermediates in ``dev.sigstore.cosign/chain``
+  but its last, the root): chains to one of the policy's Fulcio CA certificates, valid at the SET's time, usable
+  for code signing; its OIDC issuer extension (v1 or v2; both must agree) is the policy's ``oidcIssuer`` and its
+  e-mail addresses include ``subjectEmail``. Its public key then verifies the payload, as a key from the policy
+  would.
+
+Messages are containers/image's where it has words for the case. Pure functions over bytes (:mod:`.signatures`
+calls them); ``cryptography`` does the cryptography.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID
+
+SET_ANNOTATION: Final = "dev.sigstore.cosign/bundle"
+CERTIFICATE_ANNOTATION: Final = "dev.sigstore.cosign/certificate"
+CHAIN_ANNOTATION: Final = "dev.sigstore.cosign/chain"
+HASHEDREKORD_VERSION: Final = "0.0.1"
+OID_ISSUER_V1: Final = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
+OID_ISSUER_V2: Final = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
+MAX_CHAIN: Final = 8
+# Extensions Go's x509 understands: a critical one outside these (and SAN, always handled) fails verification.
+_HANDLED: Final = frozenset({ExtensionOID.KEY_USAGE, ExtensionOID.BASIC_CONSTRAINTS,
+                             ExtensionOID.SUBJECT_ALTERNATIVE_NAME, ExtensionOID.EXTENDED_KEY_USAGE,
+                             ExtensionOID.NAME_CONSTRAINTS, ExtensionOID.CERTIFICATE_POLICIES,
+                             ExtensionOID.AUTHORITY_KEY_IDENTIFIER, ExtensionOID.SUBJECT_KEY_IDENTIFIER})
+
+
+class Untrusted(Exception):
+    """Why the SET or the certificate is not accepted (containers/image's InvalidSignatureError text)."""
+
+
+def canonical_json(value: Any) -> bytes:
+    """``value`` in RFC 8785 canonical form, for the shapes a Rekor payload has (objects, strings, integers)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+def _strict(data: bytes | str, what: str) -> Any:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for key, value in items:
+            if key in found:
+                raise Untrusted(f"{what}: duplicate key {json.dumps(key)}")
+            found[key] = value
+        return found
+
+    try:
+        return json.loads(data, object_pairs_hook=pairs)
+    except (ValueError, RecursionError) as exc:
+        raise Untrusted(f"{what}: {exc}") from None
+
+
+def _exact(value: Any, fields: tuple[str, ...], what: str) -> tuple[Any, ...]:
+    if not isinstance(value, dict):
+        raise Untrusted(f"{what}: JSON object expected")
+    for key in value:
+        if key not in fields:
+            raise Untrusted(f"{what}: unexpected key {json.dumps(key)}")
+    for key in fields:
+        if key not in value:
+            raise Untrusted(f"{what}: key {json.dumps(key)} missing in a JSON object")
+    return tuple(value[key] for key in fields)
+
+
+def _b64(value: Any, what: str) -> bytes:
+    if not isinstance(value, str):
+        raise Untrusted(f"{what}: a base64 string expected")
+    try:
+        return base64.b64decode(value, validate=True)
+    except binascii.Error as exc:
+        raise Untrusted(f"{what}: {exc}") from None
+
+
+def _pem_block(data: bytes) -> tuple[bytes, bytes] | None:
+    """The first PEM block of ``data``: its DER content and what follows it (Go's pem.Decode)."""
+    text = data.decode("ascii", "replace")
+    start = text.find("-----BEGIN ")
+    if start < 0:
+        return None
+    label_end = text.find("-----", start + 11)
+    if label_end < 0:
+        return None
+    label = text[start + 11:label_end]
+    end_marker = f"-----END {label}-----"
+    end = text.find(end_marker, label_end)
+    if end < 0:
+        return None
+    body = "".join(line.strip() for line in text[label_end + 5:end].splitlines() if ":" not in line)
+    try:
+        der = base64.b64decode(body, validate=True)
+    except binascii.Error:
+        return None
+    rest = text[end + len(end_marker):].lstrip("\r\n")
+    return der, rest.encode("ascii", "replace")
+
+
+def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, key_or_cert_pem: bytes,
+               signature_b64: str, payload: bytes) -> datetime.datetime:
+    """The time Rekor logged the signature, when ``raw_set`` is a SET one of ``rekor_keys`` signed over exactly this
+    signature, key or certificate, and payload; else :class:`Untrusted`."""
+    signed_timestamp, set_payload = _exact(_strict(raw_set, "Rekor SET"), ("SignedEntryTimestamp", "Payload"),
+                                           "Rekor SET")
+    timestamp_signature = _b64(signed_timestamp, "Rekor SET SignedEntryTimestamp")
+    canonical = canonical_json(set_payload)
+    for key in rekor_keys:
+        try:
+            key.verify(timestamp_signature, canonical, ec.ECDSA(hashes.SHA256()))
+            break
+        except InvalidSignature:
+            continue
+    else:
+        raise Untrusted("cryptographic signature verification of Rekor SET failed")
+    body, integrated, _index, _log = _exact(set_payload, ("body", "integratedTime", "logIndex", "logID"),
+                                           "parsing Rekor SET payload")
+    if not isinstance(integrated, int) or isinstance(integrated, bool):
+        raise Untrusted("parsing Rekor SET payload: integratedTime is not an integer")
+    entry = _strict(_b64(body, "Rekor SET payload body"), "decoding the body of a Rekor SET payload")
+    if not isinstance(entry, dict) or entry.get("kind") != "hashedrekord":
+        kind = entry.get("kind") if isinstance(entry, dict) else None
+        raise Untrusted(f"decoding the body of a Rekor SET payload: invalid kind value: {json.dumps(kind)}")
+    if entry.get("apiVersion") is None:
+        raise Untrusted("missing Rekor SET Payload API version")
+    if entry["apiVersion"] != HASHEDREKORD_VERSION:
+        raise Untrusted(f"unsupported Rekor SET Payload hashedrekord version {json.dumps(entry['apiVersion'])}")
+    spec = entry.get("spec")
+    if not isinstance(spec, dict):
+        raise Untrusted("decoding hashedrekod spec: not an object")
+    signature = spec.get("signature")
+    if not isinstance(signature, dict):
+        raise Untrusted('Missing "signature" field in hashedrekord')
+    public_key = signature.get("publicKey")
+    if not isinstance(public_key, dict):
+        raise Untrusted('Missing "signature.publicKey" field in hashedrekord')
+    logged = _pem_block(_b64(public_key.get("content", ""), "hashedrekord publicKey"))
+    if logged is None:
+        raise Untrusted("publicKey in Rekor SET is not in PEM format")
+    if logged[1].strip():
+        raise Untrusted("publicKey in Rekor SET has trailing data")
+    ours = _pem_block(key_or_cert_pem)
+    if ours is None:
+        raise Untrusted("public key or cert to be matched against publicKey in Rekor SET is not in PEM format")
+    if ours[1].strip():
+        raise Untrusted("public key or cert to be matched against publicKey in Rekor SET has trailing data")
+    if logged[0] != ours[0]:
+        raise Untrusted("publicKey in Rekor SET does not match")
+    try:
+        raw_signature = base64.b64decode(signature_b64, validate=True)
+    except binascii.Error as exc:
+        raise Untrusted(f"decoding signature base64: {exc}") from None
+    if _b64(signature.get("content", ""), "hashedrekord signature") != raw_signature:
+        raise Untrusted("signature in Rekor SET does not match")
+    data = spec.get("data")
+    hashed = data.get("hash") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise Untrusted('Missing "data" field in hashedrekord')
+    if not isinstance(hashed, dict):
+        raise Untrusted('Missing "data.hash" field in hashedrekord')
+    if hashed.get("algorithm") is None:
+        raise Untrusted('Missing "data.hash.algorithm" field in hashedrekord')
+    if hashed["algorithm"] != "sha256":
+        raise Untrusted(f'Unexpected "data.hash.algorithm" value {json.dumps(hashed["algorithm"])}')
+    if hashed.get("value") is None:
+        raise Untrusted('Missing "data.hash.value" field in hashedrekord')
+    try:
+        logged_hash = bytes.fromhex(str(hashed["value"]))
+    except ValueError as exc:
+        raise Untrusted(f'Invalid "data.hash.value" field in hashedrekord: {exc}') from None
+    if logged_hash != hashlib.sha256(payload).digest():
+        raise Untrusted("payload in Rekor SET does not match")
+    return datetime.datetime.fromtimestamp(integrated, datetime.UTC)
+
+
+def load_certificates(data: bytes, what: str) -> list[x509.Certificate]:
+    """Every certificate of a PEM bundle (cryptoutils.UnmarshalCertificatesFromPEM)."""
+    try:
+        return x509.load_pem_x509_certificates(data)
+    except ValueError as exc:
+        raise Untrusted(f"{what}: {exc}") from None
+
+
+def verify_certificate(roots: Sequence[x509.Certificate], oidc_issuer: str, subject_email: str,
+                       when: datetime.datetime, leaf_pem: bytes, chain_pem: bytes) -> Any:
+    """The public key of the signing certificate ``leaf_pem``, when it chains to ``roots`` (through the
+    intermediates of ``chain_pem`` but its last certificate) valid at ``when``, for code signing, issued for
+    ``oidc_issuer`` and ``subject_email``; else :class:`Untrusted`."""
+    intermediates: list[x509.Certificate] = []
+    if chain_pem:
+        chain = load_certificates(chain_pem, "loading certificate chain")
+        intermediates = chain[:-1]
+    leaves = load_certificates(leaf_pem, "parsing leaf certificate") if leaf_pem.strip() else []
+    if not leaves:
+        raise Untrusted("no certificate found in signature certificate data")
+    if len(leaves) > 1:
+        raise Untrusted("unexpected multiple certificates present in signature certificate data")
+    leaf = leaves[0]
+    if problem := _chain_problem(leaf, intermediates, roots, when):
+        raise Untrusted(f"veryfing leaf certificate failed: {problem}")
+    issuer = _oidc_issuer(leaf)
+    if issuer != oidc_issuer:
+        raise Untrusted(f"Unexpected Fulcio OIDC issuer {json.dumps(issuer)}")
+    emails = _emails(leaf)
+    if subject_email not in emails:
+        raise Untrusted(f"Required email {json.dumps(subject_email)} not found (got {json.dumps(emails)})")
+    return leaf.public_key()
+
+
+def _valid_at(cert: x509.Certificate, when: datetime.datetime) -> bool:
+    return cert.not_valid_before_utc <= when <= cert.not_valid_after_utc
+
+
+def _unhandled_critical(cert: x509.Certificate) -> bool:
+    return any(ext.critical and ext.oid not in _HANDLED for ext in cert.extensions)
+
+
+def _allows_code_signing(cert: x509.Certificate) -> bool:
+    """Go's EKU rule: no extension allows any use; else code signing or anyExtendedKeyUsage must be listed."""
+    try:
+        usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    except x509.ExtensionNotFound:
+        return True
+    return ExtendedKeyUsageOID.CODE_SIGNING in usages or ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE in usages
+
+
+def _is_ca(cert: x509.Certificate) -> bool:
+    try:
+        return bool(cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca)
+    except x509.ExtensionNotFound:
+        return False
+
+
+def _chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certificate],
+                   roots: Sequence[x509.Certificate], when: datetime.datetime) -> str | None:
+    """None when ``leaf`` chains to a root as Go's x509.Verify (ExtKeyUsageCodeSigning, CurrentTime ``when``)
+    requires; else why not."""
+    if not _valid_at(leaf, when):
+        return (f"x509: certificate has expired or is not yet valid: the signature's time {when:%Y-%m-%dT%H:%M:%SZ} "
+                f"is outside {leaf.not_valid_before_utc:%Y-%m-%dT%H:%M:%SZ} to "
+                f"{leaf.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}")
+    if _unhandled_critical(leaf):
+        return "x509: unhandled critical extension"
+    if not _allows_code_signing(leaf):
+        return "x509: certificate specifies an incompatible key usage"
+    root_der = {r.public_bytes(serialization.Encoding.DER) for r in roots}
+
+    def issued(child: x509.Certificate, parent: x509.Certificate) -> bool:
+        if parent.subject != child.issuer:
+            return False
+        try:
+            child.verify_directly_issued_by(parent)
+        except (ValueError, TypeError, InvalidSignature):
+            return False
+        return True
+
+    def walk(cert: x509.Certificate, depth: int) -> bool:
+        for root in roots:
+            if issued(cert, root) and _valid_at(root, when):
+                return True
+        if depth >= MAX_CHAIN:
+            return False
+        for candidate in intermediates:
+            if candidate.public_bytes(serialization.Encoding.DER) in root_der:
+                continue
+            if (issued(cert, candidate) and _is_ca(candidate) and _valid_at(candidate, when)
+                    and not _unhandled_critical(candidate) and _allows_code_signing(candidate)
+                    and walk(candidate, depth + 1)):
+                return True
+        return False
+
+    if walk(leaf, 0):
+        return None
+    return "x509: certificate signed by unknown authority"
+
+
+def _oidc_issuer(cert: x509.Certificate) -> str:
+    v1: str | None = None
+    v2: str | None = None
+    for ext in cert.extensions:
+        if ext.oid == OID_ISSUER_V1:
+            if v1 is not None:
+                raise Untrusted("Fulcio certificate has a duplicate OIDC issuer v1 extension")
+            v1 = _raw(ext).decode("utf-8", "replace")
+        elif ext.oid == OID_ISSUER_V2:
+            if v2 is not None:
+                raise Untrusted("Fulcio certificate has a duplicate OIDC issuer v2 extension")
+            v2 = _utf8_string(_raw(ext))
+    if v1 is not None and v2 is not None:
+        if v1 != v2:
+            raise Untrusted(f"inconsistent OIDC issuer extension values: v1 {json.dumps(v1)}, v2 {json.dumps(v2)}")
+        return v1
+    if v1 is not None:
+        return v1
+    if v2 is not None:
+        return v2
+    raise Untrusted("Fulcio certificate is missing the issuer extension")
+
+
+def _raw(ext: x509.Extension[Any]) -> bytes:
+    value = ext.value
+    return bytes(value.value) if isinstance(value, x509.UnrecognizedExtension) else b""
+
+
+def _utf8_string(der: bytes) -> str:
+    """A DER UTF8String (tag 12), short or long form length, nothing after it."""
+    if len(der) < 2 or der[0] != 0x0C:
+        raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension: not a UTF8String")
+    length, offset = der[1], 2
+    if length & 0x80:
+        count = length & 0x7F
+        if count == 0 or count > 4 or len(der) < 2 + count:
+            raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension: bad length")
+        length, offset = int.from_bytes(der[2:2 + count], "big"), 2 + count
+    if len(der) < offset + length:
+        raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension: truncated")
+    if len(der) > offset + length:
+        raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension, trailing data")
+    return der[offset:offset + length].decode("utf-8", "replace")
+
+
+def _emails(cert: x509.Certificate) -> list[str]:
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
+    return [str(n) for n in names.get_values_for_type(x509.RFC822Name)]
