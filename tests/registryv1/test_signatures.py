@@ -26,7 +26,7 @@ from common.bundle.registryv1.signatures import identity_matches
 from common.bundle.registryv1.source import load_bundle
 from tests.producer.helpers import cosctl
 from tests.registryv1.bundles import Layout, files_layer, tree_files, write_bundle
-from tests.registryv1.pulling import push_bundle
+from tests.registryv1.pulling import push_bundle, trust
 from tests.registryv1.signing import (
     GPG,
     SIGSTORE,
@@ -41,7 +41,9 @@ from tests.registryv1.signing import (
     rekor_set,
 )
 from tests.registryv1.test_policy import write_policy
+from tests.registryv1.test_pull import basic_entry, write_auth
 from tests.support.registry_server import Registry
+from tests.webhook.support import CA
 
 REPO = "op/demo-bundle"
 
@@ -207,6 +209,21 @@ def test_without_gpg_a_signed_by_requirement_refuses_saying_what_to_install(
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert refused(signed.ref) == signed.refusal("cannot verify GPG signatures: gpg (GnuPG) is not on PATH (install "
                                                  "gnupg, which podman's GPGME needs too)")
+
+
+def test_a_registry_serving_signatures_itself_is_asked_for_them_instead_of_lookaside(
+        ca: CA, home: Path, tmp_path: Path, gpg: GPG, trusted: GPGKey, stranger: GPGKey) -> None:
+    with Registry(ca, auth="bearer", users={"alice": "s3cret"}, supports_signatures=True) as registry:
+        trust(home, ca, registry)
+        write_auth(home / ".config" / "containers" / "auth.json", {registry.host: basic_entry("alice", "s3cret")})
+        signed = Signed(registry, home, tmp_path, trusted)
+        signed.publish(gpg.sign(stranger, payload(signed.digest, signed.identity)))   # lookaside: not read
+        registry.signatures[(REPO, signed.digest)] = [gpg.sign(trusted, payload(signed.digest, signed.identity))]
+        assert load_bundle(signed.ref).package_name == "demo"
+        asked = [r.path for r in registry.requests if r.path.startswith("/extensions/")]
+        assert asked[-1] == f"/extensions/v2/{REPO}/signatures/{signed.digest}"
+        registry.signatures[(REPO, signed.digest)] = []
+        assert refused(signed.ref) == signed.refusal("A signature was required, but no signature exists")
 
 
 class _Lookaside(http.server.SimpleHTTPRequestHandler):

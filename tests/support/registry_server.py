@@ -70,6 +70,7 @@ _TAG = re.compile(r"[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}")
 # Greedy name: ``/v2/a/b/manifests/x`` is repository ``a/b``, as the spec's routing reads it.
 _ROUTE = re.compile(r"/v2/(?P<name>.+)/(?P<kind>manifests|blobs)/(?P<ref>[^/]+)")
 _TAGS = re.compile(r"/v2/(?P<name>.+)/tags/list")
+_SIGNATURES = re.compile(r"/extensions/v2/(?P<name>.+)/signatures/(?P<digest>[^/]+)")
 
 
 def sha256_digest(data: bytes) -> str:
@@ -186,6 +187,10 @@ class Registry:
     ``access_token`` for that user; an unknown refresh token is 400 ``invalid_grant``, a missing field 400
     ``invalid_request``.
 
+    ``supports_signatures=True`` is OpenShift's integrated registry's signature API: ``/v2/`` says
+    ``X-Registry-Supports-Signatures: 1``, and ``GET /extensions/v2/<name>/signatures/<digest>`` (authorised as the
+    repository is) lists :attr:`signatures` of that manifest (schema version 2, type ``atomic``, base64 content).
+
     ``strict_accept=False`` serves a manifest whatever the ``Accept`` header says (some registries do).
     ``redirect_blobs`` sends blob downloads to the storage endpoint on ``redirect_host`` (by default this
     server's own address; ``"localhost"`` makes it another origin for clients that strip credentials only
@@ -197,7 +202,7 @@ class Registry:
                  token_field: TokenField = "token", token_expires_in: int = 300,
                  token_ttl_requests: int | None = None, strict_accept: bool = True,
                  redirect_blobs: bool = False, redirect_host: str = "127.0.0.1",
-                 identity_tokens: dict[str, str] | None = None) -> None:
+                 identity_tokens: dict[str, str] | None = None, supports_signatures: bool = False) -> None:
         if ca is None and not plain_http:
             raise ValueError("HTTPS needs a CA to issue the serving certificate: pass ca, or plain_http=True")
         if auth not in (None, "basic", "bearer"):
@@ -214,6 +219,8 @@ class Registry:
         self.strict_accept = strict_accept
         self.redirect_blobs = redirect_blobs
         self.redirect_host = redirect_host
+        self.supports_signatures = supports_signatures
+        self.signatures: dict[tuple[str, str], list[bytes]] = {}   # (repository, manifest digest) -> blobs
         self.host = ""  # "127.0.0.1:PORT" once started
         self.port = 0
         self.requests: list[Recorded] = []
@@ -404,12 +411,21 @@ class Registry:
             return self._token(method, query, headers)
         if path.startswith("/storage/"):
             return self._storage(method, path, query, headers)
+        signatures = _SIGNATURES.fullmatch(path) if self.supports_signatures else None
+        if signatures is not None:
+            return self._authorize(headers, signatures["name"]) or _json(200, {"signatures": [
+                {"schemaVersion": 2, "name": f"{signatures['digest']}@sig-{i}", "type": "atomic",
+                 "content": base64.b64encode(blob).decode()}
+                for i, blob in enumerate(self.signatures.get((signatures["name"], signatures["digest"]), []))]})
         if path not in ("/v2", "/v2/") and not path.startswith("/v2/"):
             return _error(404, "NOT_FOUND", "not found", path)
         if method not in ("GET", "HEAD"):
             return _error(405, "UNSUPPORTED", "the operation is unsupported", f"{method} on a pull-only registry")
         if path in ("/v2", "/v2/"):
-            return self._authorize(headers, None) or _json(200, {})
+            answer = self._authorize(headers, None) or _json(200, {})
+            if self.supports_signatures:
+                answer.headers["X-Registry-Supports-Signatures"] = "1"
+            return answer
         route = _ROUTE.fullmatch(path)
         tags = _TAGS.fullmatch(path)
         name = route["name"] if route else tags["name"] if tags else None

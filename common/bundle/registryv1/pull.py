@@ -25,6 +25,8 @@ layout ``skopeo copy`` wrote, so an image is checked the same way whichever way 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import hashlib
 import json
@@ -66,6 +68,7 @@ from common.bundle.registryv1.signatures import (
     Signature,
     SignatureFormatError,
     SigstoreSignature,
+    SimpleSignature,
     from_blob,
     verify,
 )
@@ -378,7 +381,7 @@ class _Session:
                 headers["Accept"] = accept
             same = urllib.parse.urlsplit(url)
             if (self.authorization and same.scheme == self.scheme and same.netloc == self.host
-                    and same.path.startswith("/v2/")):
+                    and same.path.startswith(("/v2/", "/extensions/v2/"))):
                 headers["Authorization"] = self.authorization   # never to another place, never over a downgrade
             response = self._send(url, headers, attempt)
             if response is None:
@@ -426,6 +429,19 @@ class _Session:
             if missing_ok and _manifest_unknown(response.status, body):
                 return None
             raise self._status_error(response.status, path, body)
+
+    def supports_signatures(self) -> bool:
+        """Whether the registry serves signatures itself (OpenShift's integrated registry): its ``/v2/`` ping,
+        unauthenticated, says ``X-Registry-Supports-Signatures: 1`` (containers/image's detectProperties)."""
+        for attempt in range(1, ATTEMPTS + 1):
+            response = self._send(f"{self.scheme}://{self.host}/v2/", {"User-Agent": USER_AGENT}, attempt)
+            if response is None:
+                continue
+            _discard(response)
+            if response.status not in (200, 401):
+                raise self.fail(f"pinging container registry {self.host}: HTTP {response.status}")
+            return bool(response.headers.get("X-Registry-Supports-Signatures") == "1")
+        raise self.fail(f"pinging container registry {self.host}: no answer after {ATTEMPTS} attempts")
 
     def lookaside(self, url: str) -> bytes | None:
         """One signature from lookaside storage over HTTP(S) (no credentials: it is not the registry's API), or
@@ -809,6 +825,11 @@ class _Pull:
         except RegistriesDError as exc:
             raise self.session.fail(str(exc)) from None
         found: list[Signature] = []
+        if self.session.supports_signatures():   # the registry's own signatures, instead of lookaside storage
+            found.extend(self._extension_signatures(digest))
+            if storage.attachments:
+                found.extend(self._attachments(digest))
+            return found
         for index in range(MAX_SIGNATURES + 1):
             if index == MAX_SIGNATURES:
                 raise self.session.fail(f"the signature storage gave {MAX_SIGNATURES} signatures, assuming that's "
@@ -823,6 +844,30 @@ class _Pull:
                 raise self.session.fail(f"parsing signature {_redacted(url)}: {exc}") from None
         if storage.attachments:
             found.extend(self._attachments(digest))
+        return found
+
+    def _extension_signatures(self, digest: str) -> list[Signature]:
+        """The simple signatures the registry lists for ``digest`` (``/extensions/v2/<repository>/signatures/
+        <digest>``, schema version 2, type ``atomic``; others skipped, as containers/image skips them)."""
+        what = f"the signatures {self.session.host} lists for {digest}"
+        response = self.session.get(f"/extensions/v2/{self.session.repository}/signatures/{digest}")
+        data = self._read_capped(response, MAX_SIGNATURE_BYTES, what)
+        try:
+            listed = _document(data, what).get("signatures") or []
+        except _Malformed as exc:
+            raise self.session.fail(str(exc)) from None
+        if not isinstance(listed, list):
+            raise self.session.fail(f"{what}: \"signatures\" is not a list")
+        found: list[Signature] = []
+        for entry in listed:
+            if not isinstance(entry, dict) or entry.get("schemaVersion") != 2 or entry.get("type") != "atomic":
+                continue
+            content = entry.get("content")
+            try:
+                found.append(SimpleSignature(base64.b64decode(content if isinstance(content, str) else "",
+                                                              validate=True)))
+            except binascii.Error:
+                raise self.session.fail(f"{what}: a signature whose content is not base64") from None
         return found
 
     def _lookaside(self, url: str) -> bytes | None:
