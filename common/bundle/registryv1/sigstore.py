@@ -47,7 +47,13 @@ MAX_CHAIN: Final = 8
 _HANDLED: Final = frozenset({ExtensionOID.KEY_USAGE, ExtensionOID.BASIC_CONSTRAINTS,
                              ExtensionOID.SUBJECT_ALTERNATIVE_NAME, ExtensionOID.EXTENDED_KEY_USAGE,
                              ExtensionOID.NAME_CONSTRAINTS, ExtensionOID.CERTIFICATE_POLICIES,
-                             ExtensionOID.AUTHORITY_KEY_IDENTIFIER, ExtensionOID.SUBJECT_KEY_IDENTIFIER})
+                             ExtensionOID.AUTHORITY_KEY_IDENTIFIER, ExtensionOID.SUBJECT_KEY_IDENTIFIER,
+                             ExtensionOID.CRL_DISTRIBUTION_POINTS, ExtensionOID.AUTHORITY_INFORMATION_ACCESS,
+                             ExtensionOID.POLICY_CONSTRAINTS, ExtensionOID.POLICY_MAPPINGS,
+                             ExtensionOID.INHIBIT_ANY_POLICY})
+# ASN.1 string types Go's asn1.Unmarshal reads into a string, and how their bytes decode
+_STRING_TAGS: Final = {0x0C: "utf-8", 0x12: "ascii", 0x13: "ascii", 0x14: "latin-1", 0x16: "ascii", 0x1A: "ascii",
+                       0x1B: "latin-1", 0x1E: "utf-16-be"}
 
 
 class Untrusted(Exception):
@@ -55,8 +61,18 @@ class Untrusted(Exception):
 
 
 def canonical_json(value: Any) -> bytes:
-    """``value`` in RFC 8785 canonical form, for the shapes a Rekor payload has (objects, strings, integers)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+    """``value`` in RFC 8785 canonical form, for the shapes a Rekor payload has (objects, strings, numbers: an
+    integral number is written as an integer, as ECMAScript writes it)."""
+    def numbers(item: Any) -> Any:
+        if isinstance(item, float) and item.is_integer() and abs(item) < 2 ** 53:
+            return int(item)
+        if isinstance(item, dict):
+            return {k: numbers(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [numbers(v) for v in item]
+        return item
+
+    return json.dumps(numbers(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False).encode("utf-8")
 
 
@@ -135,8 +151,9 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
             continue
     else:
         raise Untrusted("cryptographic signature verification of Rekor SET failed")
-    body, integrated, _index, _log = _exact(set_payload, ("body", "integratedTime", "logIndex", "logID"),
-                                           "parsing Rekor SET payload")
+    # read back from the canonical bytes, as containers/image reads them
+    body, integrated, _index, _log = _exact(_strict(canonical, "parsing Rekor SET payload"),
+                                           ("body", "integratedTime", "logIndex", "logID"), "parsing Rekor SET payload")
     if not isinstance(integrated, int) or isinstance(integrated, bool):
         raise Untrusted("parsing Rekor SET payload: integratedTime is not an integer")
     entry = _strict(_b64(body, "Rekor SET payload body"), "decoding the body of a Rekor SET payload")
@@ -233,6 +250,51 @@ def _valid_at(cert: x509.Certificate, when: datetime.datetime) -> bool:
     return cert.not_valid_before_utc <= when <= cert.not_valid_after_utc
 
 
+def _path_length(cert: x509.Certificate) -> int | None:
+    try:
+        return cert.extensions.get_extension_for_class(x509.BasicConstraints).value.path_length
+    except x509.ExtensionNotFound:
+        return None
+
+
+def _name_problem(ca: x509.Certificate, leaf: x509.Certificate) -> str | None:
+    """Why ``ca``'s name constraints forbid the leaf's names, or None. E-mail constraints are checked as Go checks
+    them (a mailbox, a host, or ``.domain`` for the hosts below it); a constraint of another type on a name of that
+    type in the leaf is not checked, and refuses."""
+    try:
+        constraints = ca.extensions.get_extension_for_class(x509.NameConstraints).value
+    except x509.ExtensionNotFound:
+        return None
+    try:
+        names = list(leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
+    except x509.ExtensionNotFound:
+        names = []
+    permitted = list(constraints.permitted_subtrees or [])
+    excluded = list(constraints.excluded_subtrees or [])
+    for name in names:
+        if not isinstance(name, x509.RFC822Name):
+            if any(type(c) is type(name) for c in permitted + excluded):
+                return f"x509: a name constraint of type {type(name).__name__} is not checked by cosctl"
+            continue
+        mails = [c.value for c in permitted if isinstance(c, x509.RFC822Name)]
+        if mails and not any(_mail_matches(name.value, c) for c in mails):
+            return ("x509: a root or intermediate certificate is not authorized to sign for this name: email address "
+                    f"{json.dumps(name.value)} is not permitted by any constraint")
+        if any(isinstance(c, x509.RFC822Name) and _mail_matches(name.value, c.value) for c in excluded):
+            return ("x509: a root or intermediate certificate is not authorized to sign for this name: email address "
+                    f"{json.dumps(name.value)} is excluded by constraint")
+    return None
+
+
+def _mail_matches(mail: str, constraint: str) -> bool:
+    local, _, host = mail.rpartition("@")
+    if "@" in constraint:
+        return mail.lower() == constraint.lower()
+    if constraint.startswith("."):
+        return host.lower().endswith(constraint.lower())
+    return bool(local) and host.lower() == constraint.lower()
+
+
 def _unhandled_critical(cert: x509.Certificate) -> bool:
     return any(ext.critical and ext.oid not in _HANDLED for ext in cert.extensions)
 
@@ -256,16 +318,13 @@ def _is_ca(cert: x509.Certificate) -> bool:
 def _chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certificate],
                    roots: Sequence[x509.Certificate], when: datetime.datetime) -> str | None:
     """None when ``leaf`` chains to a root as Go's x509.Verify (ExtKeyUsageCodeSigning, CurrentTime ``when``)
-    requires; else why not."""
-    if not _valid_at(leaf, when):
-        return (f"x509: certificate has expired or is not yet valid: the signature's time {when:%Y-%m-%dT%H:%M:%SZ} "
-                f"is outside {leaf.not_valid_before_utc:%Y-%m-%dT%H:%M:%SZ} to "
-                f"{leaf.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}")
-    if _unhandled_critical(leaf):
-        return "x509: unhandled critical extension"
-    if not _allows_code_signing(leaf):
-        return "x509: certificate specifies an incompatible key usage"
+    requires: every certificate valid then, no critical extension it does not handle, code signing allowed by each
+    one's extended key usage (the root's too), issuers CAs within their path length, names within their
+    constraints; else why not (the reason of the closest chain, else an unknown authority)."""
+    if problem := _certificate_problem(leaf, when):
+        return problem
     root_der = {r.public_bytes(serialization.Encoding.DER) for r in roots}
+    reasons: list[str] = []
 
     def issued(child: x509.Certificate, parent: x509.Certificate) -> bool:
         if parent.subject != child.issuer:
@@ -276,24 +335,47 @@ def _chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certific
             return False
         return True
 
-    def walk(cert: x509.Certificate, depth: int) -> bool:
+    def acceptable(parent: x509.Certificate, below: int) -> bool:
+        """Whether ``parent`` may issue for a chain with ``below`` CA certificates under it."""
+        problem = _certificate_problem(parent, when) or _name_problem(parent, leaf)
+        length = _path_length(parent)
+        if problem is None and length is not None and below > length:
+            problem = "x509: too many intermediates for path length constraint"
+        if problem is None and not _is_ca(parent):
+            problem = "x509: certificate signed by unknown authority (a parent certificate cannot sign: not a CA)"
+        if problem is not None:
+            reasons.append(problem)
+            return False
+        return True
+
+    def walk(cert: x509.Certificate, below: int) -> bool:
         for root in roots:
-            if issued(cert, root) and _valid_at(root, when):
+            if issued(cert, root) and acceptable(root, below):
                 return True
-        if depth >= MAX_CHAIN:
+        if below >= MAX_CHAIN:
             return False
         for candidate in intermediates:
             if candidate.public_bytes(serialization.Encoding.DER) in root_der:
                 continue
-            if (issued(cert, candidate) and _is_ca(candidate) and _valid_at(candidate, when)
-                    and not _unhandled_critical(candidate) and _allows_code_signing(candidate)
-                    and walk(candidate, depth + 1)):
+            if issued(cert, candidate) and acceptable(candidate, below) and walk(candidate, below + 1):
                 return True
         return False
 
     if walk(leaf, 0):
         return None
-    return "x509: certificate signed by unknown authority"
+    return reasons[0] if reasons else "x509: certificate signed by unknown authority"
+
+
+def _certificate_problem(cert: x509.Certificate, when: datetime.datetime) -> str | None:
+    if not _valid_at(cert, when):
+        return (f"x509: certificate has expired or is not yet valid: the signature's time {when:%Y-%m-%dT%H:%M:%SZ} "
+                f"is outside {cert.not_valid_before_utc:%Y-%m-%dT%H:%M:%SZ} to "
+                f"{cert.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}")
+    if _unhandled_critical(cert):
+        return "x509: unhandled critical extension"
+    if not _allows_code_signing(cert):
+        return "x509: certificate specifies an incompatible key usage"
+    return None
 
 
 def _oidc_issuer(cert: x509.Certificate) -> str:
@@ -325,9 +407,10 @@ def _raw(ext: x509.Extension[Any]) -> bytes:
 
 
 def _utf8_string(der: bytes) -> str:
-    """A DER UTF8String (tag 12), short or long form length, nothing after it."""
-    if len(der) < 2 or der[0] != 0x0C:
-        raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension: not a UTF8String")
+    """A DER string (UTF8String, IA5String, PrintableString...: what Go's asn1.Unmarshal reads into a string), short
+    or long form length, nothing after it."""
+    if len(der) < 2 or der[0] not in _STRING_TAGS:
+        raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension: not a string")
     length, offset = der[1], 2
     if length & 0x80:
         count = length & 0x7F
@@ -338,7 +421,7 @@ def _utf8_string(der: bytes) -> str:
         raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension: truncated")
     if len(der) > offset + length:
         raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension, trailing data")
-    return der[offset:offset + length].decode("utf-8", "replace")
+    return der[offset:offset + length].decode(_STRING_TAGS[der[0]], "replace")
 
 
 def _emails(cert: x509.Certificate) -> list[str]:
