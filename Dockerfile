@@ -7,7 +7,8 @@
 #
 # Stage 1 installs the package and exactly the pinned dependency tree (constraints.txt) into a virtualenv, then
 # removes what neither program loads at run time (see "Trim" below). Stage 2 copies only that virtualenv onto a
-# fresh slim Debian Python: no pip, no source tree, no compiler or build tools. It runs as the unprivileged
+# fresh slim Debian Python, with gpg from Debian (cosctl verifies simple signatures with it): no pip, no source
+# tree, no compiler or build tools. It runs as the unprivileged
 # user 65532 with a read-only root filesystem: bytecode is compiled at build time and nothing is written under
 # /opt at run time (the webhook needs a writable /tmp; deploy/ mounts an emptyDir there).
 

@@ -6,6 +6,7 @@ test_signatures.py."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -143,16 +144,21 @@ def test_a_rejected_image_is_refused_before_any_request(registry: Registry, home
 
 def test_an_image_accepted_only_signed_is_refused_without_signatures(registry: Registry, home: Path,
                                                                    tmp_path: Path) -> None:
-    push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
+    digest = push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
     push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path, repo="other/demo-bundle")
     policy = write_policy(home, {"default": REJECT, "transports": {"docker": {
         f"{registry.host}/op": SIGNED, f"{registry.host}/other": ACCEPT}}})
     ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
     with pytest.raises(PolicyError) as caught:
         load_bundle(ref)
+    # no registries.d lookaside: containers/image's own (root's, or the user's)
+    builtin = ("file:///var/lib/containers/sigstore" if os.geteuid() == 0
+               else f"file://{home}/.local/share/containers/sigstore")
     assert str(caught.value) == (
         f"{ref}: rejected by the signature policy {policy} (sigstoreSigned, scope "
-        f'transports.docker "{registry.host}/op"): A signature was required, but no signature exists')
+        f'transports.docker "{registry.host}/op"): A signature was required, but no signature exists (looked in '
+        f"lookaside storage {builtin}/op/demo-bundle@sha256={digest[7:]}; sigstore "
+        "attachments not read: registries.d does not set use-sigstore-attachments)")
     # the most specific scope decides: another namespace of the same registry accepts anything
     assert load_bundle(f"docker://{registry.ref('other/demo-bundle', 'v1')}").package_name == "demo"
     # a scope for the image itself (by tag) comes before its namespace's

@@ -46,6 +46,13 @@ from tests.support.registry_server import Registry
 from tests.webhook.support import CA
 
 REPO = "op/demo-bundle"
+NO_SIGNATURE = "A signature was required, but no signature exists"
+NOT_ATTACHED = "sigstore attachments not read: registries.d does not set use-sigstore-attachments"
+
+
+def looked(storage: str, repo: str, digest: str, attachments: str = NOT_ATTACHED) -> str:
+    """Where a refusal for want of signatures says they were looked for."""
+    return f"(looked in lookaside storage {storage}/{repo}@sha256={digest.removeprefix('sha256:')}; {attachments})"
 
 
 @pytest.fixture(scope="module")
@@ -101,10 +108,11 @@ def refused(ref: str) -> str:
 
 def test_an_image_signed_by_a_trusted_key_is_pulled_and_others_are_refused(signed: Signed, gpg: GPG,
                                                                            trusted: GPGKey, stranger: GPGKey) -> None:
-    assert refused(signed.ref) == signed.refusal("A signature was required, but no signature exists")
+    assert refused(signed.ref) == signed.refusal(
+        f"{NO_SIGNATURE} {looked(f'file://{signed.storage}', REPO, signed.digest)}")
     signed.publish(gpg.sign(stranger, payload(signed.digest, signed.identity)))
     assert refused(signed.ref) == signed.refusal(
-        f"Invalid GPG signature: made by key {stranger.fingerprint[-16:]}, which is not one of the policy's keys")
+        f"Invalid GPG signature: made by key {stranger.fingerprint}, which is not one of the policy's keys")
     signed.publish(gpg.sign(stranger, payload(signed.digest, signed.identity)),
                    gpg.sign(trusted, payload(signed.digest, signed.identity)))
     assert load_bundle(signed.ref).package_name == "demo"   # one accepted signature is enough
@@ -176,8 +184,8 @@ def test_a_multi_platform_image_is_verified_by_the_image_chosen_as_containers_im
     lookaside(signed.storage, "op/multi", index_digest, [gpg.sign(trusted, payload(index_digest, identity))])
     # the index alone signed: podman refuses it (it checks the image it copies, under that image's digest)
     assert refused(ref) == (f"{ref}: rejected by the signature policy {signed.policy} (signedBy, scope "
-                            f'transports.docker "{signed.registry.host}"): A signature was required, but no '
-                            "signature exists")
+                            f'transports.docker "{signed.registry.host}"): {NO_SIGNATURE} '
+                            f"{looked(f'file://{signed.storage}', 'op/multi', mine['digest'])}")
     lookaside(signed.storage, "op/multi", mine["digest"], [gpg.sign(trusted, payload(mine["digest"], identity))])
     heard: list[str] = []
     assert load_bundle(ref, heard.append).package_name == "demo"
@@ -223,7 +231,8 @@ def test_a_registry_serving_signatures_itself_is_asked_for_them_instead_of_looka
         asked = [r.path for r in registry.requests if r.path.startswith("/extensions/")]
         assert asked[-1] == f"/extensions/v2/{REPO}/signatures/{signed.digest}"
         registry.signatures[(REPO, signed.digest)] = []
-        assert refused(signed.ref) == signed.refusal("A signature was required, but no signature exists")
+        assert refused(signed.ref) == signed.refusal(
+            f"{NO_SIGNATURE} (looked in {registry.host}'s signature API; {NOT_ATTACHED})")
 
 
 class _Lookaside(http.server.SimpleHTTPRequestHandler):
@@ -270,7 +279,8 @@ def test_sigstore_signatures_are_read_from_attachments_when_registries_d_asks(
     attach(registry, REPO, digest, [(good, {"dev.cosignproject.cosign/signature": key.sign(good)}, SIGSTORE_MIME)])
     registries_d(home, f"default-docker:\n  lookaside: file://{tmp_path / 'none'}\n")
     prefix = f"{ref}: rejected by the signature policy {policy} (sigstoreSigned, scope default): "
-    assert refused(ref) == prefix + "A signature was required, but no signature exists"
+    nowhere = f"file://{tmp_path / 'none'}"
+    assert refused(ref) == prefix + f"{NO_SIGNATURE} {looked(nowhere, REPO, digest)}"
     registries_d(home, f"default-docker:\n  lookaside: file://{tmp_path / 'none'}\n  use-sigstore-attachments: true\n")
     assert load_bundle(ref).package_name == "demo"
     attach(registry, REPO, digest, [(good, {"dev.cosignproject.cosign/signature": other.sign(good)}, SIGSTORE_MIME),
@@ -278,8 +288,9 @@ def test_sigstore_signatures_are_read_from_attachments_when_registries_d_asks(
     assert refused(ref) == prefix + ("cryptographic signature verification failed: invalid signature when "
                                      "validating ASN.1 encoded signature")
     attach(registry, REPO, digest, [(b"{}", {}, "application/vnd.in-toto+json")])
-    assert refused(ref) == prefix + ("A signature was required, but no signature exists (0 non-sigstore "
-                                     "signatures, 1 sigstore non-signature attachments)")
+    attached = f"sigstore attachments read from {registry.host}/{REPO}:sha256-{digest.removeprefix('sha256:')}.sig"
+    assert refused(ref) == prefix + (f"{NO_SIGNATURE} (0 non-sigstore signatures, 1 sigstore non-signature "
+                                     f"attachments) {looked(nowhere, REPO, digest, attached)}")
     # without signedIdentity, matchRepoDigestOrExact: the tag signed must be the tag asked for
     write_policy(home, {"default": [{"type": "sigstoreSigned", "keyData": base64.b64encode(key.public_pem).decode()}]})
     v2 = payload(digest, registry.ref(REPO, "v2"), SIGSTORE)

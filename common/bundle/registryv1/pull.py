@@ -816,20 +816,25 @@ class _Pull:
             self.report(f"pulled docker://{self.session.asked}: {position}, {_megabytes(size)} in {seconds:.1f} s")
 
 
-    def signatures(self, digest: str, physical: ImageReference) -> list[Signature]:
+    def signatures(self, digest: str, physical: ImageReference) -> tuple[list[Signature], str]:
         """The signatures of the manifest ``digest`` as containers/image gathers them for the image pulled as
-        ``physical`` (a mirror's own name): from its lookaside storage (registries.d), then its sigstore
-        attachments when registries.d asks for them."""
+        ``physical`` (a mirror's own name): from the registry's own signature API where it has one, else from its
+        lookaside storage (registries.d), then its sigstore attachments when registries.d asks for them; and
+        where they were looked for, as a refusal for want of any says it."""
         try:
             storage = read_registries_d().storage(physical)
         except RegistriesDError as exc:
             raise self.session.fail(str(exc)) from None
+        algorithm, _, hexdigest = digest.partition(":")
+        attachments = (f"sigstore attachments read from {self.session.shown}:{algorithm}-{hexdigest}.sig"
+                       if storage.attachments else
+                       "sigstore attachments not read: registries.d does not set use-sigstore-attachments")
         found: list[Signature] = []
         if self.session.supports_signatures():   # the registry's own signatures, instead of lookaside storage
             found.extend(self._extension_signatures(digest))
             if storage.attachments:
                 found.extend(self._attachments(digest))
-            return found
+            return found, f"looked in {self.session.host}'s signature API; {attachments}"
         for index in range(MAX_SIGNATURES + 1):
             if index == MAX_SIGNATURES:
                 raise self.session.fail(f"the signature storage gave {MAX_SIGNATURES} signatures, assuming that's "
@@ -844,7 +849,8 @@ class _Pull:
                 raise self.session.fail(f"parsing signature {_redacted(url)}: {exc}") from None
         if storage.attachments:
             found.extend(self._attachments(digest))
-        return found
+        where = _redacted(storage.url(digest, 0)).rsplit("/", 1)[0]
+        return found, f"looked in lookaside storage {where}; {attachments}"
 
     def _extension_signatures(self, digest: str) -> list[Signature]:
         """The simple signatures the registry lists for ``digest`` (``/extensions/v2/<repository>/signatures/
@@ -1055,7 +1061,8 @@ def _fetch_checked(session: _Session, cache: _Cache, reference: ImageReference, 
         # of an index, under the digest the index names
         stored = digest if choice is not None or digest.startswith("sha256:") else \
             "sha256:" + hashlib.sha256(data).hexdigest()
-        verify(check, reference, data, pull.signatures(stored, physical))
+        signatures, looked = pull.signatures(stored, physical)
+        verify(check, reference, data, signatures, looked)
         if report is not None:
             kinds = ", ".join(sorted({r.type for r in check.requirements}))
             report(f"docker://{reference}: signatures verified as the signature policy {check.path} asks ({kinds}, "

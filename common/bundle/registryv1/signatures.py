@@ -146,16 +146,19 @@ class Rejected(Exception):
     InvalidSignatureError text)."""
 
 
-def verify(check: SignatureCheck, intended: ImageReference, manifest: bytes,
-           signatures: Sequence[Signature]) -> None:
+def verify(check: SignatureCheck, intended: ImageReference, manifest: bytes, signatures: Sequence[Signature],
+           looked: str = "") -> None:
     """Accept ``manifest`` (as pulled for ``intended``) when every requirement of ``check`` accepts one of
-    ``signatures``; else raise the policy's :class:`~.policy.PolicyError` with the first refusal's reasons."""
+    ``signatures``; else raise the policy's :class:`~.policy.PolicyError` with the first refusal's reasons.
+    ``looked`` says where the signatures were looked for, after a refusal for want of any (a missing registries.d
+    is then told from an unsigned image)."""
+    none = f"{NO_SIGNATURE} ({looked})" if looked else NO_SIGNATURE
     for requirement in check.requirements:
         try:
             if requirement.type == SIGNED_BY:
-                _signed_by(requirement, intended, manifest, signatures)
+                _signed_by(requirement, intended, manifest, signatures, none)
             else:
-                _sigstore_signed(requirement, intended, manifest, signatures)
+                _sigstore_signed(requirement, intended, manifest, signatures, none)
         except Rejected as exc:
             raise check.refusal(intended, str(exc)) from None
 
@@ -172,14 +175,14 @@ NO_SIGNATURE: Final = "A signature was required, but no signature exists"
 
 
 def _signed_by(requirement: Requirement, intended: ImageReference, manifest: bytes,
-               signatures: Sequence[Signature]) -> None:
+               signatures: Sequence[Signature], none: str) -> None:
     simple = [s for s in signatures if isinstance(s, SimpleSignature)]
     if not simple:
-        raise Rejected(NO_SIGNATURE)
+        raise Rejected(none)
     try:
         keys = _key_blobs(requirement)
     except Rejected as exc:   # containers/image reads the keys for each signature: the same reason for each
-        raise _summary([str(exc)] * len(simple), NO_SIGNATURE) from None
+        raise _summary([str(exc)] * len(simple), none) from None
     rejections: list[str] = []
     with GPGKeyring(keys) as keyring:
         for signature in simple:
@@ -190,11 +193,11 @@ def _signed_by(requirement: Requirement, intended: ImageReference, manifest: byt
                 return
             except Rejected as exc:
                 rejections.append(str(exc))
-    raise _summary(rejections, NO_SIGNATURE)
+    raise _summary(rejections, none)
 
 
 def _sigstore_signed(requirement: Requirement, intended: ImageReference, manifest: bytes,
-                     signatures: Sequence[Signature]) -> None:
+                     signatures: Sequence[Signature], none: str) -> None:
     other = sum(1 for s in signatures if not isinstance(s, SigstoreSignature))
     attachments = [s for s in signatures if isinstance(s, SigstoreSignature)]
     signed = [s for s in attachments if s.mime == SIGSTORE_MIME]
@@ -217,8 +220,8 @@ def _sigstore_signed(requirement: Requirement, intended: ImageReference, manifes
             rejections.append(str(exc))
     if not rejections and (other or len(attachments) - len(signed)):
         raise Rejected(f"{NO_SIGNATURE} ({other} non-sigstore signatures, {len(attachments) - len(signed)} sigstore "
-                       "non-signature attachments)")
-    raise _summary(rejections, NO_SIGNATURE)
+                       "non-signature attachments)" + none.removeprefix(NO_SIGNATURE))
+    raise _summary(rejections, none)
 
 
 # -- keys --
@@ -566,7 +569,7 @@ def _gpg_verdict(status: list[list[str]], stderr: str, trusted: set[str], conten
         if line and line[0] in _GPG_BAD:
             raise Rejected("Invalid GPG signature: " + _GPG_BAD[line[0]].format(line[1] if len(line) > 1 else "?"))
         if line[:1] == ["ERRSIG"]:
-            key = line[1] if len(line) > 1 else "?"
+            key = line[7] if len(line) > 7 and line[7] != "-" else line[1] if len(line) > 1 else "?"
             missing = len(line) > 6 and line[6] == "9"
             raise Rejected(f"Invalid GPG signature: made by key {key}, which is not one of the policy's keys"
                            if missing else f"Invalid GPG signature: cannot check the signature by key {key}")
