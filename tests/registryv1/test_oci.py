@@ -294,6 +294,10 @@ def test_zstd_layers_are_read_every_frame_and_a_corrupt_one_is_refused(tmp_path:
     broken = compressor.compress(data)
     layout.finish([layout.image([layout.blob(broken[:8] + b"\xff" * 16 + broken[24:], LAYER_ZSTD)])])
     assert refusal(layout.root, tmp_path / "m").startswith(f"{layout.root}: layer 0: not a readable tar layer (zstd: ")
+    layout = Layout(tmp_path / "t")   # the last frame cut short: refused, not read as an archive missing files
+    layout.finish([layout.image([layout.blob(chunked[:-5], LAYER_ZSTD)])])
+    assert refusal(layout.root, tmp_path / "t") == (
+        f"{layout.root}: layer 0: not a readable tar layer (zstd: the stream ends inside a frame (truncated))")
 
 
 # --- limits ----------------------------------------------------------------------------------------------------------

@@ -98,6 +98,12 @@ def test_the_users_policy_comes_before_the_systems_and_the_systems_before_the_ve
      '"matchRepository"}}]}',
      "default: a sigstoreSigned requirement has fulcio without one of rekorPublicKeyPath, rekorPublicKeyPaths, "
      "rekorPublicKeyData, rekorPublicKeyDatas"),
+    ('{"default": [{"type": "sigstoreSigned", "keyPath": "/k", "rekorPublicKeyPaths": [], "signedIdentity": '
+     '{"type": "matchRepository"}}]}',
+     "default: a sigstoreSigned requirement has a rekorPublicKeyPaths that is not a non-empty list"),
+    ('{"default": [{"type": "sigstoreSigned", "fulcio": {"caPath": "/ca", "caData": "", "oidcIssuer": "i", '
+     '"subjectEmail": "e"}, "rekorPublicKeyPath": "/r", "signedIdentity": {"type": "matchRepository"}}]}',
+     "default: a sigstoreSigned requirement has a fulcio with both caPath and caData"),
     ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k", "signedIdentity": {"type": []}}]}',
      "default: a signedBy requirement has a signedIdentity without a type"),
     ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k", "signedIdentity": {"type": "any"}}]}',

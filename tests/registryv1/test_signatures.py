@@ -18,6 +18,7 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from common.bundle.registryv1 import sigstore
 from common.bundle.registryv1.imageref import parse_reference
 from common.bundle.registryv1.policy import SignedIdentity
 from common.bundle.registryv1.pull import host_platform
@@ -362,6 +363,58 @@ def test_keyless_signatures_are_verified_by_their_fulcio_certificate_at_the_time
     assert refused(signed.ref) == signed.refusal("cryptographic signature verification of Rekor SET failed")
     signed.sign(content=b"another payload")
     assert refused(signed.ref) == signed.refusal("payload in Rekor SET does not match")
+
+
+def test_a_hostile_chain_or_set_is_refused_quickly_and_cleanly(registry: Registry, home: Path, tmp_path: Path) -> None:
+    signed = Keyless(registry, home, tmp_path)
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = signed.fulcio.issue(key, Keyless.EMAIL, Keyless.ISSUER)
+    signature = base64.b64encode(key.sign(signed.content, ec.ECDSA(hashes.SHA256()))).decode()
+    loop = FulcioCA.generate(signed.fulcio.intermediate.subject.rfc4514_string().removeprefix("CN="))
+    notes = {"dev.cosignproject.cosign/signature": signature, "dev.sigstore.cosign/certificate": cert.decode(),
+             "dev.sigstore.cosign/bundle": rekor_set(signed.rekor, cert, signature, signed.content),
+             # a self-issued CA of the intermediate's name, many times: each is tried once (Go's alreadyInChain)
+             "dev.sigstore.cosign/chain": (loop.root_pem * 12 + signed.fulcio.root_pem).decode()}
+    attach(registry, REPO, signed.digest, [(signed.content, notes, SIGSTORE_MIME)])
+    assert refused(signed.ref) == signed.refusal(
+        "veryfing leaf certificate failed: x509: certificate signed by unknown authority")
+    notes["dev.sigstore.cosign/bundle"] = '{"SignedEntryTimestamp": "AA==", "Payload": {"body": NaN}}'
+    attach(registry, REPO, signed.digest, [(signed.content, notes, SIGSTORE_MIME)])
+    assert refused(signed.ref) == signed.refusal("Rekor SET: invalid character 'N' looking for beginning of value")
+    notes["dev.sigstore.cosign/bundle"] = rekor_set(signed.rekor, cert + b"\n", signature, signed.content)
+    notes["dev.sigstore.cosign/chain"] = signed.fulcio.chain_pem.decode()
+    attach(registry, REPO, signed.digest, [(signed.content, notes, SIGSTORE_MIME)])
+    assert refused(signed.ref) == signed.refusal("publicKey in Rekor SET has trailing data")
+    del notes["dev.cosignproject.cosign/signature"]
+    attach(registry, REPO, signed.digest, [(signed.content, notes, SIGSTORE_MIME)])
+    assert refused(signed.ref) == signed.refusal("missing dev.cosignproject.cosign/signature annotation")
+
+
+@pytest.mark.parametrize(("mail", "constraint", "matches"), [
+    ("release@example.com", "example.com", True),
+    ("release@ci.example.com", "example.com", True),     # a domain covers its subdomains (Go)
+    ("release@ci.example.com", ".example.com", True),
+    ("release@example.com", ".example.com", False),
+    ("release@EXAMPLE.com", "release@example.com", True),
+    ("Release@example.com", "release@example.com", False),   # the local part is compared as it is
+    ("release@example.org", "example.com", False),
+])
+def test_email_name_constraints_match_as_go_matches_them(mail: str, constraint: str, matches: bool) -> None:
+    assert sigstore._mail_matches(mail, constraint) is matches
+
+
+def test_an_empty_rekor_key_list_is_no_way_around_rekor(registry: Registry, home: Path, tmp_path: Path) -> None:
+    digest = push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
+    ref = f"docker://{registry.ref(REPO, 'v1')}"
+    key = CosignKey.generate()
+    policy = write_policy(home, {"default": [{"type": "sigstoreSigned", "keyData": base64.b64encode(
+        key.public_pem).decode(), "rekorPublicKeyData": "", "signedIdentity": {"type": "matchRepository"}}]})
+    registries_d(home, f"default-docker:\n  lookaside: file://{tmp_path / 'none'}\n  use-sigstore-attachments: true\n")
+    content = payload(digest, registry.ref(REPO, "v1"), SIGSTORE)
+    attach(registry, REPO, digest, [(content, {"dev.cosignproject.cosign/signature": key.sign(content)},
+                                     SIGSTORE_MIME)])
+    assert refused(ref) == (f"{ref}: rejected by the signature policy {policy} (sigstoreSigned, scope default): "
+                            "parsing Rekor public key 1: PEM decoding failed")
 
 
 def test_a_public_key_with_rekor_needs_a_set_naming_that_key(registry: Registry, home: Path, tmp_path: Path) -> None:

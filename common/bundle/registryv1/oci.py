@@ -506,8 +506,40 @@ class _Layout:
             raise self.fail(f"{what}: zstd-compressed layer ({descriptor.get('mediaType')}) is not supported: this "
                             "Python has neither compression.zstd (3.14) nor the zstandard package; copy the image "
                             "with gzip layers (skopeo copy --dest-compress-format gzip)") from None
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
-        return _ZstdErrors(reader, zstandard.ZstdError)  # type: ignore[return-value]
+        return _ZstdErrors(_ZstdFrames(raw, zstandard), zstandard.ZstdError)  # type: ignore[return-value]
+
+
+class _ZstdFrames:
+    """Every frame of a zstd stream, decompressed a little input at a time (so one read's output stays bounded
+    whatever the ratio), and a stream that ends inside a frame refused as truncated, as Go's decoder refuses it
+    (zstandard's stream reader would end quietly there, losing the files after)."""
+
+    FEED: Final = 1024   # compressed bytes per step: at most about 32 MiB out of one step
+
+    def __init__(self, raw: IO[bytes], zstandard: Any) -> None:
+        self.raw, self.zstandard = raw, zstandard
+        self.frame: Any = None
+        self.leftover = b""
+        self.pending = b""
+
+    def read(self, size: int) -> bytes:
+        while not self.pending:
+            chunk = self.leftover or self.raw.read(self.FEED)
+            self.leftover = b""
+            if not chunk:
+                if self.frame is not None:
+                    raise self.zstandard.ZstdError("the stream ends inside a frame (truncated)")
+                return b""
+            if self.frame is None:
+                self.frame = self.zstandard.ZstdDecompressor().decompressobj()
+            self.pending = self.frame.decompress(chunk)
+            if self.frame.eof:
+                self.leftover, self.frame = self.frame.unused_data, None
+        data, self.pending = self.pending[:size], self.pending[size:]
+        return data
+
+    def close(self) -> None:
+        pass
 
 
 class _ZstdErrors(io.RawIOBase):

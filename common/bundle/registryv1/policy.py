@@ -336,7 +336,10 @@ def _requirement(kind: str, item: dict[str, Any]) -> Requirement:
         datas = (_base64(item["keyData"], "keyData"),)
     elif source == "keyDatas":
         datas = tuple(_base64(d, "keyDatas") for d in _entries(item["keyDatas"], "keyDatas"))
-    rekor = [key for key in _REKOR if item.get(key) not in (None, "", [])]
+    # a Rekor key source counts when given at all but an empty path (Go's zero string): an empty list or data is
+    # then refused or finds no key, never taken for no Rekor
+    rekor = [key for key in _REKOR
+             if item.get(key) is not None and not (key == "rekorPublicKeyPath" and item[key] == "")]
     if len(rekor) > 1:
         raise _Invalid(f"has more than one of {', '.join(_REKOR)}")
     if source == "fulcio" and not rekor:
@@ -373,9 +376,9 @@ def _fulcio(value: Any) -> Fulcio:
         raise _Invalid(f"has a fulcio with an unknown field {extra[0]!r}")
     path = _text(value.get("caPath", ""), "fulcio.caPath")
     data = _base64(value.get("caData", ""), "fulcio.caData")
-    if path and data:
+    if path and "caData" in value:
         raise _Invalid("has a fulcio with both caPath and caData")
-    if not path and not data:
+    if not path and "caData" not in value:
         raise _Invalid("has a fulcio with neither caPath nor caData")
     issuer = _text(value.get("oidcIssuer", ""), "fulcio.oidcIssuer")
     email = _text(value.get("subjectEmail", ""), "fulcio.subjectEmail")

@@ -68,6 +68,7 @@ from .sigstore import (
     CHAIN_ANNOTATION,
     SET_ANNOTATION,
     Untrusted,
+    load_roots,
     verify_certificate,
     verify_set,
 )
@@ -205,9 +206,9 @@ def _sigstore_signed(requirement: Requirement, intended: ImageReference, manifes
     for signature in signed:
         try:
             encoded = signature.annotations.get(SIGSTORE_SIGNATURE_ANNOTATION)
-            keys = _signing_keys(requirement, signature, encoded)
             if encoded is None:
                 raise Rejected(f"missing {SIGSTORE_SIGNATURE_ANNOTATION} annotation")
+            keys = _signing_keys(requirement, signature, encoded)
             try:
                 raw = base64.b64decode(encoded, validate=True)
             except binascii.Error as exc:
@@ -257,7 +258,7 @@ def _rekor_keys(requirement: Requirement) -> list[ec.EllipticCurvePublicKey]:
     return keys
 
 
-def _signing_keys(requirement: Requirement, signature: SigstoreSignature, encoded: str | None) -> list[PublicKey]:
+def _signing_keys(requirement: Requirement, signature: SigstoreSignature, encoded: str) -> list[PublicKey]:
     """The public keys a sigstore signature may be verified with under ``requirement`` (containers/image's
     prepareTrustRoot, then isSignatureAccepted up to VerifySigstorePayload): the policy's keys, those a Rekor SET
     vouches for, or a Fulcio certificate's."""
@@ -267,9 +268,11 @@ def _signing_keys(requirement: Requirement, signature: SigstoreSignature, encode
     if fulcio is not None:
         ca = _read([fulcio.ca_path] if fulcio.ca_path else [], [fulcio.ca_data] if fulcio.ca_data else [])[0]
         try:
-            roots = x509.load_pem_x509_certificates(ca)
-        except ValueError:
-            raise Rejected("error loading Fulcio CA certificates") from None
+            roots = load_roots(ca)
+        except Untrusted:
+            roots = []
+        if not roots:
+            raise Rejected("error loading Fulcio CA certificates")
     keys = _public_keys(requirement) if fulcio is None else []
     if fulcio is None and not rekor:
         return keys
@@ -281,17 +284,17 @@ def _signing_keys(requirement: Requirement, signature: SigstoreSignature, encode
             certificate = signature.annotations.get(CERTIFICATE_ANNOTATION)
             if certificate is None:
                 raise Rejected(f"missing {CERTIFICATE_ANNOTATION} annotation")
-            when = verify_set(rekor, found_set.encode(), certificate.encode(), encoded or "", signature.payload)
+            when = verify_set(rekor, found_set.encode(), certificate.encode(), encoded, signature.payload)
             key = verify_certificate(roots, fulcio.oidc_issuer, fulcio.subject_email, when, certificate.encode(),
                                      signature.annotations.get(CHAIN_ANNOTATION, "").encode())
             if not isinstance(key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey):
-                raise Rejected("the Fulcio certificate's public key is of an unsupported type")
+                raise Rejected("veryfing leaf certificate failed: x509: unknown public key algorithm")
             return [key]
         failures = []
         for key in keys:
             pem = key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
             try:
-                verify_set(rekor, found_set.encode(), pem, encoded or "", signature.payload)
+                verify_set(rekor, found_set.encode(), pem, encoded, signature.payload)
                 return [key]   # a SET names one key: the others either differ or repeat it
             except Untrusted as exc:
                 failures.append(str(exc))
@@ -316,6 +319,8 @@ def _public_keys(requirement: Requirement) -> list[PublicKey]:
             raise Rejected(f"parsing public key {index}: unsupported public key type")
         if isinstance(key, ec.EllipticCurvePublicKey) and not isinstance(key.curve, _GO_CURVES):
             raise Rejected(f"parsing public key {index}: x509: unsupported elliptic curve")
+        if isinstance(key, rsa.RSAPublicKey) and key.key_size < 1024:
+            raise Rejected(f"parsing public key {index}: crypto/rsa: {key.key_size}-bit keys are insecure")
         keys.append(key)
     return keys
 

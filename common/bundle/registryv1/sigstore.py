@@ -33,7 +33,7 @@ from typing import Any, Final
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID
 
 SET_ANNOTATION: Final = "dev.sigstore.cosign/bundle"
@@ -42,7 +42,8 @@ CHAIN_ANNOTATION: Final = "dev.sigstore.cosign/chain"
 HASHEDREKORD_VERSION: Final = "0.0.1"
 OID_ISSUER_V1: Final = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 OID_ISSUER_V2: Final = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
-MAX_CHAIN: Final = 8
+MAX_SIGNATURE_CHECKS: Final = 100   # Go's maxChainSignatureChecks: a chain search costs no more than this
+MAX_TIME: Final = 253402300799       # 9999-12-31T23:59:59Z: a later integratedTime is no time at all
 # Extensions Go's x509 understands: a critical one outside these (and SAN, always handled) fails verification.
 _HANDLED: Final = frozenset({ExtensionOID.KEY_USAGE, ExtensionOID.BASIC_CONSTRAINTS,
                              ExtensionOID.SUBJECT_ALTERNATIVE_NAME, ExtensionOID.EXTENDED_KEY_USAGE,
@@ -52,8 +53,14 @@ _HANDLED: Final = frozenset({ExtensionOID.KEY_USAGE, ExtensionOID.BASIC_CONSTRAI
                              ExtensionOID.POLICY_CONSTRAINTS, ExtensionOID.POLICY_MAPPINGS,
                              ExtensionOID.INHIBIT_ANY_POLICY})
 # ASN.1 string types Go's asn1.Unmarshal reads into a string, and how their bytes decode
-_STRING_TAGS: Final = {0x0C: "utf-8", 0x12: "ascii", 0x13: "ascii", 0x14: "latin-1", 0x16: "ascii", 0x1A: "ascii",
-                       0x1B: "latin-1", 0x1E: "utf-16-be"}
+_STRING_TAGS: Final = {0x0C: "utf-8", 0x13: "ascii", 0x14: "latin-1", 0x16: "ascii", 0x1B: "latin-1",
+                       0x1E: "utf-16-be"}
+# Extensions Go refuses to parse when marked critical
+_NEVER_CRITICAL: Final = {ExtensionOID.SUBJECT_KEY_IDENTIFIER: "subject key identifier",
+                          ExtensionOID.AUTHORITY_KEY_IDENTIFIER: "authority key identifier",
+                          ExtensionOID.AUTHORITY_INFORMATION_ACCESS: "authority info access"}
+# General name types Go's x509 understands in SANs and name constraints
+_GO_NAMES: Final = (x509.DNSName, x509.RFC822Name, x509.IPAddress, x509.UniformResourceIdentifier)
 
 
 class Untrusted(Exception):
@@ -85,8 +92,11 @@ def _strict(data: bytes | str, what: str) -> Any:
             found[key] = value
         return found
 
+    def constant(name: str) -> Any:
+        raise Untrusted(f"{what}: invalid character {name[:1]!r} looking for beginning of value")
+
     try:
-        return json.loads(data, object_pairs_hook=pairs)
+        return json.loads(data, object_pairs_hook=pairs, parse_constant=constant)
     except (ValueError, RecursionError) as exc:
         raise Untrusted(f"{what}: {exc}") from None
 
@@ -112,27 +122,97 @@ def _b64(value: Any, what: str) -> bytes:
         raise Untrusted(f"{what}: {exc}") from None
 
 
-def _pem_block(data: bytes) -> tuple[bytes, bytes] | None:
-    """The first PEM block of ``data``: its DER content and what follows it (Go's pem.Decode)."""
-    text = data.decode("ascii", "replace")
-    start = text.find("-----BEGIN ")
-    if start < 0:
-        return None
+def _pem_block(data: bytes) -> tuple[bytes, bytes, str] | None:
+    """The first PEM block of ``data``: its DER content, the bytes after its END line and its label (Go's
+    pem.Decode: the BEGIN line starts a line, the END line ends one, base64 in between, headers allowed)."""
+    text = data.decode("latin-1")
+    start = 0
+    while True:
+        start = text.find("-----BEGIN ", start)
+        if start < 0:
+            return None
+        if start == 0 or text[start - 1] == "\n":
+            break
+        start += 1
     label_end = text.find("-----", start + 11)
-    if label_end < 0:
+    line_end = text.find("\n", start)
+    if label_end < 0 or (0 <= line_end < label_end) or text[label_end + 5:line_end if line_end >= 0 else None].strip():
         return None
     label = text[start + 11:label_end]
-    end_marker = f"-----END {label}-----"
+    end_marker = f"\n-----END {label}-----"
     end = text.find(end_marker, label_end)
     if end < 0:
         return None
-    body = "".join(line.strip() for line in text[label_end + 5:end].splitlines() if ":" not in line)
+    lines = text[label_end + 5:end].strip("\r\n").splitlines()
+    body = "".join(line.strip() for line in lines if ":" not in line)
     try:
         der = base64.b64decode(body, validate=True)
     except binascii.Error:
         return None
-    rest = text[end + len(end_marker):].lstrip("\r\n")
-    return der, rest.encode("ascii", "replace")
+    rest = text[end + len(end_marker):]
+    after = rest.split("\n", 1)
+    if after[0].strip(" \t\r"):
+        return None
+    return der, (after[1] if len(after) > 1 else "").encode("latin-1"), label
+
+
+def _pem_certificates(data: bytes, what: str, *, skip_bad: bool = False) -> list[x509.Certificate]:
+    """Every certificate of a PEM bundle, as sigstore's UnmarshalCertificatesFromPEM reads it (anything left
+    that is no PEM block is an error), or as Go's AppendCertsFromPEM (``skip_bad``: blocks that are no certificate
+    skipped). Each certificate is parsed whole now, so a malformed one is refused here, not met later."""
+    found: list[x509.Certificate] = []
+    rest = data
+    while rest:
+        block = _pem_block(rest)
+        if block is None:
+            if skip_bad:
+                break
+            raise Untrusted(f"{what}: error during PEM decoding")
+        der, rest, label = block
+        if skip_bad and label != "CERTIFICATE":   # AppendCertsFromPEM takes CERTIFICATE blocks only
+            continue
+        try:
+            cert = _parsed(x509.load_der_x509_certificate(der))
+        except (ValueError, TypeError, UnicodeError, x509.DuplicateExtension, x509.UnsupportedGeneralNameType,
+                Untrusted) as exc:
+            if skip_bad:
+                continue
+            raise Untrusted(f"{what}: x509: {exc}") from None
+        found.append(cert)
+    return found
+
+
+def _parsed(cert: x509.Certificate) -> x509.Certificate:
+    """``cert`` with everything cryptography parses lazily read once (names, extensions, key), as Go parses a
+    certificate whole; raises what a malformed part raises, :class:`Untrusted` for Go's own refusals."""
+    cert.subject.rfc4514_string()
+    cert.issuer.rfc4514_string()
+    for ext in cert.extensions:
+        if ext.critical and ext.oid in _NEVER_CRITICAL:
+            raise Untrusted(f"{_NEVER_CRITICAL[ext.oid]} incorrectly marked critical")
+        value = ext.value
+        if isinstance(value, x509.NameConstraints):
+            list(value.permitted_subtrees or ())
+            list(value.excluded_subtrees or ())
+        elif isinstance(value, x509.SubjectAlternativeName | x509.ExtendedKeyUsage | x509.CertificatePolicies):
+            list(value)
+    problem = _key_problem(cert.public_key())
+    if problem:
+        raise Untrusted(problem)
+    return cert
+
+
+def _key_problem(key: Any) -> str | None:
+    """Why Go's x509 would not use ``key`` (an unsupported curve or algorithm, an RSA key under 1024 bits)."""
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        if not isinstance(key.curve, ec.SECP256R1 | ec.SECP384R1 | ec.SECP521R1):
+            return "unsupported elliptic curve"
+        return None
+    if isinstance(key, rsa.RSAPublicKey):
+        return f"crypto/rsa: {key.key_size}-bit keys are insecure" if key.key_size < 1024 else None
+    if isinstance(key, ed25519.Ed25519PublicKey):
+        return None
+    return "unknown public key algorithm"
 
 
 def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, key_or_cert_pem: bytes,
@@ -142,7 +222,10 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
     signed_timestamp, set_payload = _exact(_strict(raw_set, "Rekor SET"), ("SignedEntryTimestamp", "Payload"),
                                            "Rekor SET")
     timestamp_signature = _b64(signed_timestamp, "Rekor SET SignedEntryTimestamp")
-    canonical = canonical_json(set_payload)
+    try:
+        canonical = canonical_json(set_payload)
+    except (ValueError, RecursionError, UnicodeError, OverflowError) as exc:
+        raise Untrusted(f"canonicalizing Rekor SET JSON: {exc}") from None
     for key in rekor_keys:
         try:
             key.verify(timestamp_signature, canonical, ec.ECDSA(hashes.SHA256()))
@@ -154,8 +237,8 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
     # read back from the canonical bytes, as containers/image reads them
     body, integrated, _index, _log = _exact(_strict(canonical, "parsing Rekor SET payload"),
                                            ("body", "integratedTime", "logIndex", "logID"), "parsing Rekor SET payload")
-    if not isinstance(integrated, int) or isinstance(integrated, bool):
-        raise Untrusted("parsing Rekor SET payload: integratedTime is not an integer")
+    if not isinstance(integrated, int) or isinstance(integrated, bool) or not 0 <= integrated <= MAX_TIME:
+        raise Untrusted("parsing Rekor SET payload: integratedTime is not a time")
     entry = _strict(_b64(body, "Rekor SET payload body"), "decoding the body of a Rekor SET payload")
     if not isinstance(entry, dict) or entry.get("kind") != "hashedrekord":
         kind = entry.get("kind") if isinstance(entry, dict) else None
@@ -176,12 +259,12 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
     logged = _pem_block(_b64(public_key.get("content", ""), "hashedrekord publicKey"))
     if logged is None:
         raise Untrusted("publicKey in Rekor SET is not in PEM format")
-    if logged[1].strip():
+    if logged[1]:
         raise Untrusted("publicKey in Rekor SET has trailing data")
     ours = _pem_block(key_or_cert_pem)
     if ours is None:
         raise Untrusted("public key or cert to be matched against publicKey in Rekor SET is not in PEM format")
-    if ours[1].strip():
+    if ours[1]:
         raise Untrusted("public key or cert to be matched against publicKey in Rekor SET has trailing data")
     if logged[0] != ours[0]:
         raise Untrusted("publicKey in Rekor SET does not match")
@@ -212,12 +295,9 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
     return datetime.datetime.fromtimestamp(integrated, datetime.UTC)
 
 
-def load_certificates(data: bytes, what: str) -> list[x509.Certificate]:
-    """Every certificate of a PEM bundle (cryptoutils.UnmarshalCertificatesFromPEM)."""
-    try:
-        return x509.load_pem_x509_certificates(data)
-    except ValueError as exc:
-        raise Untrusted(f"{what}: {exc}") from None
+def load_roots(data: bytes) -> list[x509.Certificate]:
+    """The Fulcio CA certificates of a policy (Go's AppendCertsFromPEM: a block that is no certificate skipped)."""
+    return _pem_certificates(data, "Fulcio CA", skip_bad=True)
 
 
 def verify_certificate(roots: Sequence[x509.Certificate], oidc_issuer: str, subject_email: str,
@@ -227,9 +307,9 @@ def verify_certificate(roots: Sequence[x509.Certificate], oidc_issuer: str, subj
     ``oidc_issuer`` and ``subject_email``; else :class:`Untrusted`."""
     intermediates: list[x509.Certificate] = []
     if chain_pem:
-        chain = load_certificates(chain_pem, "loading certificate chain")
+        chain = _pem_certificates(chain_pem, "loading certificate chain")
         intermediates = chain[:-1]
-    leaves = load_certificates(leaf_pem, "parsing leaf certificate") if leaf_pem.strip() else []
+    leaves = _pem_certificates(leaf_pem, "parsing leaf certificate") if leaf_pem.strip() else []
     if not leaves:
         raise Untrusted("no certificate found in signature certificate data")
     if len(leaves) > 1:
@@ -257,46 +337,76 @@ def _path_length(cert: x509.Certificate) -> int | None:
         return None
 
 
-def _name_problem(ca: x509.Certificate, leaf: x509.Certificate) -> str | None:
-    """Why ``ca``'s name constraints forbid the leaf's names, or None. E-mail constraints are checked as Go checks
-    them (a mailbox, a host, or ``.domain`` for the hosts below it); a constraint of another type on a name of that
-    type in the leaf is not checked, and refuses."""
+def _name_problem(ca: x509.Certificate, below: Sequence[x509.Certificate]) -> str | None:
+    """Why ``ca``'s name constraints forbid a name of a certificate ``below`` it, or None. E-mail constraints are
+    checked as Go checks them (a mailbox, a domain and its subdomains, or ``.domain`` for the subdomains only); a
+    constraint of another type on a name of that type is not checked, and refuses."""
     try:
         constraints = ca.extensions.get_extension_for_class(x509.NameConstraints).value
     except x509.ExtensionNotFound:
         return None
-    try:
-        names = list(leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
-    except x509.ExtensionNotFound:
-        names = []
     permitted = list(constraints.permitted_subtrees or [])
     excluded = list(constraints.excluded_subtrees or [])
-    for name in names:
-        if not isinstance(name, x509.RFC822Name):
-            if any(type(c) is type(name) for c in permitted + excluded):
-                return f"x509: a name constraint of type {type(name).__name__} is not checked by cosctl"
-            continue
-        mails = [c.value for c in permitted if isinstance(c, x509.RFC822Name)]
-        if mails and not any(_mail_matches(name.value, c) for c in mails):
-            return ("x509: a root or intermediate certificate is not authorized to sign for this name: email address "
-                    f"{json.dumps(name.value)} is not permitted by any constraint")
-        if any(isinstance(c, x509.RFC822Name) and _mail_matches(name.value, c.value) for c in excluded):
-            return ("x509: a root or intermediate certificate is not authorized to sign for this name: email address "
-                    f"{json.dumps(name.value)} is excluded by constraint")
+    for cert in below:
+        try:
+            names = list(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
+        except x509.ExtensionNotFound:
+            names = []
+        for name in names:
+            if not isinstance(name, x509.RFC822Name):
+                if any(type(c) is type(name) for c in permitted + excluded):
+                    return f"x509: a name constraint of type {type(name).__name__} is not checked by cosctl"
+                continue
+            mails = [c.value for c in permitted if isinstance(c, x509.RFC822Name)]
+            if mails and not any(_mail_matches(name.value, c) for c in mails):
+                return ("x509: a root or intermediate certificate is not authorized to sign for this name: email "
+                        f"address {json.dumps(name.value)} is not permitted by any constraint")
+            if any(isinstance(c, x509.RFC822Name) and _mail_matches(name.value, c.value) for c in excluded):
+                return ("x509: a root or intermediate certificate is not authorized to sign for this name: email "
+                        f"address {json.dumps(name.value)} is excluded by constraint")
     return None
 
 
 def _mail_matches(mail: str, constraint: str) -> bool:
+    """Go's matchEmailConstraint: a mailbox constraint matches the local part exactly and the host without case;
+    a domain matches itself and its subdomains, ``.domain`` its subdomains only."""
     local, _, host = mail.rpartition("@")
+    host = host.lower()
     if "@" in constraint:
-        return mail.lower() == constraint.lower()
-    if constraint.startswith("."):
-        return host.lower().endswith(constraint.lower())
-    return bool(local) and host.lower() == constraint.lower()
+        c_local, _, c_host = constraint.rpartition("@")
+        return local == c_local and host == c_host.lower()
+    domain = constraint.lower()
+    if domain.startswith("."):
+        return host.endswith(domain)
+    return host == domain or host.endswith("." + domain)
 
 
 def _unhandled_critical(cert: x509.Certificate) -> bool:
-    return any(ext.critical and ext.oid not in _HANDLED for ext in cert.extensions)
+    """Go's UnhandledCriticalExtensions: a critical extension it does not know, and a critical SAN or name
+    constraints holding a name type it does not understand."""
+    for ext in cert.extensions:
+        if not ext.critical:
+            continue
+        if ext.oid not in _HANDLED:
+            return True
+        value = ext.value
+        if isinstance(value, x509.SubjectAlternativeName) and any(not isinstance(n, _GO_NAMES) for n in value):
+            return True
+        if isinstance(value, x509.NameConstraints) and any(
+                not isinstance(n, _GO_NAMES) for n in [*(value.permitted_subtrees or ()),
+                                                       *(value.excluded_subtrees or ())]):
+            return True
+    return False
+
+
+def _explicit_policy(cert: x509.Certificate) -> bool:
+    """Whether ``cert`` requires explicit certificate policies below it (policy validation cosctl does not do: a
+    chain through it is refused rather than accepted unchecked; Go ignores a root's)."""
+    try:
+        constraints = cert.extensions.get_extension_for_class(x509.PolicyConstraints).value
+    except x509.ExtensionNotFound:
+        return False
+    return constraints.require_explicit_policy is not None
 
 
 def _allows_code_signing(cert: x509.Certificate) -> bool:
@@ -320,26 +430,35 @@ def _chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certific
     """None when ``leaf`` chains to a root as Go's x509.Verify (ExtKeyUsageCodeSigning, CurrentTime ``when``)
     requires: every certificate valid then, no critical extension it does not handle, code signing allowed by each
     one's extended key usage (the root's too), issuers CAs within their path length, names within their
-    constraints; else why not (the reason of the closest chain, else an unknown authority)."""
+    constraints; else why not (the reason of the closest chain, else an unknown authority). As in Go, a
+    certificate is used once per chain and the search stops after :data:`MAX_SIGNATURE_CHECKS` signature checks."""
     if problem := _certificate_problem(leaf, when):
         return problem
-    root_der = {r.public_bytes(serialization.Encoding.DER) for r in roots}
+    if _explicit_policy(leaf):
+        return "x509: certificate policies required by a policy constraint are not checked by cosctl"
+    der = {id(c): c.public_bytes(serialization.Encoding.DER) for c in [*intermediates, *roots, leaf]}
+    root_der = {der[id(r)] for r in roots}
     reasons: list[str] = []
+    checks = 0
 
     def issued(child: x509.Certificate, parent: x509.Certificate) -> bool:
+        nonlocal checks
         if parent.subject != child.issuer:
             return False
+        if checks >= MAX_SIGNATURE_CHECKS:
+            return False
+        checks += 1
         try:
             child.verify_directly_issued_by(parent)
         except (ValueError, TypeError, InvalidSignature):
             return False
         return True
 
-    def acceptable(parent: x509.Certificate, below: int) -> bool:
-        """Whether ``parent`` may issue for a chain with ``below`` CA certificates under it."""
-        problem = _certificate_problem(parent, when) or _name_problem(parent, leaf)
+    def acceptable(parent: x509.Certificate, path: list[x509.Certificate]) -> bool:
+        """Whether ``parent`` may issue for ``path`` (the leaf first, then the CAs under ``parent``)."""
+        problem = _certificate_problem(parent, when) or _name_problem(parent, path)
         length = _path_length(parent)
-        if problem is None and length is not None and below > length:
+        if problem is None and length is not None and len(path) - 1 > length:
             problem = "x509: too many intermediates for path length constraint"
         if problem is None and not _is_ca(parent):
             problem = "x509: certificate signed by unknown authority (a parent certificate cannot sign: not a CA)"
@@ -348,20 +467,25 @@ def _chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certific
             return False
         return True
 
-    def walk(cert: x509.Certificate, below: int) -> bool:
+    def walk(path: list[x509.Certificate]) -> bool:
+        cert = path[-1]
         for root in roots:
-            if issued(cert, root) and acceptable(root, below):
+            if issued(cert, root) and acceptable(root, path):
                 return True
-        if below >= MAX_CHAIN:
-            return False
+        on_path = {der[id(c)] for c in path}
         for candidate in intermediates:
-            if candidate.public_bytes(serialization.Encoding.DER) in root_der:
+            mine = der[id(candidate)]
+            if mine in root_der or mine in on_path:
                 continue
-            if issued(cert, candidate) and acceptable(candidate, below) and walk(candidate, below + 1):
+            if _explicit_policy(candidate):
+                reasons.append("x509: certificate policies required by a policy constraint are not checked by "
+                               "cosctl")
+                continue
+            if issued(cert, candidate) and acceptable(candidate, path) and walk([*path, candidate]):
                 return True
         return False
 
-    if walk(leaf, 0):
+    if walk([leaf]):
         return None
     return reasons[0] if reasons else "x509: certificate signed by unknown authority"
 
@@ -407,16 +531,18 @@ def _raw(ext: x509.Extension[Any]) -> bytes:
 
 
 def _utf8_string(der: bytes) -> str:
-    """A DER string (UTF8String, IA5String, PrintableString...: what Go's asn1.Unmarshal reads into a string), short
-    or long form length, nothing after it."""
+    """A DER string (UTF8String, IA5String, PrintableString...: what Go's asn1.Unmarshal reads into a string),
+    its length in DER's minimal form, nothing after it."""
     if len(der) < 2 or der[0] not in _STRING_TAGS:
         raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension: not a string")
     length, offset = der[1], 2
     if length & 0x80:
         count = length & 0x7F
-        if count == 0 or count > 4 or len(der) < 2 + count:
+        if count == 0 or count > 4 or len(der) < 2 + count or der[2] == 0:
             raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension: bad length")
         length, offset = int.from_bytes(der[2:2 + count], "big"), 2 + count
+        if length < 0x80:
+            raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension: non-minimal length")
     if len(der) < offset + length:
         raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension: truncated")
     if len(der) > offset + length:
