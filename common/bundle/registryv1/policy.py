@@ -37,7 +37,7 @@ from typing import Any, Final
 
 from .imageref import ImageReference, parse_named, remapping_prefix_valid
 from .model import BundleInputError
-from .registries import home
+from .registries import home, read_bounded
 
 SYSTEM_POLICY: Final = Path("/etc/containers/policy.json")
 VENDOR_POLICY: Final = Path("/usr/share/containers/policy.json")
@@ -194,13 +194,7 @@ def policy_path(home_dir: Path, system: Path = SYSTEM_POLICY, vendor: Path = VEN
 
 def read_policy(path: Path) -> Policy:
     """The policy in ``path``; :class:`PolicyError` naming the file when it cannot be read or is no policy."""
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(POLICY_MAX_BYTES + 1)
-    except OSError as exc:
-        raise PolicyError(f"signature policy {path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > POLICY_MAX_BYTES:
-        raise PolicyError(f"signature policy {path}: more than {POLICY_MAX_BYTES} bytes")
+    data = read_bounded(path, POLICY_MAX_BYTES, lambda problem: PolicyError(f"signature policy {path}: {problem}"))
     try:
         # strictly as Go reads it: UTF-8 without a byte order mark, no NaN or Infinity, no key given twice
         text = data.decode("utf-8")

@@ -28,7 +28,7 @@ import json
 import os
 import subprocess
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -48,6 +48,19 @@ class RegistryConfigError(BundleInputError):
 class CredentialsError(BundleInputError):
     """Credentials that exist but cannot be used (a malformed entry, a helper that fails); names where they are,
     never what they are."""
+
+
+def read_bounded(path: Path, limit: int, fail: Callable[[str], Exception]) -> bytes:
+    """A configuration file's bytes, at most ``limit``; ``fail`` builds the error (naming the file) for one that
+    cannot be read or is larger."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise fail(f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise fail(f"more than {limit} bytes")
+    return data
 
 
 def home() -> Path:

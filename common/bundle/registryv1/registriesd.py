@@ -34,7 +34,7 @@ import yaml
 from .imageref import ImageReference
 from .model import BundleInputError
 from .policy import scopes
-from .registries import home
+from .registries import home, read_bounded
 
 VENDOR_DIR: Final = Path("/usr/share/containers/registries.d")
 SYSTEM_DIR: Final = Path("/etc/containers/registries.d")
@@ -140,13 +140,7 @@ def read_registries_d(*directories: Path) -> RegistriesD:
 
 
 def _read_file(path: Path) -> tuple[_Namespace | None, dict[str, _Namespace]]:
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(FILE_MAX_BYTES + 1)
-    except OSError as exc:
-        raise RegistriesDError(f"registries.d {path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > FILE_MAX_BYTES:
-        raise RegistriesDError(f"registries.d {path}: more than {FILE_MAX_BYTES} bytes")
+    data = read_bounded(path, FILE_MAX_BYTES, lambda problem: RegistriesDError(f"registries.d {path}: {problem}"))
     try:
         value = yaml.load(data, Loader=_StrictLoader)   # a SafeLoader that refuses duplicate keys
     except _DuplicateKey as exc:

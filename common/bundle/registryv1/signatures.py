@@ -69,6 +69,7 @@ from .sigstore import (
     SET_ANNOTATION,
     Untrusted,
     load_roots,
+    strict_json,
     verify_certificate,
     verify_set,
 )
@@ -391,20 +392,9 @@ def _integral(value: float) -> bool:
 
 
 def _strict(payload: bytes) -> Any:
-    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in found:
-                raise Rejected(f"Duplicate key {json.dumps(key)}")
-            found[key] = value
-        return found
-
-    def no_constant(name: str) -> Any:
-        raise Rejected(f"invalid character {name[:1]!r} looking for beginning of value")
-
     try:
-        return json.loads(payload, object_pairs_hook=no_duplicates, parse_constant=no_constant)
-    except (ValueError, RecursionError) as exc:
+        return strict_json(payload)
+    except Untrusted as exc:
         raise Rejected(str(exc)) from None
 
 

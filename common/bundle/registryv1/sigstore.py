@@ -83,22 +83,26 @@ def canonical_json(value: Any) -> bytes:
                       allow_nan=False).encode("utf-8")
 
 
-def _strict(data: bytes | str, what: str) -> Any:
+def strict_json(data: bytes | str, what: str = "") -> Any:
+    """``data`` read as containers/image's paranoid JSON reading reads a signature's parts: no key twice, no NaN
+    or Infinity; :class:`Untrusted` (prefixed with ``what``) otherwise."""
+    prefix = f"{what}: " if what else ""
+
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         found: dict[str, Any] = {}
         for key, value in items:
             if key in found:
-                raise Untrusted(f"{what}: duplicate key {json.dumps(key)}")
+                raise Untrusted(f"{prefix}Duplicate key {json.dumps(key)}")
             found[key] = value
         return found
 
     def constant(name: str) -> Any:
-        raise Untrusted(f"{what}: invalid character {name[:1]!r} looking for beginning of value")
+        raise Untrusted(f"{prefix}invalid character {name[:1]!r} looking for beginning of value")
 
     try:
         return json.loads(data, object_pairs_hook=pairs, parse_constant=constant)
     except (ValueError, RecursionError) as exc:
-        raise Untrusted(f"{what}: {exc}") from None
+        raise Untrusted(f"{prefix}{exc}") from None
 
 
 def _exact(value: Any, fields: tuple[str, ...], what: str) -> tuple[Any, ...]:
@@ -219,7 +223,7 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
                signature_b64: str, payload: bytes) -> datetime.datetime:
     """The time Rekor logged the signature, when ``raw_set`` is a SET one of ``rekor_keys`` signed over exactly this
     signature, key or certificate, and payload; else :class:`Untrusted`."""
-    signed_timestamp, set_payload = _exact(_strict(raw_set, "Rekor SET"), ("SignedEntryTimestamp", "Payload"),
+    signed_timestamp, set_payload = _exact(strict_json(raw_set, "Rekor SET"), ("SignedEntryTimestamp", "Payload"),
                                            "Rekor SET")
     timestamp_signature = _b64(signed_timestamp, "Rekor SET SignedEntryTimestamp")
     try:
@@ -235,11 +239,11 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
     else:
         raise Untrusted("cryptographic signature verification of Rekor SET failed")
     # read back from the canonical bytes, as containers/image reads them
-    body, integrated, _index, _log = _exact(_strict(canonical, "parsing Rekor SET payload"),
+    body, integrated, _index, _log = _exact(strict_json(canonical, "parsing Rekor SET payload"),
                                            ("body", "integratedTime", "logIndex", "logID"), "parsing Rekor SET payload")
     if not isinstance(integrated, int) or isinstance(integrated, bool) or not 0 <= integrated <= MAX_TIME:
         raise Untrusted("parsing Rekor SET payload: integratedTime is not a time")
-    entry = _strict(_b64(body, "Rekor SET payload body"), "decoding the body of a Rekor SET payload")
+    entry = strict_json(_b64(body, "Rekor SET payload body"), "decoding the body of a Rekor SET payload")
     if not isinstance(entry, dict) or entry.get("kind") != "hashedrekord":
         kind = entry.get("kind") if isinstance(entry, dict) else None
         raise Untrusted(f"decoding the body of a Rekor SET payload: invalid kind value: {json.dumps(kind)}")
@@ -509,7 +513,7 @@ def _oidc_issuer(cert: x509.Certificate) -> str:
         if ext.oid == OID_ISSUER_V1:
             if v1 is not None:
                 raise Untrusted("Fulcio certificate has a duplicate OIDC issuer v1 extension")
-            v1 = _raw(ext).decode("utf-8", "replace")
+            v1 = _raw(ext).decode("utf-8", "surrogateescape")   # invalid UTF-8 never equals a policy's issuer
         elif ext.oid == OID_ISSUER_V2:
             if v2 is not None:
                 raise Untrusted("Fulcio certificate has a duplicate OIDC issuer v2 extension")
@@ -547,7 +551,10 @@ def _utf8_string(der: bytes) -> str:
         raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension: truncated")
     if len(der) > offset + length:
         raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension, trailing data")
-    return der[offset:offset + length].decode(_STRING_TAGS[der[0]], "replace")
+    try:
+        return der[offset:offset + length].decode(_STRING_TAGS[der[0]])
+    except UnicodeDecodeError:
+        raise Untrusted("invalid ASN.1 in OIDC issuer v2 extension: not a valid string of its type") from None
 
 
 def _emails(cert: x509.Certificate) -> list[str]:
