@@ -417,6 +417,15 @@ def test_an_empty_rekor_key_list_is_no_way_around_rekor(registry: Registry, home
                             "parsing Rekor public key 1: PEM decoding failed")
 
 
+def test_an_empty_fulcio_ca_is_no_ca(registry: Registry, home: Path, tmp_path: Path) -> None:
+    signed = Keyless(registry, home, tmp_path)
+    policy = json.loads(signed.policy.read_text())
+    policy["default"][0]["fulcio"] = {"caData": "", "oidcIssuer": Keyless.ISSUER, "subjectEmail": Keyless.EMAIL}
+    signed.policy.write_text(json.dumps(policy))
+    signed.sign()
+    assert refused(signed.ref) == signed.refusal("error loading Fulcio CA certificates")
+
+
 def test_a_public_key_with_rekor_needs_a_set_naming_that_key(registry: Registry, home: Path, tmp_path: Path) -> None:
     key, other_key, rekor = CosignKey.generate(), CosignKey.generate(), ec.generate_private_key(ec.SECP256R1())
     digest = push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)

@@ -267,7 +267,8 @@ def _signing_keys(requirement: Requirement, signature: SigstoreSignature, encode
     fulcio = requirement.fulcio
     roots: list[x509.Certificate] = []
     if fulcio is not None:
-        ca = _read([fulcio.ca_path] if fulcio.ca_path else [], [fulcio.ca_data] if fulcio.ca_data else [])[0]
+        blobs = _read([fulcio.ca_path] if fulcio.ca_path else [], [fulcio.ca_data] if fulcio.ca_data else [])
+        ca = blobs[0] if blobs else b""   # an empty caData: no CA, refused below
         try:
             roots = load_roots(ca)
         except Untrusted:

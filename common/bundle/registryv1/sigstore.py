@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID
@@ -177,8 +177,8 @@ def _pem_certificates(data: bytes, what: str, *, skip_bad: bool = False) -> list
             continue
         try:
             cert = _parsed(x509.load_der_x509_certificate(der))
-        except (ValueError, TypeError, UnicodeError, x509.DuplicateExtension, x509.UnsupportedGeneralNameType,
-                Untrusted) as exc:
+        except (ValueError, TypeError, UnicodeError, UnsupportedAlgorithm, x509.DuplicateExtension,
+                x509.UnsupportedGeneralNameType, Untrusted) as exc:
             if skip_bad:
                 continue
             raise Untrusted(f"{what}: x509: {exc}") from None
@@ -454,7 +454,7 @@ def _chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certific
         checks += 1
         try:
             child.verify_directly_issued_by(parent)
-        except (ValueError, TypeError, InvalidSignature):
+        except (ValueError, TypeError, InvalidSignature, UnsupportedAlgorithm):
             return False
         return True
 
