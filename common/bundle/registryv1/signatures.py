@@ -42,7 +42,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
@@ -68,6 +68,7 @@ from .sigstore import (
     CHAIN_ANNOTATION,
     SET_ANNOTATION,
     Untrusted,
+    exact_fields,
     load_roots,
     strict_json,
     verify_certificate,
@@ -354,8 +355,7 @@ def _accept_payload(payload: bytes, kind: str, identity: SignedIdentity, intende
     """The verified payload read as strictly as containers/image reads it, then its digest and identity held to
     the image's (the digest first, as there)."""
     try:
-        document = _strict(payload)
-        critical, optional = _exact(document, ("critical", "optional"), "")
+        critical, optional = exact_fields(strict_json(payload), ("critical", "optional"))
         if not (optional_null and optional is None):
             if not isinstance(optional, dict):
                 raise Rejected("JSON object expected")
@@ -365,14 +365,14 @@ def _accept_payload(payload: bytes, kind: str, identity: SignedIdentity, intende
             if "timestamp" in optional and (not isinstance(timestamp, int | float) or isinstance(timestamp, bool)
                                             or not _integral(timestamp)):
                 raise Rejected("Field optional.timestamp is not an integer")
-        kind_found, image, claimed_identity = _exact(critical, ("type", "image", "identity"), "critical")
+        kind_found, image, claimed_identity = exact_fields(critical, ("type", "image", "identity"), where="critical")
         if kind_found != kind:
             raise Rejected(f"Unrecognized signature type {kind_found}")
-        (digest,) = _exact(image, ("docker-manifest-digest",), "critical.image")
-        (reference,) = _exact(claimed_identity, ("docker-reference",), "critical.identity")
+        (digest,) = exact_fields(image, ("docker-manifest-digest",), where="critical.image")
+        (reference,) = exact_fields(claimed_identity, ("docker-reference",), where="critical.identity")
         if not isinstance(digest, str) or not isinstance(reference, str):
             raise Rejected("JSON string expected")
-    except ValueError as exc:
+    except Untrusted as exc:
         raise Rejected(str(exc)) from None
     parts = digest_parts(digest)
     if parts is None:
@@ -390,27 +390,6 @@ def _integral(value: float) -> bool:
         return float(int(value)) == float(value) and -(2 ** 63) <= int(value) < 2 ** 63
     except (OverflowError, ValueError):
         return False
-
-
-def _strict(payload: bytes) -> Any:
-    try:
-        return strict_json(payload)
-    except Untrusted as exc:
-        raise Rejected(str(exc)) from None
-
-
-def _exact(value: Any, fields: tuple[str, ...], where: str) -> tuple[Any, ...]:
-    """The values of exactly ``fields`` of the object ``value`` (containers/image's
-    ParanoidUnmarshalJSONObjectExactFields)."""
-    if not isinstance(value, dict):
-        raise Rejected("JSON object expected")
-    for key in value:
-        if key not in fields:
-            raise Rejected(f"Unexpected key {json.dumps(key)}" + (f" in {where}" if where else ""))
-    for key in fields:
-        if key not in value:
-            raise Rejected(f"Key {json.dumps(key)} missing in a JSON object")
-    return tuple(value[key] for key in fields)
 
 
 # -- identities --

@@ -105,15 +105,19 @@ def strict_json(data: bytes | str, what: str = "") -> Any:
         raise Untrusted(f"{prefix}{exc}") from None
 
 
-def _exact(value: Any, fields: tuple[str, ...], what: str) -> tuple[Any, ...]:
+def exact_fields(value: Any, fields: tuple[str, ...], what: str = "", where: str = "") -> tuple[Any, ...]:
+    """The values of exactly ``fields`` of the object ``value`` (containers/image's
+    ParanoidUnmarshalJSONObjectExactFields, in its words; prefixed with ``what``, an unexpected key placed
+    ``where``); :class:`Untrusted` otherwise."""
+    prefix = f"{what}: " if what else ""
     if not isinstance(value, dict):
-        raise Untrusted(f"{what}: JSON object expected")
+        raise Untrusted(f"{prefix}JSON object expected")
     for key in value:
         if key not in fields:
-            raise Untrusted(f"{what}: unexpected key {json.dumps(key)}")
+            raise Untrusted(f"{prefix}Unexpected key {json.dumps(key)}" + (f" in {where}" if where else ""))
     for key in fields:
         if key not in value:
-            raise Untrusted(f"{what}: key {json.dumps(key)} missing in a JSON object")
+            raise Untrusted(f"{prefix}Key {json.dumps(key)} missing in a JSON object")
     return tuple(value[key] for key in fields)
 
 
@@ -223,7 +227,7 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
                signature_b64: str, payload: bytes) -> datetime.datetime:
     """The time Rekor logged the signature, when ``raw_set`` is a SET one of ``rekor_keys`` signed over exactly this
     signature, key or certificate, and payload; else :class:`Untrusted`."""
-    signed_timestamp, set_payload = _exact(strict_json(raw_set, "Rekor SET"), ("SignedEntryTimestamp", "Payload"),
+    signed_timestamp, set_payload = exact_fields(strict_json(raw_set, "Rekor SET"), ("SignedEntryTimestamp", "Payload"),
                                            "Rekor SET")
     timestamp_signature = _b64(signed_timestamp, "Rekor SET SignedEntryTimestamp")
     try:
@@ -239,7 +243,7 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
     else:
         raise Untrusted("cryptographic signature verification of Rekor SET failed")
     # read back from the canonical bytes, as containers/image reads them
-    body, integrated, _index, _log = _exact(strict_json(canonical, "parsing Rekor SET payload"),
+    body, integrated, _index, _log = exact_fields(strict_json(canonical, "parsing Rekor SET payload"),
                                            ("body", "integratedTime", "logIndex", "logID"), "parsing Rekor SET payload")
     if not isinstance(integrated, int) or isinstance(integrated, bool) or not 0 <= integrated <= MAX_TIME:
         raise Untrusted("parsing Rekor SET payload: integratedTime is not a time")
