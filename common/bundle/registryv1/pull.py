@@ -395,12 +395,9 @@ class _Session:
                 if not location or redirects > MAX_REDIRECTS:
                     raise self.fail(f"{self.host} redirected {path} too often or nowhere")
                 try:
-                    url = urllib.parse.urljoin(url, location)
-                    urllib.parse.urlsplit(url).port   # noqa: B018 - a malformed port or IPv6 host raises here
-                except ValueError:
-                    raise self.fail(f"{self.host} redirected {path} to a malformed URL") from None
-                if urllib.parse.urlsplit(url).scheme not in ("https", "http"):
-                    raise self.fail(f"{self.host} redirected {path} to a URL that is not HTTP(S)")
+                    url = _redirect_target(url, location)
+                except ValueError as exc:
+                    raise self.fail(f"{self.host} redirected {path} {exc}") from None
                 continue
             if response.status == 401 and not authenticated:
                 challenge = response.headers.get("WWW-Authenticate", "")
@@ -458,12 +455,9 @@ class _Session:
                 if not location:
                     raise self.fail(f"reading signature from {shown}: redirected nowhere")
                 try:
-                    url = urllib.parse.urljoin(url, location)
-                    scheme = urllib.parse.urlsplit(url).scheme
-                except ValueError:
-                    raise self.fail(f"reading signature from {shown}: redirected to a malformed URL") from None
-                if scheme not in ("https", "http"):
-                    raise self.fail(f"reading signature from {shown}: redirected to a URL that is not HTTP(S)")
+                    url = _redirect_target(url, location)
+                except ValueError as exc:
+                    raise self.fail(f"reading signature from {shown}: redirected {exc}") from None
             else:
                 raise self.fail(f"reading signature from {shown}: redirected too often")
             if response is None:
@@ -628,6 +622,25 @@ class _Session:
         if not isinstance(token, str) or not token:
             raise self.fail(f"the token service {split.netloc} answered no token")
         self.authorization = f"Bearer {token}"
+
+
+def _redirect_target(url: str, location: str) -> str:
+    """Where a redirect from ``url`` to ``location`` leads; ValueError saying why it cannot be followed (a
+    malformed URL, or one that is not HTTP(S))."""
+    try:
+        target = urllib.parse.urljoin(url, location)
+        urllib.parse.urlsplit(target).port   # noqa: B018 - a malformed port or IPv6 host raises here
+    except ValueError:
+        raise ValueError("to a malformed URL") from None
+    if urllib.parse.urlsplit(target).scheme not in ("https", "http"):
+        raise ValueError("to a URL that is not HTTP(S)")
+    return target
+
+
+def _attachment_tag(digest: str) -> str:
+    """The tag cosign pushes a manifest's sigstore attachments under: ``sha256-<hex>.sig``."""
+    algorithm, _, hexdigest = digest.partition(":")
+    return f"{algorithm}-{hexdigest}.sig"
 
 
 def _manifest_unknown(status: int, body: bytes) -> bool:
@@ -825,8 +838,7 @@ class _Pull:
             storage = read_registries_d().storage(physical)
         except RegistriesDError as exc:
             raise self.session.fail(str(exc)) from None
-        algorithm, _, hexdigest = digest.partition(":")
-        attachments = (f"sigstore attachments read from {self.session.shown}:{algorithm}-{hexdigest}.sig"
+        attachments = (f"sigstore attachments read from {self.session.shown}:{_attachment_tag(digest)}"
                        if storage.attachments else
                        "sigstore attachments not read: registries.d does not set use-sigstore-attachments")
         found: list[Signature] = []
@@ -900,8 +912,8 @@ class _Pull:
 
     def _attachments(self, digest: str) -> list[Signature]:
         """The layers of the ``sha256-<hex>.sig`` attachment manifest (none when it does not exist)."""
-        algorithm, hexdigest = _digest_parts(digest, "manifest")
-        tag = f"{algorithm}-{hexdigest}.sig"
+        _digest_parts(digest, "manifest")   # a digest that names no file or path
+        tag = _attachment_tag(digest)
         what = f"the sigstore attachment manifest {self.session.host}/{self.session.repository}:{tag}"
         response = self.session.get_or_missing(f"/v2/{self.session.repository}/manifests/{tag}", accept=OCI_MANIFEST)
         if response is None:
