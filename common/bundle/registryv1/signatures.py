@@ -69,6 +69,7 @@ from .sigstore import (
     SET_ANNOTATION,
     Untrusted,
     exact_fields,
+    key_problem,
     load_roots,
     strict_json,
     verify_certificate,
@@ -307,7 +308,6 @@ def _signing_keys(requirement: Requirement, signature: SigstoreSignature, encode
 
 
 PublicKey = ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey
-_GO_CURVES: Final = (ec.SECP256R1, ec.SECP384R1, ec.SECP521R1)   # what Go's x509.ParsePKIXPublicKey takes
 
 
 def _public_keys(requirement: Requirement) -> list[PublicKey]:
@@ -318,12 +318,9 @@ def _public_keys(requirement: Requirement) -> list[PublicKey]:
         except (ValueError, UnsupportedAlgorithm) as exc:
             problem = "PEM decoding failed" if b"-----BEGIN" not in blob else str(exc).splitlines()[0]
             raise Rejected(f"parsing public key {index}: {problem}") from None
-        if not isinstance(key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey):
-            raise Rejected(f"parsing public key {index}: unsupported public key type")
-        if isinstance(key, ec.EllipticCurvePublicKey) and not isinstance(key.curve, _GO_CURVES):
-            raise Rejected(f"parsing public key {index}: x509: unsupported elliptic curve")
-        if isinstance(key, rsa.RSAPublicKey) and key.key_size < 1024:
-            raise Rejected(f"parsing public key {index}: crypto/rsa: {key.key_size}-bit keys are insecure")
+        if unusable := key_problem(key):   # the same rule as for a certificate's key
+            raise Rejected(f"parsing public key {index}: x509: {unusable}")
+        assert isinstance(key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey)
         keys.append(key)
     return keys
 

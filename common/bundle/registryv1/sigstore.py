@@ -204,14 +204,15 @@ def _parsed(cert: x509.Certificate) -> x509.Certificate:
             list(value.excluded_subtrees or ())
         elif isinstance(value, x509.SubjectAlternativeName | x509.ExtendedKeyUsage | x509.CertificatePolicies):
             list(value)
-    problem = _key_problem(cert.public_key())
+    problem = key_problem(cert.public_key())
     if problem:
         raise Untrusted(problem)
     return cert
 
 
-def _key_problem(key: Any) -> str | None:
-    """Why Go's x509 would not use ``key`` (an unsupported curve or algorithm, an RSA key under 1024 bits)."""
+def key_problem(key: Any) -> str | None:
+    """Why Go's x509 would not use ``key`` (an unsupported curve or algorithm, an RSA key under 1024 bits): for a
+    certificate's key and a policy's alike."""
     if isinstance(key, ec.EllipticCurvePublicKey):
         if not isinstance(key.curve, ec.SECP256R1 | ec.SECP384R1 | ec.SECP521R1):
             return "unsupported elliptic curve"
