@@ -451,7 +451,6 @@ class GPGKeyring:
         self.gpg = gpg or shutil.which("gpg") or ""
         self.home: Path | None = None
         self.fingerprints: set[str] = set()
-        self.returncode = 0
 
     def __enter__(self) -> GPGKeyring:
         if not self.gpg:
@@ -462,7 +461,7 @@ class GPGKeyring:
             for index, blob in enumerate(self.keys):
                 key_file = self.home / f"key-{index}"
                 key_file.write_bytes(blob)
-                status, _ = self._run(["--import", str(key_file)])
+                status, _, _ = self._run(["--import", str(key_file)])
                 for line in status:
                     if line[:1] == ["IMPORT_OK"] and len(line) >= 3:
                         self.fingerprints.add(line[2].upper())
@@ -482,8 +481,8 @@ class GPGKeyring:
             shutil.rmtree(self.home, ignore_errors=True)
             self.home = None
 
-    def _run(self, args: list[str]) -> tuple[list[list[str]], str]:
-        """gpg run on the keyring: its status lines (split) and its stderr."""
+    def _run(self, args: list[str]) -> tuple[list[list[str]], str, int]:
+        """gpg run on the keyring: its status lines (split), its stderr and its exit code."""
         assert self.home is not None
         command = [self.gpg, "--homedir", str(self.home), "--batch", "--no-tty", "--no-auto-key-retrieve",
                    "--status-fd", "1", *args]
@@ -496,8 +495,7 @@ class GPGKeyring:
         # status lines end with "\n" alone (what gpg writes; str.splitlines would break on more)
         status = [line.split(" ")[1:] for line in done.stdout.decode("utf-8", "replace").split("\n")
                   if line.startswith("[GNUPG:] ")]
-        self.returncode = done.returncode
-        return status, done.stderr.decode("utf-8", "replace")
+        return status, done.stderr.decode("utf-8", "replace"), done.returncode
 
     def verify(self, blob: bytes) -> bytes:
         """The content ``blob`` signs, when gpg finds one good signature by one of the keys; else :class:`Rejected`
@@ -510,9 +508,9 @@ class GPGKeyring:
             signed.write_bytes(blob)
             # --max-output: a compressed message cannot unpack into more than a signature's payload may be
             # (--verify --output, as GPGME verifies an opaque signature)
-            status, stderr = self._run(["--max-output", str(MAX_SIGNATURE_BYTES), "--output", str(content),
-                                        "--verify", str(signed)])
-            return _gpg_verdict(status, stderr, self.fingerprints, content, self.returncode)
+            status, stderr, returncode = self._run(["--max-output", str(MAX_SIGNATURE_BYTES), "--output",
+                                                    str(content), "--verify", str(signed)])
+            return _gpg_verdict(status, stderr, self.fingerprints, content, returncode)
 
 
 _GPG_BAD: Final = {
