@@ -209,3 +209,55 @@ class FulcioCA:
                                                           issuer_v2), critical=False)
                 .sign(self.inter_key, hashes.SHA384()))
         return cert.public_bytes(serialization.Encoding.PEM)
+
+
+@dataclass
+class PkiCA:
+    """An organisation's own CA for a ``pki`` policy: a root, an intermediate, and code-signing certificates for an
+    e-mail address and host names, valid from an hour ago (the PKI is checked at the current time)."""
+
+    root_key: ec.EllipticCurvePrivateKey
+    root: x509.Certificate
+    inter_key: ec.EllipticCurvePrivateKey
+    intermediate: x509.Certificate
+
+    @classmethod
+    def generate(cls, name: str = "Example Corp", *, inter_usage: x509.KeyUsage | None = None) -> PkiCA:
+        now = datetime.datetime.now(datetime.UTC)
+        root_key, inter_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+        signer = x509.KeyUsage(False, False, False, False, False, True, True, False, False)
+        root = (x509.CertificateBuilder().subject_name(_name(f"{name} Root")).issuer_name(_name(f"{name} Root"))
+                .public_key(root_key.public_key()).serial_number(1).not_valid_before(now - datetime.timedelta(days=1))
+                .not_valid_after(now + datetime.timedelta(days=365))
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                .add_extension(signer, critical=True).sign(root_key, hashes.SHA256()))
+        intermediate = (x509.CertificateBuilder().subject_name(_name(f"{name} Signing CA")).issuer_name(root.subject)
+                        .public_key(inter_key.public_key()).serial_number(2)
+                        .not_valid_before(now - datetime.timedelta(days=1))
+                        .not_valid_after(now + datetime.timedelta(days=365))
+                        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+                        .add_extension(inter_usage or signer, critical=True).sign(root_key, hashes.SHA256()))
+        return cls(root_key, root, inter_key, intermediate)
+
+    @property
+    def root_pem(self) -> bytes:
+        return self.root.public_bytes(serialization.Encoding.PEM)
+
+    @property
+    def intermediate_pem(self) -> bytes:
+        return self.intermediate.public_bytes(serialization.Encoding.PEM)
+
+    def issue(self, key: ec.EllipticCurvePrivateKey, *, emails: tuple[str, ...] = (), hosts: tuple[str, ...] = (),
+              hours: tuple[int, int] = (-1, 1)) -> bytes:
+        """A code-signing certificate for ``key`` naming ``emails`` and ``hosts`` (DNS names), valid ``hours``
+        around now."""
+        now = datetime.datetime.now(datetime.UTC)
+        names: list[x509.GeneralName] = [x509.RFC822Name(e) for e in emails] + [x509.DNSName(h) for h in hosts]
+        builder = (x509.CertificateBuilder().subject_name(_name("release signing"))
+                   .issuer_name(self.intermediate.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now + datetime.timedelta(hours=hours[0]))
+                   .not_valid_after(now + datetime.timedelta(hours=hours[1]))
+                   .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False))
+        if names:
+            builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+        return builder.sign(self.inter_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)

@@ -104,6 +104,24 @@ def test_the_users_policy_comes_before_the_systems_and_the_systems_before_the_ve
     ('{"default": [{"type": "sigstoreSigned", "fulcio": {"caPath": "/ca", "caData": "", "oidcIssuer": "i", '
      '"subjectEmail": "e"}, "rekorPublicKeyPath": "/r", "signedIdentity": {"type": "matchRepository"}}]}',
      "default: a sigstoreSigned requirement has a fulcio with both caPath and caData"),
+    ('{"default": [{"type": "sigstoreSigned", "pki": {"caRootsPath": "/ca", "caRootsData": "", "subjectEmail": '
+     '"e"}, "signedIdentity": {"type": "matchRepository"}}]}',
+     "default: a sigstoreSigned requirement has a pki with both caRootsPath and caRootsData"),
+    ('{"default": [{"type": "sigstoreSigned", "pki": {"caRootsData": null, "subjectEmail": "e"}, '
+     '"signedIdentity": {"type": "matchRepository"}}]}',
+     "default: a sigstoreSigned requirement has a pki with neither caRootsPath nor caRootsData"),
+    ('{"default": [{"type": "sigstoreSigned", "pki": {"caRootsPath": "/ca", "caIntermediatesPath": "/i", '
+     '"caIntermediatesData": "", "subjectEmail": "e"}, "signedIdentity": {"type": "matchRepository"}}]}',
+     "default: a sigstoreSigned requirement has a pki with both caIntermediatesPath and caIntermediatesData"),
+    ('{"default": [{"type": "sigstoreSigned", "pki": {"caRootsPath": "/ca", "subjectEmail": ""}, '
+     '"signedIdentity": {"type": "matchRepository"}}]}',
+     "default: a sigstoreSigned requirement has a pki with neither subjectEmail nor subjectHostname"),
+    ('{"default": [{"type": "sigstoreSigned", "pki": {"caRootsPath": "/ca", "subjectHost": "h"}, '
+     '"signedIdentity": {"type": "matchRepository"}}]}',
+     "default: a sigstoreSigned requirement has a pki with an unknown field 'subjectHost'"),
+    ('{"default": [{"type": "sigstoreSigned", "pki": {"caRootsPath": "/ca", "subjectEmail": "e"}, '
+     '"rekorPublicKeyPath": "/r", "signedIdentity": {"type": "matchRepository"}}]}',
+     "default: a sigstoreSigned requirement has pki with rekorPublicKeyPath, which pki does not take"),
     ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k", "signedIdentity": {"type": []}}]}',
      "default: a signedBy requirement has a signedIdentity without a type"),
     ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k", "signedIdentity": {"type": "any"}}]}',

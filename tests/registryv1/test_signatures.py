@@ -6,7 +6,9 @@ request."""
 from __future__ import annotations
 
 import base64
+import datetime
 import http.server
+import ipaddress
 import json
 import os
 import threading
@@ -15,8 +17,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from common.bundle.registryv1 import sigstore
 from common.bundle.registryv1.imageref import parse_reference
@@ -35,6 +39,7 @@ from tests.registryv1.signing import (
     CosignKey,
     FulcioCA,
     GPGKey,
+    PkiCA,
     attach,
     lookaside,
     payload,
@@ -461,15 +466,141 @@ def test_a_public_key_with_rekor_needs_a_set_naming_that_key(registry: Registry,
                                      "match, signature in Rekor SET does not match")
 
 
+class PkiSigned:
+    """A bundle signed as ``cosign sign --certificate`` signs with a certificate of an organisation's own CA, under a
+    ``pki`` policy naming that CA's root and the signer's e-mail address (``pki`` adds to it)."""
+
+    EMAIL = "release@example.com"
+
+    def __init__(self, registry: Registry, home: Path, tmp_path: Path, ca: PkiCA | None = None, **pki: Any) -> None:
+        self.registry, self.home, self.tmp = registry, home, tmp_path
+        self.digest = push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
+        self.ref = f"docker://{registry.ref(REPO, 'v1')}"
+        self.ca = ca or PkiCA.generate()
+        (tmp_path / "roots.pem").write_bytes(self.ca.root_pem)
+        registries_d(home, f"default-docker:\n  lookaside: file://{tmp_path / 'none'}\n"
+                           "  use-sigstore-attachments: true\n")
+        self.policy = write_policy(home, {"default": [{
+            "type": "sigstoreSigned", "pki": {"caRootsPath": str(tmp_path / "roots.pem"), "subjectEmail": self.EMAIL,
+                                              **pki},
+            "signedIdentity": {"type": "matchRepository"}}]})
+        self.content = payload(self.digest, registry.ref(REPO, "v1"), SIGSTORE)
+
+    def sign(self, *, ca: PkiCA | None = None, chain: bool = True, emails: tuple[str, ...] = (EMAIL,),
+             hosts: tuple[str, ...] = (), hours: tuple[int, int] = (-1, 1), certificate: bytes | None = None,
+             key: ec.EllipticCurvePrivateKey | None = None) -> None:
+        key = key or ec.generate_private_key(ec.SECP256R1())
+        ca = ca or self.ca
+        cert = certificate or ca.issue(key, emails=emails, hosts=hosts, hours=hours)
+        signature = base64.b64encode(key.sign(self.content, ec.ECDSA(hashes.SHA256()))).decode()
+        notes = {"dev.cosignproject.cosign/signature": signature, "dev.sigstore.cosign/certificate": cert.decode()}
+        if chain:
+            notes["dev.sigstore.cosign/chain"] = (ca.intermediate_pem + ca.root_pem).decode()
+        attach(self.registry, REPO, self.digest, [(self.content, notes, SIGSTORE_MIME)])
+
+    def refusal(self, reason: str) -> str:
+        return f"{self.ref}: rejected by the signature policy {self.policy} (sigstoreSigned, scope default): {reason}"
+
+
+def test_pki_signatures_are_verified_by_a_certificate_of_the_policys_ca_valid_now(
+        registry: Registry, home: Path, tmp_path: Path) -> None:
+    signed = PkiSigned(registry, home, tmp_path)
+    signed.sign()
+    assert load_bundle(signed.ref).package_name == "demo"
+    signed.sign(emails=("someone@example.com",))
+    assert refused(signed.ref) == signed.refusal(
+        'Required email "release@example.com" not found (got ["someone@example.com"])')
+    signed.sign(hours=(-3, -2))   # expired an hour ago: a PKI has no Rekor time, it is checked now
+    assert refused(signed.ref).startswith(signed.refusal(
+        "veryfing leaf certificate failed: x509: certificate has expired or is not yet valid: current time "))
+    signed.sign(chain=False)   # the intermediate is needed to reach the root
+    assert refused(signed.ref) == signed.refusal(
+        "veryfing leaf certificate failed: x509: certificate signed by unknown authority")
+    signed.sign(ca=PkiCA.generate("Elsewhere"))
+    assert refused(signed.ref) == signed.refusal(
+        "veryfing leaf certificate failed: x509: certificate signed by unknown authority")
+    signed.sign(ca=PkiCA.generate("Example Corp", inter_usage=x509.KeyUsage(
+        True, False, False, False, False, False, False, False, False)))   # a CA not allowed to sign certificates
+    assert refused(signed.ref) == signed.refusal(
+        'veryfing leaf certificate failed: x509: certificate signed by unknown authority (possibly because of "x509: '
+        'invalid signature: parent certificate cannot sign this kind of certificate")')
+    attach(registry, REPO, signed.digest, [(signed.content, {"dev.cosignproject.cosign/signature": "AA=="},
+                                            SIGSTORE_MIME)])
+    assert refused(signed.ref) == signed.refusal("missing dev.sigstore.cosign/certificate annotation")
+
+
+def test_a_pki_policy_may_name_the_intermediates_a_hostname_or_the_signing_certificate_itself(
+        registry: Registry, home: Path, tmp_path: Path) -> None:
+    ca = PkiCA.generate()
+    signed = PkiSigned(registry, home, tmp_path / "b", ca, caIntermediatesData=base64.b64encode(
+        ca.intermediate_pem).decode())
+    signed.sign(chain=False)
+    assert load_bundle(signed.ref).package_name == "demo"
+    signed = PkiSigned(registry, home, tmp_path / "c", subjectEmail="", subjectHostname="signer.example.com")
+    signed.sign(hosts=("*.EXAMPLE.com",))
+    assert load_bundle(signed.ref).package_name == "demo"
+    signed.sign(hosts=("signer.example.org", "example.com"))
+    assert refused(signed.ref) == signed.refusal("Unexpected subject hostname: x509: certificate is valid for "
+                                                 "signer.example.org, example.com, not signer.example.com")
+    # a self-signed signing certificate named as the root is a chain of its own (Go: the leaf is in Roots)
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    own = (x509.CertificateBuilder().subject_name(x509.Name([])).issuer_name(x509.Name([]))
+           .public_key(key.public_key()).serial_number(7).not_valid_before(now - datetime.timedelta(hours=1))
+           .not_valid_after(now + datetime.timedelta(hours=1))
+           .add_extension(x509.SubjectAlternativeName([x509.RFC822Name(PkiSigned.EMAIL)]), critical=True)
+           .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False)
+           .sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
+    signed = PkiSigned(registry, home, tmp_path / "d", caRootsPath="", caRootsData=base64.b64encode(own).decode())
+    signed.sign(certificate=own, key=key, chain=False)
+    assert load_bundle(signed.ref).package_name == "demo"
+    signed = PkiSigned(registry, home, tmp_path / "e", caRootsPath="", caRootsData="")
+    signed.sign()
+    assert refused(signed.ref) == signed.refusal("error loading PKI CA Roots certificates")
+
+
+def _named(*names: x509.GeneralName, common: str = "") -> x509.Certificate:
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)] if common else [])
+    builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+               .serial_number(1).not_valid_before(datetime.datetime(2025, 1, 1))
+               .not_valid_after(datetime.datetime(2030, 1, 1)))
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(list(names)), critical=False)
+    return builder.sign(key, hashes.SHA256())
+
+
+@pytest.mark.parametrize(("names", "host", "problem"), [
+    ((x509.DNSName("*.example.com"),), "signer.example.com", None),
+    ((x509.DNSName("*.example.com"),), "a.signer.example.com",
+     "x509: certificate is valid for *.example.com, not a.signer.example.com"),
+    ((x509.DNSName("Signer.Example.com"),), "signer.example.com.", None),     # ASCII case, a trailing dot
+    ((x509.DNSName("signer_1.example.com"),), "SIGNER_1.example.com", None),
+    ((x509.DNSName("a*.example.com"),), "ab.example.com",
+     "x509: certificate is valid for a*.example.com, not ab.example.com"),     # only a whole-label wildcard
+    ((x509.DNSName("a*.example.com"),), "A*.example.com", None),               # an invalid name matches exactly
+    ((x509.IPAddress(ipaddress.ip_address("10.0.0.1")),), "10.0.0.1", None),
+    ((x509.IPAddress(ipaddress.ip_address("::ffff:10.0.0.1")),), "10.0.0.1", None),
+    ((x509.IPAddress(ipaddress.ip_address("2001:db8::1")),), "[2001:db8::1]", None),
+    ((x509.IPAddress(ipaddress.ip_address("10.0.0.2")),), "10.0.0.1",
+     "x509: certificate is valid for 10.0.0.2, not 10.0.0.1"),
+    ((x509.DNSName("10.0.0.1"),), "10.0.0.1",
+     "x509: cannot validate certificate for 10.0.0.1 because it doesn't contain any IP SANs"),
+    ((x509.RFC822Name("release@example.com"),), "signer.example.com",
+     "x509: certificate is not valid for any names, but wanted to match signer.example.com"),
+    ((), "signer.example.com", "x509: certificate relies on legacy Common Name field, use SANs instead"),
+])
+def test_a_pki_hostname_is_matched_as_gos_verify_hostname_matches_it(names: tuple[x509.GeneralName, ...], host: str,
+                                                                     problem: str | None) -> None:
+    assert sigstore.hostname_problem(_named(*names, common="signer.example.com"), host) == problem
+
+
 @pytest.mark.parametrize(("requirement", "why"), [
     ({"type": "signedBaseLayer", "baseLayerIdentity": {"type": "matchExact"}},
      "signedBaseLayer, which containers/image does not implement either (signedBaseLayer not implemented yet!)"),
     ({"type": "signedBy", "keyType": "X509Certificates", "keyPath": "/k"},
      'signedBy with keyType X509Certificates, which containers/image does not implement either (Unimplemented '
      '"keyType" value "X509Certificates")'),
-    ({"type": "sigstoreSigned", "pki": {"caRootsPath": "/ca"}, "signedIdentity": {"type": "matchRepository"}},
-     "sigstoreSigned trusting pki, which cosctl does not verify (it verifies sigstore signatures by public keys and "
-     "by Fulcio certificates, with or without Rekor)"),
 ])
 def test_what_cosctl_cannot_check_is_refused_before_any_request(registry: Registry, home: Path,
                                                                requirement: dict[str, Any], why: str) -> None:
@@ -477,8 +608,8 @@ def test_what_cosctl_cannot_check_is_refused_before_any_request(registry: Regist
     asked = len(registry.requests)
     ref = f"docker://{registry.ref(REPO, 'v1')}"
     assert refused(ref) == (f"{ref}: the signature policy {policy} accepts it only with signatures cosctl cannot "
-                            f"check (scope default: {why}): copy it with a tool that does (skopeo copy {ref} "
-                            "oci:DIR) and give cosctl the layout DIR")
+                            f"check (scope default: {why}): podman and skopeo refuse it as well; give the image's "
+                            "scope a requirement containers/image implements")
     assert len(registry.requests) == asked
 
 

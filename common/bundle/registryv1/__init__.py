@@ -10,7 +10,7 @@ renderer produces for the same install namespace, configuration and certificate 
   mirrors, insecure registries, certificates, credentials); the only network access of this package; the
   signature policy it holds to: :mod:`.policy` (policy.json), :mod:`.registriesd` (where signatures are kept),
   :mod:`.signatures` (verifying them as containers/image does: GPG through ``gpg``, sigstore public keys) and
-  :mod:`.sigstore` (Rekor SETs and Fulcio certificates);
+  :mod:`.sigstore` (Rekor SETs, Fulcio certificates and those of a policy's own CA);
   :mod:`.documents`: reading YAML and JSON files (manifests, configurations) as kubectl reads them;
 - :mod:`.config`: the configuration schema derived from the CSV's install modes, and the steps from a
   configuration file to what the renderer uses; :mod:`.configerrors`: strict validation against that schema,

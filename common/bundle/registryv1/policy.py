@@ -16,9 +16,8 @@ for an organisation's registry) expects every tool that pulls them to hold to it
   ``*.domain`` wildcards (port dropped); then the transport's ``""`` scope; then ``default``. Every requirement
   of the list must be met, as in containers/image.
 - What the policy refuses without looking at signatures is refused before any request: ``reject``, and the
-  requirements cosctl cannot check (``signedBaseLayer``, which containers/image does not implement either; a
-  ``signedBy`` of another ``keyType`` than ``GPGKeys``, likewise; a ``sigstoreSigned`` trusting a ``pki``, which
-  cosctl does not verify).
+  requirements no containers tool can check (``signedBaseLayer``, which containers/image does not implement
+  either; a ``signedBy`` of another ``keyType`` than ``GPGKeys``, likewise).
 
 Pure functions over the file's text; the pull (:mod:`.pull`) asks before it sends any request.
 """
@@ -97,19 +96,33 @@ class Fulcio:
 
 
 @dataclass(frozen=True, slots=True)
+class Pki:
+    """A ``sigstoreSigned``'s ``pki``: the CA roots (a file, or inline), trusted intermediates (optional, likewise),
+    and the subject the signing certificate must name (an e-mail address, a hostname, or both). ``None`` data is
+    data not given (JSON's absent or ``null``), unlike empty data."""
+
+    roots_path: str = ""
+    roots_data: bytes | None = None
+    intermediates_path: str = ""
+    intermediates_data: bytes | None = None
+    subject_email: str = ""
+    subject_hostname: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Requirement:
     """One requirement of a scope. For ``signedBy`` and ``sigstoreSigned``: the keys (files named, or given inline,
     decoded from base64), the identity a signature must claim; for ``sigstoreSigned`` also ``fulcio`` (keyless
-    signing certificates) and the Rekor public keys (``rekor_paths``, ``rekor_datas``) whose signed entry timestamp
-    a signature must carry; ``trust`` names a source cosctl does not verify (``pki``)."""
+    signing certificates) or ``pki`` (certificates of the admin's own CA), and the Rekor public keys
+    (``rekor_paths``, ``rekor_datas``) whose signed entry timestamp a signature must carry."""
 
     type: str
     key_type: str = ""
     key_paths: tuple[str, ...] = ()
     key_datas: tuple[bytes, ...] = ()
     identity: SignedIdentity = SignedIdentity()
-    trust: tuple[str, ...] = ()
     fulcio: Fulcio | None = None
+    pki: Pki | None = None
     rekor_paths: tuple[str, ...] = ()
     rekor_datas: tuple[bytes, ...] = ()
 
@@ -121,9 +134,6 @@ class Requirement:
         if self.type == SIGNED_BY and self.key_type != GPG_KEYS:
             return f'signedBy with keyType {self.key_type}, which containers/image does not implement either ' \
                    f'(Unimplemented "keyType" value "{self.key_type}")'
-        if self.type == SIGSTORE_SIGNED and self.trust:
-            return f"sigstoreSigned trusting {', '.join(self.trust)}, which cosctl does not verify (it verifies " \
-                   "sigstore signatures by public keys and by Fulcio certificates, with or without Rekor)"
         return None
 
 
@@ -352,11 +362,11 @@ def _requirement(kind: str, item: dict[str, Any]) -> Requirement:
     elif rekor == ["rekorPublicKeyDatas"]:
         rekor_datas = tuple(_base64(d, "rekorPublicKeyDatas") for d in _entries(item["rekorPublicKeyDatas"],
                                                                                 "rekorPublicKeyDatas"))
-    fulcio = _fulcio(item["fulcio"]) if source == "fulcio" else None
-    trust = ("pki",) if source == "pki" else ()
     identity = _identity(item["signedIdentity"]) if "signedIdentity" in item else SignedIdentity()
-    return Requirement(kind, str(item.get("keyType", "")), paths, datas, identity, trust, fulcio, rekor_paths,
-                       rekor_datas)
+    return Requirement(kind, str(item.get("keyType", "")), paths, datas, identity,
+                       fulcio=_fulcio(item["fulcio"]) if source == "fulcio" else None,
+                       pki=_pki(item["pki"]) if source == "pki" else None,
+                       rekor_paths=rekor_paths, rekor_datas=rekor_datas)
 
 
 _FULCIO_FIELDS: Final = frozenset({"caPath", "caData", "oidcIssuer", "subjectEmail"})
@@ -381,6 +391,37 @@ def _fulcio(value: Any) -> Fulcio:
     if not email:
         raise _Invalid("has a fulcio without subjectEmail")
     return Fulcio(path, data, issuer, email)
+
+
+_PKI_FIELDS: Final = frozenset({"caRootsPath", "caRootsData", "caIntermediatesPath", "caIntermediatesData",
+                                "subjectEmail", "subjectHostname"})
+
+
+def _pki(value: Any) -> Pki:
+    """A ``pki`` object as containers/image's prSigstoreSignedPKI reads it: ``null`` is as good as absent, as Go's
+    JSON decoder leaves a field alone for it; data given empty is data (no certificate in it, refused on use)."""
+    if not isinstance(value, dict):
+        raise _Invalid("has a pki that is not an object")
+    if extra := sorted(set(value) - _PKI_FIELDS):
+        raise _Invalid(f"has a pki with an unknown field {extra[0]!r}")
+
+    def text(field: str) -> str:
+        return "" if value.get(field) is None else _text(value[field], f"pki.{field}")
+
+    def data(field: str) -> bytes | None:
+        return None if value.get(field) is None else _base64(value[field], f"pki.{field}")
+
+    pki = Pki(text("caRootsPath"), data("caRootsData"), text("caIntermediatesPath"), data("caIntermediatesData"),
+              text("subjectEmail"), text("subjectHostname"))
+    if pki.roots_path and pki.roots_data is not None:
+        raise _Invalid("has a pki with both caRootsPath and caRootsData")
+    if not pki.roots_path and pki.roots_data is None:
+        raise _Invalid("has a pki with neither caRootsPath nor caRootsData")
+    if pki.intermediates_path and pki.intermediates_data is not None:
+        raise _Invalid("has a pki with both caIntermediatesPath and caIntermediatesData")
+    if not pki.subject_email and not pki.subject_hostname:
+        raise _Invalid("has a pki with neither subjectEmail nor subjectHostname")
+    return pki
 
 
 def _text(value: Any, field: str) -> str:
@@ -474,7 +515,7 @@ def check_policy(reference: ImageReference, path: Path | None = None) -> Signatu
         if why := requirement.unverifiable():
             raise PolicyError(
                 f"docker://{reference}: the signature policy {path} accepts it only with signatures cosctl cannot "
-                f"check (scope {scope}: {why}): copy it with a tool that does (skopeo copy docker://{reference} "
-                "oci:DIR) and give cosctl the layout DIR")
+                f"check (scope {scope}: {why}): podman and skopeo refuse it as well; give the image's scope a "
+                "requirement containers/image implements")
     signed = tuple(r for r in requirements if r.type in SIGNATURE_TYPES)
     return SignatureCheck(path, scope, signed) if signed else None

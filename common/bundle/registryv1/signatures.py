@@ -17,7 +17,8 @@ cosctl when, and only when, podman would pull it. The rules are containers/image
   fingerprint (or its primary key's) is among the keys imported.
 - ``sigstoreSigned`` by public keys (PEM, ECDSA, RSA or Ed25519, SHA-256): the attachment's
   ``dev.cosignproject.cosign/signature`` over its payload, by ``cryptography``; with Rekor keys, only a key a
-  Rekor SET names; keyless (``fulcio``), the key of a signing certificate Fulcio issued (:mod:`.sigstore`).
+  Rekor SET names; keyless (``fulcio``), the key of a signing certificate Fulcio issued; with ``pki``, the key of
+  a certificate the admin's own CA issued, valid now, naming the subject asked (:mod:`.sigstore`).
 
 The identity a signature must claim (``signedIdentity``) is matched against the reference as asked (by tag or by
 digest), never a mirror's: a mirror serves the same signed content. The image verified is the one pulled: for a
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime
 import hashlib
 import json
 import shutil
@@ -59,6 +61,7 @@ from .policy import (
     MATCH_REPOSITORY,
     REMAP_IDENTITY,
     SIGNED_BY,
+    Pki,
     Requirement,
     SignatureCheck,
     SignedIdentity,
@@ -70,9 +73,11 @@ from .sigstore import (
     Untrusted,
     exact_fields,
     key_problem,
+    load_intermediates,
     load_roots,
     strict_json,
     verify_certificate,
+    verify_pki,
     verify_set,
 )
 
@@ -264,7 +269,9 @@ def _rekor_keys(requirement: Requirement) -> list[ec.EllipticCurvePublicKey]:
 def _signing_keys(requirement: Requirement, signature: SigstoreSignature, encoded: str) -> list[PublicKey]:
     """The public keys a sigstore signature may be verified with under ``requirement`` (containers/image's
     prepareTrustRoot, then isSignatureAccepted up to VerifySigstorePayload): the policy's keys, those a Rekor SET
-    vouches for, or a Fulcio certificate's."""
+    vouches for, a Fulcio certificate's, or that of a certificate of the policy's PKI."""
+    if requirement.pki is not None:
+        return [_pki_key(requirement.pki, signature)]
     rekor = _rekor_keys(requirement) if requirement.rekor_paths or requirement.rekor_datas else []
     fulcio = requirement.fulcio
     roots: list[x509.Certificate] = []
@@ -308,6 +315,32 @@ def _signing_keys(requirement: Requirement, signature: SigstoreSignature, encode
 
 
 PublicKey = ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey
+
+
+def _pki_key(pki: Pki, signature: SigstoreSignature) -> PublicKey:
+    """The public key of a signature's certificate when it chains, now, to the policy's PKI roots and names the
+    subject the policy asks (containers/image's prSigstoreSignedPKI.prepareTrustRoot, then verifyPKI)."""
+    roots = load_roots(_read([pki.roots_path] if pki.roots_path else [],
+                             [pki.roots_data] if pki.roots_data is not None else [])[0])
+    if not roots:
+        raise Rejected("error loading PKI CA Roots certificates")
+    try:
+        intermediates: list[x509.Certificate] = []
+        if pki.intermediates_path or pki.intermediates_data is not None:
+            intermediates = load_intermediates(_read(
+                [pki.intermediates_path] if pki.intermediates_path else [],
+                [pki.intermediates_data] if pki.intermediates_data is not None else [])[0])
+        certificate = signature.annotations.get(CERTIFICATE_ANNOTATION)
+        if certificate is None:
+            raise Rejected(f"missing {CERTIFICATE_ANNOTATION} annotation")
+        key = verify_pki(roots, intermediates, pki.subject_email, pki.subject_hostname,
+                         datetime.datetime.now(datetime.UTC), certificate.encode(),
+                         signature.annotations.get(CHAIN_ANNOTATION, "").encode())
+    except Untrusted as exc:
+        raise Rejected(str(exc)) from None
+    if not isinstance(key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey):
+        raise Rejected("veryfing leaf certificate failed: x509: unknown public key algorithm")
+    return key
 
 
 def _public_keys(requirement: Requirement) -> list[PublicKey]:

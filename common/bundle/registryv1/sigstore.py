@@ -1,5 +1,6 @@
 """Sigstore's trust beyond a public key, as containers/image checks it for a ``sigstoreSigned`` requirement: a
-Rekor signed entry timestamp (SET) over the signature, and a Fulcio signing certificate (keyless signing).
+Rekor signed entry timestamp (SET) over the signature, a Fulcio signing certificate (keyless signing), and a
+signing certificate of the admin's own CA (``pki``).
 
 Why: images signed keyless (``cosign sign`` with an OIDC identity) carry a short-lived certificate from Fulcio and
 Rekor's promise that the signature was logged while the certificate was valid; a policy trusting them names the
@@ -15,6 +16,9 @@ Fulcio CA, the OIDC issuer and the e-mail of the signer, and Rekor's public key.
   for code signing; its OIDC issuer extension (v1 or v2; both must agree) is the policy's ``oidcIssuer`` and its
   e-mail addresses include ``subjectEmail``. Its public key then verifies the payload, as a key from the policy
   would.
+- With ``pki`` instead (``signature/pki_cert.go``): the same certificate annotations, chained to the policy's own
+  CA roots (through its trusted intermediates too) valid now, usable for code signing, naming the policy's
+  ``subjectEmail`` and ``subjectHostname`` (Go's VerifyHostname) where given; no Rekor.
 
 Messages are containers/image's where it has words for the case. Pure functions over bytes (:mod:`.signatures`
 calls them); ``cryptography`` does the cryptography.
@@ -26,6 +30,7 @@ import base64
 import binascii
 import datetime
 import hashlib
+import ipaddress
 import json
 from collections.abc import Sequence
 from typing import Any, Final
@@ -59,6 +64,7 @@ _STRING_TAGS: Final = {0x0C: "utf-8", 0x13: "ascii", 0x14: "latin-1", 0x16: "asc
 _NEVER_CRITICAL: Final = {ExtensionOID.SUBJECT_KEY_IDENTIFIER: "subject key identifier",
                           ExtensionOID.AUTHORITY_KEY_IDENTIFIER: "authority key identifier",
                           ExtensionOID.AUTHORITY_INFORMATION_ACCESS: "authority info access"}
+_SPACE: Final = b" \t\n\v\f\r"   # what bytes.TrimSpace trims (sigstore's UnmarshalCertificatesFromPEM trims first)
 # General name types Go's x509 understands in SANs and name constraints
 _GO_NAMES: Final = (x509.DNSName, x509.RFC822Name, x509.IPAddress, x509.UniformResourceIdentifier)
 
@@ -305,8 +311,15 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
 
 
 def load_roots(data: bytes) -> list[x509.Certificate]:
-    """The Fulcio CA certificates of a policy (Go's AppendCertsFromPEM: a block that is no certificate skipped)."""
-    return _pem_certificates(data, "Fulcio CA", skip_bad=True)
+    """The CA certificates of a policy, Fulcio's or a PKI's (Go's AppendCertsFromPEM: a block that is no
+    certificate skipped)."""
+    return _pem_certificates(data, "CA certificates", skip_bad=True)
+
+
+def load_intermediates(data: bytes) -> list[x509.Certificate]:
+    """A PKI's trusted intermediates, read as sigstore's UnmarshalCertificatesFromPEM reads them (anything that is
+    not a certificate refuses)."""
+    return _pem_certificates(data.strip(_SPACE), "loading trusted intermediate certificates")
 
 
 def verify_certificate(roots: Sequence[x509.Certificate], oidc_issuer: str, subject_email: str,
@@ -314,25 +327,180 @@ def verify_certificate(roots: Sequence[x509.Certificate], oidc_issuer: str, subj
     """The public key of the signing certificate ``leaf_pem``, when it chains to ``roots`` (through the
     intermediates of ``chain_pem`` but its last certificate) valid at ``when``, for code signing, issued for
     ``oidc_issuer`` and ``subject_email``; else :class:`Untrusted`."""
-    intermediates: list[x509.Certificate] = []
-    if chain_pem:
-        chain = _pem_certificates(chain_pem, "loading certificate chain")
-        intermediates = chain[:-1]
-    leaves = _pem_certificates(leaf_pem, "parsing leaf certificate") if leaf_pem.strip() else []
-    if not leaves:
-        raise Untrusted("no certificate found in signature certificate data")
-    if len(leaves) > 1:
-        raise Untrusted("unexpected multiple certificates present in signature certificate data")
-    leaf = leaves[0]
-    if problem := _chain_problem(leaf, intermediates, roots, when):
+    intermediates = _chain_intermediates(chain_pem)
+    leaf = _leaf(leaf_pem)
+    if problem := _chain_problem(leaf, intermediates, roots, when, "the signature's time"):
         raise Untrusted(f"veryfing leaf certificate failed: {problem}")
     issuer = _oidc_issuer(leaf)
     if issuer != oidc_issuer:
         raise Untrusted(f"Unexpected Fulcio OIDC issuer {json.dumps(issuer)}")
+    _require_email(leaf, subject_email)
+    return leaf.public_key()
+
+
+def verify_pki(roots: Sequence[x509.Certificate], trusted_intermediates: Sequence[x509.Certificate],
+               subject_email: str, subject_hostname: str, now: datetime.datetime, leaf_pem: bytes,
+               chain_pem: bytes) -> Any:
+    """The public key of the signing certificate ``leaf_pem``, when it chains to ``roots`` (through the policy's
+    ``trusted_intermediates`` and those of ``chain_pem`` but its last certificate) valid ``now``, for code
+    signing, naming ``subject_email`` and ``subject_hostname`` where given (containers/image's verifyPKI); else
+    :class:`Untrusted`."""
+    intermediates = [*trusted_intermediates, *_chain_intermediates(chain_pem)]
+    leaf = _leaf(leaf_pem)
+    if problem := _chain_problem(leaf, intermediates, roots, now, "current time"):
+        raise Untrusted(f"veryfing leaf certificate failed: {problem}")
+    if subject_email:
+        _require_email(leaf, subject_email)
+    if subject_hostname and (problem := hostname_problem(leaf, subject_hostname)):
+        raise Untrusted(f"Unexpected subject hostname: {problem}")
+    return leaf.public_key()
+
+
+def _chain_intermediates(chain_pem: bytes) -> list[x509.Certificate]:
+    """The intermediates a signature's ``dev.sigstore.cosign/chain`` offers: all its certificates but the last (the
+    root, which only the policy may name)."""
+    if not chain_pem:
+        return []
+    return _pem_certificates(chain_pem.strip(_SPACE), "loading certificate chain")[:-1]
+
+
+def _leaf(leaf_pem: bytes) -> x509.Certificate:
+    """The one certificate of a signature's ``dev.sigstore.cosign/certificate`` (containers/image's
+    parseLeafCertFromPEM)."""
+    leaves = _pem_certificates(leaf_pem.strip(_SPACE), "parsing leaf certificate")
+    if not leaves:
+        raise Untrusted("no certificate found in signature certificate data")
+    if len(leaves) > 1:
+        raise Untrusted("unexpected multiple certificates present in signature certificate data")
+    return leaves[0]
+
+
+def _require_email(leaf: x509.Certificate, subject_email: str) -> None:
     emails = _emails(leaf)
     if subject_email not in emails:
         raise Untrusted(f"Required email {json.dumps(subject_email)} not found (got {json.dumps(emails)})")
-    return leaf.public_key()
+
+
+def hostname_problem(cert: x509.Certificate, host: str) -> str | None:
+    """Why ``cert`` is not valid for ``host`` as Go's Certificate.VerifyHostname decides (an IP address, bracketed
+    or not, against the IP SANs; a name against the DNS SANs without regard to ASCII case, a wildcard as a whole
+    left-most label and a trailing dot allowed where both are valid hostnames), in its words; None when valid."""
+    candidate_ip = host[1:-1] if len(host) >= 3 and host[0] == "[" and host[-1] == "]" else host
+    ip = _go_ip(candidate_ip)
+    if ip is not None:
+        if any(_go_ip_equal(ip, san) for san in _ip_sans(cert)):
+            return None
+        return _hostname_error(cert, candidate_ip)
+    name = _ascii_lower(host)
+    valid_name = _valid_hostname(name, pattern=False)
+    for match in _dns_sans(cert):
+        if valid_name and _valid_hostname(match, pattern=True):
+            if _match_hostnames(match, name):
+                return None
+        elif match not in ("", ".") and name not in ("", ".") and _ascii_lower(match) == name:
+            return None
+    return _hostname_error(cert, host)
+
+
+def _hostname_error(cert: x509.Certificate, host: str) -> str:
+    """Go's HostnameError.Error()."""
+    try:
+        cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        has_san = True
+    except x509.ExtensionNotFound:
+        has_san = False
+    common = [a.value for a in cert.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)]
+    if not has_san and _match_hostnames(str(common[-1]) if common else "", host):
+        return "x509: certificate relies on legacy Common Name field, use SANs instead"
+    if _go_ip(host) is not None:
+        ips = _ip_sans(cert)
+        if not ips:
+            return f"x509: cannot validate certificate for {host} because it doesn't contain any IP SANs"
+        if len(ips) >= 100:
+            return f"x509: certificate is valid for {len(ips)} IP SANs, but none matched {host}"
+        valid = ", ".join(_go_ip_text(ip) for ip in ips)
+    else:
+        names = _dns_sans(cert)
+        if len(names) >= 100:
+            return f"x509: certificate is valid for {len(names)} names, but none matched {host}"
+        valid = ", ".join(names)
+    if not valid:
+        return f"x509: certificate is not valid for any names, but wanted to match {host}"
+    return f"x509: certificate is valid for {valid}, not {host}"
+
+
+def _dns_sans(cert: x509.Certificate) -> list[str]:
+    try:
+        return cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+            x509.DNSName)
+    except x509.ExtensionNotFound:
+        return []
+
+
+def _ip_sans(cert: x509.Certificate) -> list[Any]:
+    try:
+        return list(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+            x509.IPAddress))
+    except x509.ExtensionNotFound:
+        return []
+
+
+def _go_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``text`` as Go's net.ParseIP reads it (dotted IPv4 without leading zeros, IPv6 without a zone), else None."""
+    if "%" in text:
+        return None
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def _go_ip_equal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, san: Any) -> bool:
+    """Go's IP.Equal: an IPv4 address equals its IPv4-mapped IPv6 form."""
+    return bool(_v4_form(ip) == _v4_form(san))
+
+
+def _v4_form(ip: Any) -> Any:
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return mapped if mapped is not None else ip
+
+
+def _go_ip_text(ip: Any) -> str:
+    """An IP SAN as Go's IP.String writes it (an IPv4-mapped IPv6 address as the IPv4 one)."""
+    return str(_v4_form(ip))
+
+
+def _ascii_lower(text: str) -> str:
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
+def _valid_hostname(host: str, *, pattern: bool) -> bool:
+    """Go's validHostname: labels of ASCII letters, digits, '_' and inner '-'; a pattern may start with a whole
+    '*' label; an input may end with a dot."""
+    if not pattern:
+        host = host.removesuffix(".")
+    if not host or host == "*":
+        return False
+    for index, part in enumerate(host.split(".")):
+        if not part:
+            return False
+        if pattern and index == 0 and part == "*":
+            continue
+        for position, char in enumerate(part):
+            if not (char.isascii() and (char.isalnum() or char == "_" or (char == "-" and position != 0))):
+                return False
+    return True
+
+
+def _match_hostnames(pattern: str, host: str) -> bool:
+    """Go's matchHostnames: label by label, a left-most '*' matching any one label."""
+    pattern, host = _ascii_lower(pattern), _ascii_lower(host.removesuffix("."))
+    if not pattern or not host:
+        return False
+    pattern_parts, host_parts = pattern.split("."), host.split(".")
+    if len(pattern_parts) != len(host_parts):
+        return False
+    return all((index == 0 and part == "*") or part == host_parts[index] for index, part in enumerate(pattern_parts))
 
 
 def _valid_at(cert: x509.Certificate, when: datetime.datetime) -> bool:
@@ -434,15 +602,41 @@ def _is_ca(cert: x509.Certificate) -> bool:
         return False
 
 
+def _may_sign_certificates(parent: x509.Certificate) -> bool:
+    """Go's CheckSignatureFrom before the signature: a version 3 certificate signs others only with basic
+    constraints saying CA (a version 1 certificate may), and only if its key usage, when it has one, allows
+    certificate signing."""
+    try:
+        constraints: x509.BasicConstraints | None = parent.extensions.get_extension_for_class(
+            x509.BasicConstraints).value
+    except x509.ExtensionNotFound:
+        constraints = None
+    if (parent.version == x509.Version.v3 and constraints is None) or (constraints is not None and not constraints.ca):
+        return False
+    try:
+        usage = parent.extensions.get_extension_for_class(x509.KeyUsage).value
+    except x509.ExtensionNotFound:
+        return True
+    bits = (usage.digital_signature, usage.content_commitment, usage.key_encipherment, usage.data_encipherment,
+            usage.key_agreement, usage.key_cert_sign, usage.crl_sign,
+            usage.key_agreement and usage.encipher_only, usage.key_agreement and usage.decipher_only)
+    return usage.key_cert_sign or not any(bits)
+
+
 def _chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certificate],
-                   roots: Sequence[x509.Certificate], when: datetime.datetime) -> str | None:
-    """None when ``leaf`` chains to a root as Go's x509.Verify (ExtKeyUsageCodeSigning, CurrentTime ``when``)
-    requires: every certificate valid then, no critical extension it does not handle, code signing allowed by each
-    one's extended key usage (the root's too), issuers CAs within their path length, names within their
-    constraints; else why not (the reason of the closest chain, else an unknown authority). As in Go, a
-    certificate is used once per chain and the search stops after :data:`MAX_SIGNATURE_CHECKS` signature checks."""
-    if problem := _certificate_problem(leaf, when):
+                   roots: Sequence[x509.Certificate], when: datetime.datetime, clock: str) -> str | None:
+    """None when ``leaf`` chains to a root as Go's x509.Verify (ExtKeyUsageCodeSigning, CurrentTime ``when``, which
+    messages call ``clock``) requires: every certificate valid then, no critical extension it does not handle, code
+    signing allowed by each one's extended key usage (the root's too), issuers allowed to sign certificates (basic
+    constraints and key usage; an intermediate a CA) within their path length, names within their constraints; a
+    leaf that is itself one of the roots is its own chain; else why not (the reason of the closest chain, else an
+    unknown authority). As in Go, a certificate is used once per chain and the search stops after
+    :data:`MAX_SIGNATURE_CHECKS` signature checks."""
+    if problem := _certificate_problem(leaf, when, clock):
         return problem
+    leaf_der = leaf.public_bytes(serialization.Encoding.DER)
+    if any(root.public_bytes(serialization.Encoding.DER) == leaf_der for root in roots):
+        return None
     if _explicit_policy(leaf):
         return "x509: certificate policies required by a policy constraint are not checked by cosctl"
     der = {id(c): c.public_bytes(serialization.Encoding.DER) for c in [*intermediates, *roots, leaf]}
@@ -457,20 +651,24 @@ def _chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certific
         if checks >= MAX_SIGNATURE_CHECKS:
             return False
         checks += 1
+        if not _may_sign_certificates(parent):
+            reasons.append("x509: certificate signed by unknown authority (possibly because of \"x509: invalid "
+                           "signature: parent certificate cannot sign this kind of certificate\")")
+            return False
         try:
             child.verify_directly_issued_by(parent)
         except (ValueError, TypeError, InvalidSignature, UnsupportedAlgorithm):
             return False
         return True
 
-    def acceptable(parent: x509.Certificate, path: list[x509.Certificate]) -> bool:
+    def acceptable(parent: x509.Certificate, path: list[x509.Certificate], *, root: bool) -> bool:
         """Whether ``parent`` may issue for ``path`` (the leaf first, then the CAs under ``parent``)."""
-        problem = _certificate_problem(parent, when) or _name_problem(parent, path)
+        problem = _certificate_problem(parent, when, clock) or _name_problem(parent, path)
+        if problem is None and not root and not _is_ca(parent):
+            problem = "x509: certificate is not authorized to sign other certificates"
         length = _path_length(parent)
         if problem is None and length is not None and len(path) - 1 > length:
             problem = "x509: too many intermediates for path length constraint"
-        if problem is None and not _is_ca(parent):
-            problem = "x509: certificate signed by unknown authority (a parent certificate cannot sign: not a CA)"
         if problem is not None:
             reasons.append(problem)
             return False
@@ -479,7 +677,7 @@ def _chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certific
     def walk(path: list[x509.Certificate]) -> bool:
         cert = path[-1]
         for root in roots:
-            if issued(cert, root) and acceptable(root, path):
+            if issued(cert, root) and acceptable(root, path, root=True):
                 return True
         on_path = {der[id(c)] for c in path}
         for candidate in intermediates:
@@ -490,7 +688,7 @@ def _chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certific
                 reasons.append("x509: certificate policies required by a policy constraint are not checked by "
                                "cosctl")
                 continue
-            if issued(cert, candidate) and acceptable(candidate, path) and walk([*path, candidate]):
+            if issued(cert, candidate) and acceptable(candidate, path, root=False) and walk([*path, candidate]):
                 return True
         return False
 
@@ -499,9 +697,9 @@ def _chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certific
     return reasons[0] if reasons else "x509: certificate signed by unknown authority"
 
 
-def _certificate_problem(cert: x509.Certificate, when: datetime.datetime) -> str | None:
+def _certificate_problem(cert: x509.Certificate, when: datetime.datetime, clock: str) -> str | None:
     if not _valid_at(cert, when):
-        return (f"x509: certificate has expired or is not yet valid: the signature's time {when:%Y-%m-%dT%H:%M:%SZ} "
+        return (f"x509: certificate has expired or is not yet valid: {clock} {when:%Y-%m-%dT%H:%M:%SZ} "
                 f"is outside {cert.not_valid_before_utc:%Y-%m-%dT%H:%M:%SZ} to "
                 f"{cert.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}")
     if _unhandled_critical(cert):
