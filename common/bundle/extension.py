@@ -1,11 +1,12 @@
 """An OLM v1 ClusterExtension manifest read as the options of ``cosctl publish --package``.
 
 Why: an admin coming from OLM v1 holds ClusterExtensions (in a GitOps repository, or on the cluster operator-controller
-ran on); each says the package, channels, version range, upgrade policy, install namespace, ServiceAccount,
-configuration and preflight setting that ``publish --package`` takes as flags. Reading the manifest itself, rather
-than having the admin copy each field into a flag, keeps the two from drifting and makes the migration one command
-per extension. ``spec.source.catalog.selector`` picks the cluster's ClusterCatalogs to resolve from, as it does for
-OLM v1, unless ``--catalog`` names a catalog. ``status`` is ignored.
+ran on); each says the package, channels, version range, upgrade policy, install namespace, ServiceAccount (up
+to OLM v1 v1.10; optional and ignored since v1.11.0), configuration and preflight setting that ``publish
+--package`` takes as flags. Reading the manifest itself, rather than having the admin copy each field into a flag,
+keeps the two from drifting and makes the migration one command per extension. ``spec.source.catalog.selector``
+picks the cluster's ClusterCatalogs to resolve from, as it does for OLM v1, unless ``--catalog`` names a catalog.
+``status`` is ignored.
 
 Pure: a parsed document in, an :class:`Extension` or :class:`ExtensionError` (naming the file and the field) out.
 """
@@ -153,10 +154,18 @@ def parse_extension(obj: Any, where: str) -> Extension:
     assert spec is not None
     namespace = string(spec, "namespace", "spec.namespace", required=True, max_length=63, pattern=_DNS1123_LABEL,
                        rule="namespace must be a valid DNS1123 label")
-    account = section(spec, "serviceAccount", "spec.serviceAccount")
-    assert account is not None
-    service_account = string(account, "name", "spec.serviceAccount.name", required=True,
-                             pattern=_DNS1123_SUBDOMAIN, rule=f"name {_SUBDOMAIN_RULE}")
+    # Optional since OLM v1 v1.11.0, which deprecated it and ignores it (it installs with its own rights, as a
+    # revision naming no ServiceAccount is written); where a manifest still names one, its revisions are written
+    # with that ServiceAccount's rights, as OLM v1 did up to v1.10.
+    account = section(spec, "serviceAccount", "spec.serviceAccount", required=False)
+    service_account: str | None = None
+    if account is not None and not account:
+        raise fail("spec.serviceAccount", "should have at least 1 properties")
+    if account and account.get("name") is not None:
+        if account["name"] == "":
+            raise fail("spec.serviceAccount.name", "should be at least 1 chars long")
+        service_account = string(account, "name", "spec.serviceAccount.name", pattern=_DNS1123_SUBDOMAIN,
+                                 rule=f"name {_SUBDOMAIN_RULE}")
     if service_account == SYNTHETIC_USER:
         raise fail("spec.serviceAccount.name", f"{SYNTHETIC_USER} (OLM v1's SyntheticPermissions, an alpha feature "
                                                f"that applies as the user olm:clusterextension:{name}) is not "

@@ -1,8 +1,9 @@
 """``cosctl rbac``: the ServiceAccount, Roles and ClusterRole that let the reconciler apply a revision with that
 ServiceAccount's rights, and nothing the revision does not need.
 
-Why: OLM v1 installs a bundle with the rights of the ServiceAccount its ClusterExtension names, and so does the
-reconciler for a revision that names one (``cosctl publish --service-account``). Writing that ServiceAccount's RBAC
+Why: OLM v1 up to v1.10 installed a bundle with the rights of the ServiceAccount its ClusterExtension names (v1.11.0
+gave that up for its own cluster-admin rights), and so does the reconciler for a revision that names one
+(``cosctl publish --service-account``). Writing that ServiceAccount's RBAC
 by hand means reading every object of the rendered bundle and every rule of its Roles (the API server lets a
 ServiceAccount grant only what it holds itself); OLM v1's documentation spends a page on deriving it. This prints
 it from the same rendering ``publish`` makes (:func:`common.bundle.permissions.grant`), offline, for review and for

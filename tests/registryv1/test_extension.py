@@ -73,6 +73,20 @@ def test_a_cluster_extension_is_published_as_publish_package_would_publish_it(im
     assert source_of(mc, "my-demo-2") == {"catalog": catalog, "packageName": "demo"}
 
 
+def test_a_manifest_without_a_service_account_is_written_with_the_reconcilers_rights(images: dict[str, str],
+                                                                                    tmp_path: Path) -> None:
+    """OLM v1 v1.11.0 made spec.serviceAccount optional and ignores it (it installs with its own rights): such a
+    manifest publishes a revision naming no ServiceAccount, which the reconciler writes with its own."""
+    catalog = str(write_catalog(tmp_path / "catalog.json", images))
+    manifest = extension(tmp_path / "ce.yaml", serviceAccount=None)
+    mc = MemCluster()
+    code, out, err = cosctl("publish", "--extension", manifest, "--catalog", catalog, cluster=mc)
+    assert (code, out.splitlines()[-1]) == (0, "ClusterObjectSet my-demo-1 (revision 1) created"), out + err
+    annotations = mc.get(*COS, "my-demo-1")["metadata"]["annotations"]
+    assert api.ANNOTATION_SERVICE_ACCOUNT_NAME not in annotations
+    assert api.ANNOTATION_SERVICE_ACCOUNT_NAMESPACE not in annotations
+
+
 def test_what_the_manifest_says_cannot_be_said_again_on_the_command_line(tmp_path: Path) -> None:
     manifest = extension(tmp_path / "ce.yaml")
     for flag, value, field in (("--version", "1.0.0", "spec.source.catalog.version"),
@@ -95,7 +109,8 @@ CATALOG = {"sourceType": "Catalog", "catalog": {"packageName": "demo"}}
     ({"source": {"sourceType": "Catalog", "catalog": {}}}, "spec.source.catalog.packageName: Required value"),
     ({"namespace": None}, "spec.namespace: Required value"),
     ({"namespace": "Demo_NS"}, "spec.namespace: namespace must be a valid DNS1123 label"),
-    ({"serviceAccount": None}, "spec.serviceAccount: Required value"),
+    ({"serviceAccount": {}}, "spec.serviceAccount: should have at least 1 properties"),
+    ({"serviceAccount": {"name": ""}}, "spec.serviceAccount.name: should be at least 1 chars long"),
     ({"serviceAccount": {"name": "Installer"}}, "spec.serviceAccount.name: name must be a valid DNS1123 subdomain. "
      "It must contain only lowercase alphanumeric characters, hyphens (-) or periods (.), start and end with an "
      "alphanumeric character, and be no longer than 253 characters"),
