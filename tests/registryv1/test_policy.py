@@ -119,6 +119,8 @@ def test_the_users_policy_comes_before_the_systems_and_the_systems_before_the_ve
     ('{"default": [{"type": "sigstoreSigned", "pki": {"caRootsPath": "/ca", "subjectHost": "h"}, '
      '"signedIdentity": {"type": "matchRepository"}}]}',
      "default: a sigstoreSigned requirement has a pki with an unknown field 'subjectHost'"),
+    ('{"default": [{"type": "sigstoreSigned", "pki": null, "keyPath": "/k", "signedIdentity": {"type": '
+     '"matchRepository"}}]}', "default: a sigstoreSigned requirement has a pki that is not an object"),
     ('{"default": [{"type": "sigstoreSigned", "pki": {"caRootsPath": "/ca", "subjectEmail": "e"}, '
      '"rekorPublicKeyPath": "/r", "signedIdentity": {"type": "matchRepository"}}]}',
      "default: a sigstoreSigned requirement has pki with rekorPublicKeyPath, which pki does not take"),

@@ -595,6 +595,80 @@ def test_a_pki_hostname_is_matched_as_gos_verify_hostname_matches_it(names: tupl
     assert sigstore.hostname_problem(_named(*names, common="signer.example.com"), host) == problem
 
 
+def _constrained(permitted: list[x509.GeneralName] | None, excluded: list[x509.GeneralName] | None,
+                 *names: x509.GeneralName) -> str | None:
+    """Why a CA with these name constraints may not sign a certificate naming ``names`` (sigstore._name_problem)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(x509.Name([])).issuer_name(x509.Name([]))
+          .public_key(key.public_key()).serial_number(1).not_valid_before(datetime.datetime(2025, 1, 1))
+          .not_valid_after(datetime.datetime(2030, 1, 1))
+          .add_extension(x509.NameConstraints(permitted, excluded), critical=True).sign(key, hashes.SHA256()))
+    return sigstore._name_problem(ca, [_named(*names)])
+
+
+NOT_AUTHORIZED = "x509: a root or intermediate certificate is not authorized to sign for this name: "
+IP = ipaddress.ip_address
+NET = ipaddress.ip_network
+
+
+@pytest.mark.parametrize(("permitted", "excluded", "names", "problem"), [
+    ([x509.DNSName("example.com")], None, [x509.DNSName("signer.EXAMPLE.com")], None),
+    ([x509.DNSName("example.com")], None, [x509.DNSName("example.com")], None),
+    ([x509.DNSName(".example.com")], None, [x509.DNSName("example.com")],
+     NOT_AUTHORIZED + 'DNS name "example.com" is not permitted by any constraint'),
+    ([x509.DNSName("example.com")], None, [x509.DNSName("badexample.com")],
+     NOT_AUTHORIZED + 'DNS name "badexample.com" is not permitted by any constraint'),
+    (None, [x509.DNSName("bad.example.com")], [x509.DNSName("*.example.com")],
+     NOT_AUTHORIZED + 'DNS name "*.example.com" is excluded by constraint "bad.example.com"'),
+    ([x509.DNSName("example.com")], None, [x509.DNSName("signer.example.com.")],
+     NOT_AUTHORIZED + 'x509: cannot parse dnsName "signer.example.com."'),
+    ([x509.RFC822Name("example.com")], None, [x509.RFC822Name("a@example.com"), x509.DNSName("x.example.org")],
+     None),   # no DNS constraint: DNS names are free
+    ([x509.IPAddress(NET("10.0.0.0/8"))], None, [x509.IPAddress(IP("10.1.2.3"))], None),
+    ([x509.IPAddress(NET("10.0.0.0/8"))], None, [x509.IPAddress(IP("::ffff:10.1.2.3"))],
+     NOT_AUTHORIZED + 'IP address "10.1.2.3" is not permitted by any constraint'),   # another address length
+    ([x509.IPAddress(NET("::ffff:0:0/96"))], None, [x509.IPAddress(IP("::ffff:10.1.2.3"))], None),
+    (None, [x509.IPAddress(NET("2001:db8::/64"))], [x509.IPAddress(IP("2001:db8::7"))],
+     NOT_AUTHORIZED + 'IP address "2001:db8::7" is excluded by constraint "2001:db8::/64"'),
+    ([x509.UniformResourceIdentifier(".example.com")], None,
+     [x509.UniformResourceIdentifier("https://user@CI.example.com:8443/build")], None),
+    ([x509.UniformResourceIdentifier("example.com")], None, [x509.UniformResourceIdentifier("urn:example:x")],
+     NOT_AUTHORIZED + 'URI with empty host ("urn:example:x") cannot be matched against constraints'),
+    ([x509.UniformResourceIdentifier("example.com")], None, [x509.UniformResourceIdentifier("https://10.0.0.1/")],
+     NOT_AUTHORIZED + 'URI with IP ("https://10.0.0.1/") cannot be matched against constraints'),
+])
+def test_name_constraints_of_every_type_hold_as_go_holds_them(permitted: Any, excluded: Any,
+                                                              names: list[x509.GeneralName],
+                                                              problem: str | None) -> None:
+    assert _constrained(permitted, excluded, *names) == problem
+
+
+def test_pem_is_read_as_go_reads_it_a_block_that_does_not_decode_skipped() -> None:
+    ca = PkiCA.generate()
+    bad = b"-----BEGIN CERTIFICATE-----\nQUJD@@@@\n-----END CERTIFICATE-----\n"
+    assert [c.subject for c in sigstore.load_roots(bad + ca.root_pem)] == [ca.root.subject]
+    assert [c.subject for c in sigstore.load_intermediates(bad + ca.intermediate_pem)] == [ca.intermediate.subject]
+    headed = ca.root_pem.replace(b"-----\n", b"-----\nComment: x\n\n", 1)
+    assert sigstore.load_roots(headed) == []   # AppendCertsFromPEM skips a block with headers
+    assert [c.subject for c in sigstore.load_intermediates(headed)] == [ca.root.subject]
+    block, rest = sigstore.pem_decode(b"junk\n" + ca.root_pem + b"tail")
+    assert (block is not None and block.label, rest) == ("CERTIFICATE", b"tail")
+    assert sigstore.pem_decode(b"-----BEGIN X-----\nAAAA\n-----END Y-----\n") == (
+        None, b"-----BEGIN X-----\nAAAA\n-----END Y-----\n")
+
+
+def test_a_critical_san_with_a_name_go_reads_is_handled() -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    other = x509.OtherName(x509.ObjectIdentifier("1.3.6.1.4.1.99999.7"), b"\x0c\x01x")
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([])).issuer_name(x509.Name([]))
+            .public_key(key.public_key()).serial_number(1).not_valid_before(datetime.datetime(2025, 1, 1))
+            .not_valid_after(datetime.datetime(2030, 1, 1)))
+    mixed = cert.add_extension(x509.SubjectAlternativeName([x509.RFC822Name("a@example.com"), other]), critical=True)
+    only_other = cert.add_extension(x509.SubjectAlternativeName([other]), critical=True)
+    assert sigstore._unhandled_critical(mixed.sign(key, hashes.SHA256())) is False
+    assert sigstore._unhandled_critical(only_other.sign(key, hashes.SHA256())) is True
+
+
 @pytest.mark.parametrize(("requirement", "why"), [
     ({"type": "signedBaseLayer", "baseLayerIdentity": {"type": "matchExact"}},
      "signedBaseLayer, which containers/image does not implement either (signedBaseLayer not implemented yet!)"),

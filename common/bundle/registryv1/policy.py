@@ -326,6 +326,9 @@ def _requirement(kind: str, item: dict[str, Any]) -> Requirement:
     # a source counts when given non-empty (Go's zero values are "not given"); signedBy takes an empty keyPaths
     # (its keyring then holds no key: "No public keys imported"), sigstoreSigned refuses it
     sources = _KEY_SOURCES[kind]
+    for key in ("fulcio", "pki"):   # Go's decoder hands a null to their UnmarshalJSON, which wants an object
+        if key in sources and key in item and item[key] is None:
+            raise _Invalid(f"has a {key} that is not an object")
     given = [key for key in sources if key in item and item[key] not in ("", None)]
     if len(given) != 1:
         raise _Invalid(f"needs exactly one of {', '.join(sources)}")

@@ -32,7 +32,9 @@ import datetime
 import hashlib
 import ipaddress
 import json
+import urllib.parse
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from cryptography import x509
@@ -136,57 +138,104 @@ def _b64(value: Any, what: str) -> bytes:
         raise Untrusted(f"{what}: {exc}") from None
 
 
-def _pem_block(data: bytes) -> tuple[bytes, bytes, str] | None:
-    """The first PEM block of ``data``: its DER content, the bytes after its END line and its label (Go's
-    pem.Decode: the BEGIN line starts a line, the END line ends one, base64 in between, headers allowed)."""
-    text = data.decode("latin-1")
-    start = 0
+@dataclass(frozen=True, slots=True)
+class PemBlock:
+    """A PEM block as Go's encoding/pem decodes it: its label, headers and DER content."""
+
+    label: str
+    headers: dict[bytes, bytes]
+    der: bytes
+
+
+_PEM_START: Final = b"\n-----BEGIN "
+_PEM_END: Final = b"\n-----END "
+_PEM_EOL: Final = b"-----"
+
+
+def _get_line(data: bytes) -> tuple[bytes, bytes, int]:
+    """Go's pem getLine: the first line (its CR and trailing blanks dropped), the rest, the bytes consumed."""
+    i = data.find(b"\n")
+    if i < 0:
+        i = j = len(data)
+    else:
+        j = i + 1
+        if i > 0 and data[i - 1:i] == b"\r":
+            i -= 1
+    return data[:i].rstrip(b" \t"), data[j:], j
+
+
+def pem_decode(data: bytes) -> tuple[PemBlock | None, bytes]:
+    """Go 1.26's pem.Decode: the first block (found from the first END line back to the last BEGIN line before
+    it) and what follows its END line; a block that does not decode (a BEGIN line not starting a line, labels
+    that differ, text after the END line, bad base64) is skipped for the next one; (None, ``data``) without any."""
+    rest = data
+    end_trailer_index = 0
     while True:
-        start = text.find("-----BEGIN ", start)
-        if start < 0:
-            return None
-        if start == 0 or text[start - 1] == "\n":
-            break
-        start += 1
-    label_end = text.find("-----", start + 11)
-    line_end = text.find("\n", start)
-    if label_end < 0 or (0 <= line_end < label_end) or text[label_end + 5:line_end if line_end >= 0 else None].strip():
-        return None
-    label = text[start + 11:label_end]
-    end_marker = f"\n-----END {label}-----"
-    end = text.find(end_marker, label_end)
-    if end < 0:
-        return None
-    lines = text[label_end + 5:end].strip("\r\n").splitlines()
-    body = "".join(line.strip() for line in lines if ":" not in line)
-    try:
-        der = base64.b64decode(body, validate=True)
-    except binascii.Error:
-        return None
-    rest = text[end + len(end_marker):]
-    after = rest.split("\n", 1)
-    if after[0].strip(" \t\r"):
-        return None
-    return der, (after[1] if len(after) > 1 else "").encode("latin-1"), label
+        if end_trailer_index < 0 or end_trailer_index > len(rest):
+            return None, data
+        rest = rest[end_trailer_index:]
+        end_index = rest.find(_PEM_END)
+        if end_index < 0:
+            return None, data
+        end_trailer_index = end_index + len(_PEM_END)
+        begin_index = rest.rfind(_PEM_START[1:], 0, end_index)
+        if begin_index < 0 or (begin_index > 0 and rest[begin_index - 1] != ord("\n")):
+            continue
+        skip = begin_index + len(_PEM_START) - 1
+        rest, end_index, end_trailer_index = rest[skip:], end_index - skip, end_trailer_index - skip
+        type_line, rest, consumed = _get_line(rest)
+        end_index, end_trailer_index = end_index - consumed, end_trailer_index - consumed
+        if not type_line.endswith(_PEM_EOL):
+            continue
+        type_line = type_line[:-len(_PEM_EOL)]
+        headers: dict[bytes, bytes] = {}
+        while True:
+            if not rest:
+                return None, data
+            line, following, consumed = _get_line(rest)
+            key, colon, value = line.partition(b":")
+            if not colon:
+                break
+            headers[key.strip(_SPACE)] = value.strip(_SPACE)
+            rest, end_index, end_trailer_index = following, end_index - consumed, end_trailer_index - consumed
+        if (headers and end_index < 0) or end_trailer_index < 0:
+            continue
+        end_trailer = rest[end_trailer_index:]
+        trailer_length = len(type_line) + len(_PEM_EOL)
+        if len(end_trailer) < trailer_length:
+            continue
+        rest_of_end_line, end_trailer = end_trailer[trailer_length:], end_trailer[:trailer_length]
+        if not end_trailer.startswith(type_line) or not end_trailer.endswith(_PEM_EOL):
+            continue
+        if _get_line(rest_of_end_line)[0]:
+            continue
+        der = b""
+        if end_index > 0:
+            encoded = rest[:end_index].translate(None, b" \t\r\n")   # Go's decoder skips CR and LF itself
+            try:
+                der = base64.b64decode(encoded, validate=True)
+            except binascii.Error:
+                continue
+        return PemBlock(type_line.decode("latin-1"), headers, der), _get_line(rest[end_index + len(_PEM_END) - 1:])[1]
 
 
 def _pem_certificates(data: bytes, what: str, *, skip_bad: bool = False) -> list[x509.Certificate]:
     """Every certificate of a PEM bundle, as sigstore's UnmarshalCertificatesFromPEM reads it (anything left
-    that is no PEM block is an error), or as Go's AppendCertsFromPEM (``skip_bad``: blocks that are no certificate
-    skipped). Each certificate is parsed whole now, so a malformed one is refused here, not met later."""
+    that is no PEM block is an error), or as Go's AppendCertsFromPEM (``skip_bad``: blocks that are no certificate,
+    or carry headers, skipped). Each certificate is parsed whole now, so a malformed one is refused here, not met
+    later."""
     found: list[x509.Certificate] = []
     rest = data
     while rest:
-        block = _pem_block(rest)
+        block, rest = pem_decode(rest)
         if block is None:
             if skip_bad:
                 break
             raise Untrusted(f"{what}: error during PEM decoding")
-        der, rest, label = block
-        if skip_bad and label != "CERTIFICATE":   # AppendCertsFromPEM takes CERTIFICATE blocks only
+        if skip_bad and (block.label != "CERTIFICATE" or block.headers):
             continue
         try:
-            cert = _parsed(x509.load_der_x509_certificate(der))
+            cert = _parsed(x509.load_der_x509_certificate(block.der))
         except (ValueError, TypeError, UnicodeError, UnsupportedAlgorithm, x509.DuplicateExtension,
                 x509.UnsupportedGeneralNameType, Untrusted) as exc:
             if skip_bad:
@@ -271,17 +320,17 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
     public_key = signature.get("publicKey")
     if not isinstance(public_key, dict):
         raise Untrusted('Missing "signature.publicKey" field in hashedrekord')
-    logged = _pem_block(_b64(public_key.get("content", ""), "hashedrekord publicKey"))
+    logged, after_logged = pem_decode(_b64(public_key.get("content", ""), "hashedrekord publicKey"))
     if logged is None:
         raise Untrusted("publicKey in Rekor SET is not in PEM format")
-    if logged[1]:
+    if after_logged:
         raise Untrusted("publicKey in Rekor SET has trailing data")
-    ours = _pem_block(key_or_cert_pem)
+    ours, after_ours = pem_decode(key_or_cert_pem)
     if ours is None:
         raise Untrusted("public key or cert to be matched against publicKey in Rekor SET is not in PEM format")
-    if ours[1]:
+    if after_ours:
         raise Untrusted("public key or cert to be matched against publicKey in Rekor SET has trailing data")
-    if logged[0] != ours[0]:
+    if logged.der != ours.der:
         raise Untrusted("publicKey in Rekor SET does not match")
     try:
         raw_signature = base64.b64decode(signature_b64, validate=True)
@@ -514,60 +563,185 @@ def _path_length(cert: x509.Certificate) -> int | None:
         return None
 
 
+_NOT_AUTHORIZED: Final = "x509: a root or intermediate certificate is not authorized to sign for this name: "
+
+
 def _name_problem(ca: x509.Certificate, below: Sequence[x509.Certificate]) -> str | None:
-    """Why ``ca``'s name constraints forbid a name of a certificate ``below`` it, or None. E-mail constraints are
-    checked as Go checks them (a mailbox, a domain and its subdomains, or ``.domain`` for the subdomains only); a
-    constraint of another type on a name of that type is not checked, and refuses."""
+    """Why ``ca``'s name constraints forbid a name of a certificate ``below`` it, or None, as Go 1.26's
+    checkChainConstraints decides: every IP address, DNS name, URI host and e-mail address of their SANs must be
+    within a permitted subtree of its type (when the CA permits any of that type) and in no excluded one; DNS
+    names, URI hosts and e-mail domains match a constraint naming the domain itself or a parent (``.domain``: the
+    subdomains only), ignoring ASCII case; a wildcard name is excluded by a constraint on any name it may stand
+    for; a name Go cannot read (a DNS name ending in a dot, a URI without a host or with an IP address) refuses
+    the chain."""
     try:
         constraints = ca.extensions.get_extension_for_class(x509.NameConstraints).value
     except x509.ExtensionNotFound:
         return None
     permitted = list(constraints.permitted_subtrees or [])
     excluded = list(constraints.excluded_subtrees or [])
+
+    def values(kind: type[x509.GeneralName], subtrees: list[x509.GeneralName]) -> list[Any]:
+        return [c.value for c in subtrees if isinstance(c, kind)]
+
+    ip_rules = (values(x509.IPAddress, permitted), values(x509.IPAddress, excluded))
+    dns_rules = (values(x509.DNSName, permitted), values(x509.DNSName, excluded))
+    uri_rules = (values(x509.UniformResourceIdentifier, permitted), values(x509.UniformResourceIdentifier, excluded))
+    mail_rules = (values(x509.RFC822Name, permitted), values(x509.RFC822Name, excluded))
     for cert in below:
         try:
             names = list(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
         except x509.ExtensionNotFound:
-            names = []
+            continue
+        hosts: list[tuple[str, str]] = []
         for name in names:
-            if not isinstance(name, x509.RFC822Name):
-                if any(type(c) is type(name) for c in permitted + excluded):
-                    return f"x509: a name constraint of type {type(name).__name__} is not checked by cosctl"
-                continue
-            mails = [c.value for c in permitted if isinstance(c, x509.RFC822Name)]
-            if mails and not any(_mail_matches(name.value, c) for c in mails):
-                return ("x509: a root or intermediate certificate is not authorized to sign for this name: email "
-                        f"address {json.dumps(name.value)} is not permitted by any constraint")
-            if any(isinstance(c, x509.RFC822Name) and _mail_matches(name.value, c.value) for c in excluded):
-                return ("x509: a root or intermediate certificate is not authorized to sign for this name: email "
-                        f"address {json.dumps(name.value)} is excluded by constraint")
+            if isinstance(name, x509.UniformResourceIdentifier):
+                host_or_problem = _uri_host(name.value)
+                if host_or_problem[1]:
+                    return _NOT_AUTHORIZED + host_or_problem[1]
+                hosts.append((name.value, host_or_problem[0]))
+        for name in names:
+            if isinstance(name, x509.IPAddress) and (problem := _checked(
+                    "IP address", _go_ip_text(name.value), ip_rules,
+                    lambda network, ip=name.value: _ip_in(network, ip))):
+                return problem
+        for name in names:
+            if isinstance(name, x509.DNSName):
+                if not _domain_valid(name.value):
+                    return f"{_NOT_AUTHORIZED}x509: cannot parse dnsName {json.dumps(name.value)}"
+                if problem := _checked_domain("DNS name", name.value, name.value, dns_rules):
+                    return problem
+        for shown, host in hosts:
+            if not _domain_valid(host):
+                return f"{_NOT_AUTHORIZED}x509: internal error: URI SAN {json.dumps(shown)} failed to parse"
+            if problem := _checked_domain("URI", host, shown, uri_rules):
+                return problem
+        for name in names:
+            if isinstance(name, x509.RFC822Name):
+                _local, at, domain = name.value.rpartition("@")
+                if not at or not _domain_valid(domain):
+                    return f"{_NOT_AUTHORIZED}x509: cannot parse rfc822Name {json.dumps(name.value)}"
+                if problem := _checked("email address", name.value, mail_rules,
+                                       lambda constraint, mail=name.value: _mail_matches(mail, constraint)):
+                    return problem
     return None
 
 
+def _checked(kind: str, shown: str, rules: tuple[list[Any], list[Any]], matches: Any) -> str | None:
+    """Go's checkConstraints: not permitted when the CA permits names of this kind and none of them matches;
+    excluded when one of its exclusions matches."""
+    permitted, excluded = rules
+    if permitted and not any(matches(c) for c in permitted):
+        return f"{_NOT_AUTHORIZED}{kind} {json.dumps(shown)} is not permitted by any constraint"
+    for constraint in excluded:
+        if matches(constraint):
+            return (f"{_NOT_AUTHORIZED}{kind} {json.dumps(shown)} is excluded by constraint "
+                    f"{json.dumps(str(constraint))}")
+    return None
+
+
+def _checked_domain(kind: str, host: str, shown: str, rules: tuple[list[str], list[str]]) -> str | None:
+    permitted, excluded = rules
+    problem = _checked(kind, shown, (permitted, []), lambda c: _dns_has_suffix(c, host))
+    if problem is None:
+        wildcard_parent = _first_label_trimmed(_ascii_lower(host)) if host.startswith("*") else ""
+        problem = _checked(kind, shown, ([], excluded), lambda c: _dns_has_suffix(c, host) or bool(
+            wildcard_parent and _first_label_trimmed(_ascii_lower(c)) == wildcard_parent))
+    return problem
+
+
+def _dns_has_suffix(constraint: str, name: str) -> bool:
+    """Go's dnsHasSuffix for a constraint: ``""`` matches everything; else the name ends with it, ignoring ASCII
+    case, at a label boundary (or the constraint starts with a dot)."""
+    if not constraint:
+        return True
+    if len(constraint) > len(name) or not _ascii_lower(name).endswith(_ascii_lower(constraint)):
+        return False
+    return constraint[0] == "." or len(name) == len(constraint) or name[len(name) - len(constraint) - 1] == "."
+
+
+def _first_label_trimmed(name: str) -> str:
+    """Go's trimFirstLabel: from the first dot on (``""`` for a single label)."""
+    dot = name.find(".")
+    return "" if dot < 0 else name[dot:]
+
+
+def _domain_valid(name: str) -> bool:
+    """Go 1.26's domainNameValid for a name (not a constraint): no trailing dot, no empty label, printable ASCII
+    only (the empty name passes)."""
+    if not name:
+        return True
+    if name.endswith("."):
+        return False
+    return all(label and all(33 <= ord(c) <= 126 for c in label) for label in name.split("."))
+
+
+def _uri_host(uri: str) -> tuple[str, str]:
+    """The host a URI SAN is held to constraints by (lower case, without a port), or ("", why Go refuses it)."""
+    try:
+        netloc = urllib.parse.urlsplit(uri).netloc
+    except ValueError as exc:
+        return "", f"cannot parse URI {json.dumps(uri)}: {exc}"
+    host = netloc.rpartition("@")[2].lower()
+    if not host:
+        return "", f"URI with empty host ({json.dumps(uri)}) cannot be matched against constraints"
+    if ":" in host and not host.endswith("]"):
+        host, colon, _port = host.rpartition(":")
+        if not colon or (":" in host and not host.startswith("[")):
+            return "", f"cannot parse URI host {json.dumps(netloc)}: too many colons"
+    if (host.startswith("[") and host.endswith("]")) or _parse_addr(host):
+        return "", f"URI with IP ({json.dumps(uri)}) cannot be matched against constraints"
+    return host, ""
+
+
+def _parse_addr(text: str) -> bool:
+    """Whether Go's netip.ParseAddr reads ``text`` (an IPv4 or IPv6 address, a zone allowed)."""
+    try:
+        ipaddress.ip_address(text.split("%", 1)[0] if ":" in text else text)
+    except ValueError:
+        return False
+    return True
+
+
+_V4_IN_V6: Final = bytes(10) + b"\xff\xff"
+
+
+def _ip_in(network: Any, ip: Any) -> bool:
+    """Go's IPNet.Contains, on the constraint sets Go keeps per address length: an address is held to networks
+    written with as many bytes (4 or 16), then compared as IPv4 when both are (an IPv4-mapped IPv6 form is)."""
+    if network.version != ip.version:
+        return False
+    address, number, mask = ip.packed, network.network_address.packed, network.netmask.packed
+    if len(address) == 16 and address[:12] == _V4_IN_V6:
+        address = address[12:]
+    if len(number) == 16 and number[:12] == _V4_IN_V6:
+        number, mask = number[12:], mask[12:]
+    if len(address) != len(number):
+        return False
+    return all(a & m == n & m for a, n, m in zip(address, number, mask, strict=True))
+
+
 def _mail_matches(mail: str, constraint: str) -> bool:
-    """Go's matchEmailConstraint: a mailbox constraint matches the local part exactly and the host without case;
-    a domain matches itself and its subdomains, ``.domain`` its subdomains only."""
+    """Go's e-mail constraints: a mailbox constraint matches the local part exactly and the domain without
+    regard to case; a domain constraint matches as a DNS name constraint does (itself and its subdomains,
+    ``.domain`` its subdomains only)."""
     local, _, host = mail.rpartition("@")
-    host = host.lower()
     if "@" in constraint:
         c_local, _, c_host = constraint.rpartition("@")
-        return local == c_local and host == c_host.lower()
-    domain = constraint.lower()
-    if domain.startswith("."):
-        return host.endswith(domain)
-    return host == domain or host.endswith("." + domain)
+        return local == c_local and _ascii_lower(host) == _ascii_lower(c_host)
+    return _dns_has_suffix(constraint, host)
 
 
 def _unhandled_critical(cert: x509.Certificate) -> bool:
-    """Go's UnhandledCriticalExtensions: a critical extension it does not know, and a critical SAN or name
-    constraints holding a name type it does not understand."""
+    """Go's UnhandledCriticalExtensions: a critical extension it does not know, a critical SAN holding no name of a
+    type it understands, and critical name constraints holding a name type it does not understand."""
     for ext in cert.extensions:
         if not ext.critical:
             continue
         if ext.oid not in _HANDLED:
             return True
         value = ext.value
-        if isinstance(value, x509.SubjectAlternativeName) and any(not isinstance(n, _GO_NAMES) for n in value):
+        if isinstance(value, x509.SubjectAlternativeName) and not any(isinstance(n, _GO_NAMES) for n in value):
             return True
         if isinstance(value, x509.NameConstraints) and any(
                 not isinstance(n, _GO_NAMES) for n in [*(value.permitted_subtrees or ()),
