@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import pytest
 from cryptography import x509
@@ -306,29 +306,44 @@ def test_sigstore_signatures_are_read_from_attachments_when_registries_d_asks(
     assert load_bundle(ref).package_name == "demo"
 
 
-class Keyless:
-    """A bundle signed as ``cosign sign`` signs keyless: a Fulcio certificate for the signer's e-mail, Rekor's SET."""
+SIGNER: Final = "release@example.com"
 
-    ISSUER = "https://token.actions.githubusercontent.com"
-    EMAIL = "release@example.com"
 
-    def __init__(self, registry: Registry, home: Path, tmp_path: Path) -> None:
+class CertificateSigned:
+    """A bundle pushed to the test registry for sigstore signatures with certificates, read from attachments, under
+    a policy with one ``sigstoreSigned`` requirement (``requirement`` adds to it)."""
+
+    EMAIL = SIGNER
+
+    def __init__(self, registry: Registry, home: Path, tmp_path: Path, requirement: dict[str, Any]) -> None:
         self.registry, self.home, self.tmp = registry, home, tmp_path
         self.digest = push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
         self.ref = f"docker://{registry.ref(REPO, 'v1')}"
+        registries_d(home, f"default-docker:\n  lookaside: file://{tmp_path / 'none'}\n"
+                           "  use-sigstore-attachments: true\n")
+        self.policy = write_policy(home, {"default": [{
+            "type": "sigstoreSigned", **requirement, "signedIdentity": {"type": "matchRepository"}}]})
+        self.content = payload(self.digest, registry.ref(REPO, "v1"), SIGSTORE)
+
+    def refusal(self, reason: str) -> str:
+        return f"{self.ref}: rejected by the signature policy {self.policy} (sigstoreSigned, scope default): {reason}"
+
+
+class Keyless(CertificateSigned):
+    """A bundle signed as ``cosign sign`` signs keyless: a Fulcio certificate for the signer's e-mail, Rekor's SET."""
+
+    ISSUER = "https://token.actions.githubusercontent.com"
+
+    def __init__(self, registry: Registry, home: Path, tmp_path: Path) -> None:
         self.fulcio, self.rekor = FulcioCA.generate(), ec.generate_private_key(ec.SECP256R1())
         (tmp_path / "fulcio.pem").write_bytes(self.fulcio.root_pem)
         (tmp_path / "rekor.pub").write_bytes(self.rekor.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-        registries_d(home, f"default-docker:\n  lookaside: file://{tmp_path / 'none'}\n"
-                           "  use-sigstore-attachments: true\n")
-        self.policy = write_policy(home, {"default": [{
-            "type": "sigstoreSigned", "rekorPublicKeyPath": str(tmp_path / "rekor.pub"),
-            "fulcio": {"caPath": str(tmp_path / "fulcio.pem"), "oidcIssuer": self.ISSUER, "subjectEmail": self.EMAIL},
-            "signedIdentity": {"type": "matchRepository"}}]})
-        self.content = payload(self.digest, registry.ref(REPO, "v1"), SIGSTORE)
+        super().__init__(registry, home, tmp_path, {
+            "rekorPublicKeyPath": str(tmp_path / "rekor.pub"),
+            "fulcio": {"caPath": str(tmp_path / "fulcio.pem"), "oidcIssuer": self.ISSUER, "subjectEmail": self.EMAIL}})
 
-    def sign(self, *, email: str = EMAIL, issuer: str = ISSUER, at: int = 1764000000, logged_at: int | None = None,
+    def sign(self, *, email: str = SIGNER, issuer: str = ISSUER, at: int = 1764000000, logged_at: int | None = None,
              rekor: ec.EllipticCurvePrivateKey | None = None, chain: bool = True, content: bytes | None = None,
              ca: FulcioCA | None = None) -> None:
         key = ec.generate_private_key(ec.SECP256R1())
@@ -340,9 +355,6 @@ class Keyless:
         if chain:
             notes["dev.sigstore.cosign/chain"] = (ca or self.fulcio).chain_pem.decode()
         attach(self.registry, REPO, self.digest, [(self.content, notes, SIGSTORE_MIME)])
-
-    def refusal(self, reason: str) -> str:
-        return f"{self.ref}: rejected by the signature policy {self.policy} (sigstoreSigned, scope default): {reason}"
 
 
 def test_keyless_signatures_are_verified_by_their_fulcio_certificate_at_the_time_rekor_logged_them(
@@ -466,27 +478,18 @@ def test_a_public_key_with_rekor_needs_a_set_naming_that_key(registry: Registry,
                                      "match, signature in Rekor SET does not match")
 
 
-class PkiSigned:
+class PkiSigned(CertificateSigned):
     """A bundle signed as ``cosign sign --certificate`` signs with a certificate of an organisation's own CA, under a
     ``pki`` policy naming that CA's root and the signer's e-mail address (``pki`` adds to it)."""
 
-    EMAIL = "release@example.com"
-
     def __init__(self, registry: Registry, home: Path, tmp_path: Path, ca: PkiCA | None = None, **pki: Any) -> None:
-        self.registry, self.home, self.tmp = registry, home, tmp_path
-        self.digest = push_bundle(registry, write_bundle(tmp_path / "bundle"), tmp_path)
-        self.ref = f"docker://{registry.ref(REPO, 'v1')}"
         self.ca = ca or PkiCA.generate()
+        tmp_path.mkdir(parents=True, exist_ok=True)
         (tmp_path / "roots.pem").write_bytes(self.ca.root_pem)
-        registries_d(home, f"default-docker:\n  lookaside: file://{tmp_path / 'none'}\n"
-                           "  use-sigstore-attachments: true\n")
-        self.policy = write_policy(home, {"default": [{
-            "type": "sigstoreSigned", "pki": {"caRootsPath": str(tmp_path / "roots.pem"), "subjectEmail": self.EMAIL,
-                                              **pki},
-            "signedIdentity": {"type": "matchRepository"}}]})
-        self.content = payload(self.digest, registry.ref(REPO, "v1"), SIGSTORE)
+        super().__init__(registry, home, tmp_path, {"pki": {
+            "caRootsPath": str(tmp_path / "roots.pem"), "subjectEmail": self.EMAIL, **pki}})
 
-    def sign(self, *, ca: PkiCA | None = None, chain: bool = True, emails: tuple[str, ...] = (EMAIL,),
+    def sign(self, *, ca: PkiCA | None = None, chain: bool = True, emails: tuple[str, ...] = (SIGNER,),
              hosts: tuple[str, ...] = (), hours: tuple[int, int] = (-1, 1), certificate: bytes | None = None,
              key: ec.EllipticCurvePrivateKey | None = None) -> None:
         key = key or ec.generate_private_key(ec.SECP256R1())
@@ -497,9 +500,6 @@ class PkiSigned:
         if chain:
             notes["dev.sigstore.cosign/chain"] = (ca.intermediate_pem + ca.root_pem).decode()
         attach(self.registry, REPO, self.digest, [(self.content, notes, SIGSTORE_MIME)])
-
-    def refusal(self, reason: str) -> str:
-        return f"{self.ref}: rejected by the signature policy {self.policy} (sigstoreSigned, scope default): {reason}"
 
 
 def test_pki_signatures_are_verified_by_a_certificate_of_the_policys_ca_valid_now(
