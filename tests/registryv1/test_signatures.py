@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from common.bundle.registryv1 import sigstore
+from common.bundle.registryv1 import x509chain, x509names
 from common.bundle.registryv1.imageref import parse_reference
 from common.bundle.registryv1.policy import SignedIdentity
 from common.bundle.registryv1.pull import host_platform
@@ -417,7 +417,7 @@ def test_a_hostile_chain_or_set_is_refused_quickly_and_cleanly(registry: Registr
     ("release@example.org", "example.com", False),
 ])
 def test_email_name_constraints_match_as_go_matches_them(mail: str, constraint: str, matches: bool) -> None:
-    assert sigstore._mail_matches(mail, constraint) is matches
+    assert x509names._mail_matches(mail, constraint) is matches
 
 
 def test_an_empty_rekor_key_list_is_no_way_around_rekor(registry: Registry, home: Path, tmp_path: Path) -> None:
@@ -592,18 +592,18 @@ def _named(*names: x509.GeneralName, common: str = "") -> x509.Certificate:
 ])
 def test_a_pki_hostname_is_matched_as_gos_verify_hostname_matches_it(names: tuple[x509.GeneralName, ...], host: str,
                                                                      problem: str | None) -> None:
-    assert sigstore.hostname_problem(_named(*names, common="signer.example.com"), host) == problem
+    assert x509names.hostname_problem(_named(*names, common="signer.example.com"), host) == problem
 
 
 def _constrained(permitted: list[x509.GeneralName] | None, excluded: list[x509.GeneralName] | None,
                  *names: x509.GeneralName) -> str | None:
-    """Why a CA with these name constraints may not sign a certificate naming ``names`` (sigstore._name_problem)."""
+    """Why a CA with these name constraints may not sign a certificate naming ``names`` (x509names.name_problem)."""
     key = ec.generate_private_key(ec.SECP256R1())
     ca = (x509.CertificateBuilder().subject_name(x509.Name([])).issuer_name(x509.Name([]))
           .public_key(key.public_key()).serial_number(1).not_valid_before(datetime.datetime(2025, 1, 1))
           .not_valid_after(datetime.datetime(2030, 1, 1))
           .add_extension(x509.NameConstraints(permitted, excluded), critical=True).sign(key, hashes.SHA256()))
-    return sigstore._name_problem(ca, [_named(*names)])
+    return x509names.name_problem(ca, [_named(*names)])
 
 
 NOT_AUTHORIZED = "x509: a root or intermediate certificate is not authorized to sign for this name: "
@@ -646,14 +646,14 @@ def test_name_constraints_of_every_type_hold_as_go_holds_them(permitted: Any, ex
 def test_pem_is_read_as_go_reads_it_a_block_that_does_not_decode_skipped() -> None:
     ca = PkiCA.generate()
     bad = b"-----BEGIN CERTIFICATE-----\nQUJD@@@@\n-----END CERTIFICATE-----\n"
-    assert [c.subject for c in sigstore.load_roots(bad + ca.root_pem)] == [ca.root.subject]
-    assert [c.subject for c in sigstore.load_intermediates(bad + ca.intermediate_pem)] == [ca.intermediate.subject]
+    assert [c.subject for c in x509chain.load_roots(bad + ca.root_pem)] == [ca.root.subject]
+    assert [c.subject for c in x509chain.load_intermediates(bad + ca.intermediate_pem)] == [ca.intermediate.subject]
     headed = ca.root_pem.replace(b"-----\n", b"-----\nComment: x\n\n", 1)
-    assert sigstore.load_roots(headed) == []   # AppendCertsFromPEM skips a block with headers
-    assert [c.subject for c in sigstore.load_intermediates(headed)] == [ca.root.subject]
-    block, rest = sigstore.pem_decode(b"junk\n" + ca.root_pem + b"tail")
+    assert x509chain.load_roots(headed) == []   # AppendCertsFromPEM skips a block with headers
+    assert [c.subject for c in x509chain.load_intermediates(headed)] == [ca.root.subject]
+    block, rest = x509chain.pem_decode(b"junk\n" + ca.root_pem + b"tail")
     assert (block is not None and block.label, rest) == ("CERTIFICATE", b"tail")
-    assert sigstore.pem_decode(b"-----BEGIN X-----\nAAAA\n-----END Y-----\n") == (
+    assert x509chain.pem_decode(b"-----BEGIN X-----\nAAAA\n-----END Y-----\n") == (
         None, b"-----BEGIN X-----\nAAAA\n-----END Y-----\n")
 
 
@@ -665,8 +665,8 @@ def test_a_critical_san_with_a_name_go_reads_is_handled() -> None:
             .not_valid_after(datetime.datetime(2030, 1, 1)))
     mixed = cert.add_extension(x509.SubjectAlternativeName([x509.RFC822Name("a@example.com"), other]), critical=True)
     only_other = cert.add_extension(x509.SubjectAlternativeName([other]), critical=True)
-    assert sigstore._unhandled_critical(mixed.sign(key, hashes.SHA256())) is False
-    assert sigstore._unhandled_critical(only_other.sign(key, hashes.SHA256())) is True
+    assert x509chain._unhandled_critical(mixed.sign(key, hashes.SHA256())) is False
+    assert x509chain._unhandled_critical(only_other.sign(key, hashes.SHA256())) is True
 
 
 @pytest.mark.parametrize(("requirement", "why"), [

@@ -70,16 +70,13 @@ from .sigstore import (
     CERTIFICATE_ANNOTATION,
     CHAIN_ANNOTATION,
     SET_ANNOTATION,
-    Untrusted,
     exact_fields,
-    key_problem,
-    load_intermediates,
-    load_roots,
     strict_json,
     verify_certificate,
     verify_pki,
     verify_set,
 )
+from .x509chain import Untrusted, key_problem, load_intermediates, load_roots
 
 SIMPLE_SIGNING_TYPE: Final = "atomic container signature"
 SIGSTORE_TYPE: Final = "cosign container image signature"
