@@ -636,6 +636,18 @@ NET = ipaddress.ip_network
      NOT_AUTHORIZED + 'URI with empty host ("urn:example:x") cannot be matched against constraints'),
     ([x509.UniformResourceIdentifier("example.com")], None, [x509.UniformResourceIdentifier("https://10.0.0.1/")],
      NOT_AUTHORIZED + 'URI with IP ("https://10.0.0.1/") cannot be matched against constraints'),
+    # mailboxes read as Go reads them: quotes resolved, the domain after the first unquoted @
+    ([x509.RFC822Name("release@example.com")], None, [x509.RFC822Name('"release"@example.com')], None),
+    ([x509.RFC822Name("example.com")], None, [x509.RFC822Name._init_without_validation("a@b@example.com")],
+     NOT_AUTHORIZED + 'email address "a@b@example.com" is not permitted by any constraint'),
+    ([x509.DNSName("example.com")], None, [x509.RFC822Name("re..lease@example.com")],
+     NOT_AUTHORIZED + 'cannot parse rfc822Name "re..lease@example.com"'),
+    (None, [x509.RFC822Name("bad.example.com")], [x509.RFC822Name("x@*.example.com")],
+     NOT_AUTHORIZED + 'email address "x@*.example.com" is excluded by constraint "bad.example.com"'),
+    # Go's search tries the nearest lower constraint only: ::/1 is missed beside an IPv4-mapped /96
+    ([x509.IPAddress(NET("::/1")), x509.IPAddress(NET("::ffff:0:0/96"))], None,
+     [x509.IPAddress(IP("2001:db8::7"))],
+     NOT_AUTHORIZED + 'IP address "2001:db8::7" is not permitted by any constraint'),
 ])
 def test_name_constraints_of_every_type_hold_as_go_holds_them(permitted: Any, excluded: Any,
                                                               names: list[x509.GeneralName],
@@ -655,6 +667,41 @@ def test_pem_is_read_as_go_reads_it_a_block_that_does_not_decode_skipped() -> No
     assert (block is not None and block.label, rest) == ("CERTIFICATE", b"tail")
     assert x509chain.pem_decode(b"-----BEGIN X-----\nAAAA\n-----END Y-----\n") == (
         None, b"-----BEGIN X-----\nAAAA\n-----END Y-----\n")
+
+
+@pytest.mark.parametrize(("uri", "problem"), [
+    ("spiffe://example.org/ns/release/sa/signer", None),
+    ("https://user@signer.example.com:8443/x?y#z", None),
+    ("https://signer.example.com:abc/", 'x509: cannot parse URI "https://signer.example.com:abc/": parse '
+                                        '"https://signer.example.com:abc/": invalid port ":abc" after host'),
+    ("https://signer.example.com./", 'x509: cannot parse URI "https://signer.example.com./": invalid domain'),
+    ("https://sign%65r.example.com/", 'x509: cannot parse URI "https://sign%65r.example.com/": parse '
+                                      '"https://sign%65r.example.com/": invalid URL escape "%65"'),
+    ("https://sign er.example.com/", 'x509: cannot parse URI "https://sign er.example.com/": parse '
+                                     '"https://sign er.example.com/": invalid character " " in host name'),
+])
+def test_a_uri_go_cannot_parse_makes_the_certificate_unreadable(uri: str, problem: str | None) -> None:
+    assert x509names.certificate_name_problem(_named(x509.UniformResourceIdentifier(uri))) == problem
+
+
+def test_a_name_constraint_go_cannot_read_makes_the_certificate_unreadable() -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    for constraint, problem in ((x509.DNSName("other.org."), 'x509: failed to parse dnsName constraint "other.org."'),
+                                (x509.UniformResourceIdentifier("192.0.2.7"),
+                                 'x509: failed to parse URI constraint "192.0.2.7": cannot be IP address'),
+                                (x509.RFC822Name("a..b@example.org"),
+                                 'x509: failed to parse rfc822Name constraint "a..b@example.org"')):
+        ca = (x509.CertificateBuilder().subject_name(x509.Name([])).issuer_name(x509.Name([]))
+              .public_key(key.public_key()).serial_number(1).not_valid_before(datetime.datetime(2025, 1, 1))
+              .not_valid_after(datetime.datetime(2030, 1, 1))
+              .add_extension(x509.NameConstraints(None, [constraint]), critical=True).sign(key, hashes.SHA256()))
+        assert x509names.certificate_name_problem(ca) == problem
+
+
+def test_pem_base64_is_as_strict_as_gos() -> None:
+    assert x509chain.pem_decode(b"-----BEGIN A-----\nQUJD\n-----END A-----\n")[0] is not None
+    for body in (b"QUJD=", b"QUJD\n==", b"QUJDRA"):   # padding after a whole group, a group cut short
+        assert x509chain.pem_decode(b"-----BEGIN A-----\n" + body + b"\n-----END A-----\n")[0] is None
 
 
 def test_a_critical_san_with_a_name_go_reads_is_handled() -> None:

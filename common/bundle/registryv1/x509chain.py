@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -23,7 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID
 
-from .x509names import GO_NAMES, name_problem
+from .x509names import GO_NAMES, certificate_name_problem, name_problem
 
 MAX_SIGNATURE_CHECKS: Final = 100   # Go's maxChainSignatureChecks: a chain search costs no more than this
 
@@ -67,6 +68,7 @@ _PEM_END: Final = b"\n-----END "
 
 
 _PEM_EOL: Final = b"-----"
+_STRICT_BASE64: Final = re.compile(rb"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 
 
 def _get_line(data: bytes) -> tuple[bytes, bytes, int]:
@@ -129,6 +131,8 @@ def pem_decode(data: bytes) -> tuple[PemBlock | None, bytes]:
         der = b""
         if end_index > 0:
             encoded = rest[:end_index].translate(None, b" \t\r\n")   # Go's decoder skips CR and LF itself
+            if not _STRICT_BASE64.fullmatch(encoded):   # Go takes padding only at the very end
+                continue
             try:
                 der = base64.b64decode(encoded, validate=True)
             except binascii.Error:
@@ -176,7 +180,7 @@ def _parsed(cert: x509.Certificate) -> x509.Certificate:
             list(value.excluded_subtrees or ())
         elif isinstance(value, x509.SubjectAlternativeName | x509.ExtendedKeyUsage | x509.CertificatePolicies):
             list(value)
-    problem = key_problem(cert.public_key())
+    problem = key_problem(cert.public_key()) or certificate_name_problem(cert)
     if problem:
         raise Untrusted(problem)
     return cert

@@ -9,10 +9,11 @@ podman's decisions: the same certificate must be accepted or refused by both. Me
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from cryptography import x509
@@ -149,11 +150,12 @@ _NOT_AUTHORIZED: Final = "x509: a root or intermediate certificate is not author
 def name_problem(ca: x509.Certificate, below: Sequence[x509.Certificate]) -> str | None:
     """Why ``ca``'s name constraints forbid a name of a certificate ``below`` it, or None, as Go 1.26's
     checkChainConstraints decides: every IP address, DNS name, URI host and e-mail address of their SANs must be
-    within a permitted subtree of its type (when the CA permits any of that type) and in no excluded one; DNS
-    names, URI hosts and e-mail domains match a constraint naming the domain itself or a parent (``.domain``: the
-    subdomains only), ignoring ASCII case; a wildcard name is excluded by a constraint on any name it may stand
-    for; a name Go cannot read (a DNS name ending in a dot, a URI without a host or with an IP address) refuses
-    the chain."""
+    within a permitted subtree of its type (when the CA permits any of that type) and in no excluded one. Domains
+    (DNS names, URI hosts, e-mail domains) match a constraint naming the domain itself or a parent (``.domain``:
+    the subdomains only), ignoring ASCII case; a wildcard name is excluded by a constraint on any name it may stand
+    for; e-mail addresses are read as RFC 2821 mailboxes; a name Go cannot read (a DNS name ending in a dot, a URI
+    without a host or with an IP address, a malformed mailbox) refuses the chain. The constraints are searched as
+    Go searches them (sorted, those within another dropped, the nearest lower one tried), quirks included."""
     try:
         constraints = ca.extensions.get_extension_for_class(x509.NameConstraints).value
     except x509.ExtensionNotFound:
@@ -164,80 +166,252 @@ def name_problem(ca: x509.Certificate, below: Sequence[x509.Certificate]) -> str
     def values(kind: type[x509.GeneralName], subtrees: list[x509.GeneralName]) -> list[Any]:
         return [c.value for c in subtrees if isinstance(c, kind)]
 
-    ip_rules = (values(x509.IPAddress, permitted), values(x509.IPAddress, excluded))
-    dns_rules = (values(x509.DNSName, permitted), values(x509.DNSName, excluded))
-    uri_rules = (values(x509.UniformResourceIdentifier, permitted), values(x509.UniformResourceIdentifier, excluded))
-    mail_rules = (values(x509.RFC822Name, permitted), values(x509.RFC822Name, excluded))
+    ips = (_IpConstraints.of(values(x509.IPAddress, permitted)), _IpConstraints.of(values(x509.IPAddress, excluded)))
+    dns = (_DnsConstraints.of(values(x509.DNSName, permitted), permitted=True),
+           _DnsConstraints.of(values(x509.DNSName, excluded), permitted=False))
+    uris = (_DnsConstraints.of(values(x509.UniformResourceIdentifier, permitted), permitted=True),
+            _DnsConstraints.of(values(x509.UniformResourceIdentifier, excluded), permitted=False))
+    mails = (_EmailConstraints.of(values(x509.RFC822Name, permitted), permitted=True),
+             _EmailConstraints.of(values(x509.RFC822Name, excluded), permitted=False))
     for cert in below:
         try:
             names = list(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
         except x509.ExtensionNotFound:
             continue
-        hosts: list[tuple[str, str]] = []
+        uri_hosts: list[tuple[str, str]] = []
         for name in names:
             if isinstance(name, x509.UniformResourceIdentifier):
-                host_or_problem = _uri_host(name.value)
-                if host_or_problem[1]:
-                    return _NOT_AUTHORIZED + host_or_problem[1]
-                hosts.append((name.value, host_or_problem[0]))
-        for name in names:
-            if isinstance(name, x509.IPAddress) and (problem := _checked(
-                    "IP address", _go_ip_text(name.value), ip_rules,
-                    lambda network, ip=name.value: _ip_in(network, ip))):
-                return problem
-        for name in names:
-            if isinstance(name, x509.DNSName):
-                if not _domain_valid(name.value):
-                    return f"{_NOT_AUTHORIZED}x509: cannot parse dnsName {json.dumps(name.value)}"
-                if problem := _checked_domain("DNS name", name.value, name.value, dns_rules):
-                    return problem
-        for shown, host in hosts:
-            if not _domain_valid(host):
-                return f"{_NOT_AUTHORIZED}x509: internal error: URI SAN {json.dumps(shown)} failed to parse"
-            if problem := _checked_domain("URI", host, shown, uri_rules):
-                return problem
+                host, why = _uri_host(name.value)
+                if why:
+                    return _NOT_AUTHORIZED + why
+                uri_hosts.append((name.value, host))
+        mailboxes: list[tuple[str, str]] = []
         for name in names:
             if isinstance(name, x509.RFC822Name):
-                _local, at, domain = name.value.rpartition("@")
-                if not at or not _domain_valid(domain):
-                    return f"{_NOT_AUTHORIZED}x509: cannot parse rfc822Name {json.dumps(name.value)}"
-                if problem := _checked("email address", name.value, mail_rules,
-                                       lambda constraint, mail=name.value: _mail_matches(mail, constraint)):
+                mailbox = parse_mailbox(name.value)
+                if mailbox is None:
+                    return f"{_NOT_AUTHORIZED}cannot parse rfc822Name {json.dumps(name.value)}"
+                mailboxes.append((mailbox[0], mailbox[1].lower()))
+        for name in names:
+            if isinstance(name, x509.IPAddress):
+                address: ipaddress.IPv4Address | ipaddress.IPv6Address = name.value   # type: ignore[assignment]
+                if problem := _checked("IP address", _go_ip_text(address), ips, address.packed):
                     return problem
+        for name in names:
+            if isinstance(name, x509.DNSName):
+                if not domain_name_valid(name.value):
+                    return f"{_NOT_AUTHORIZED}x509: cannot parse dnsName {json.dumps(name.value)}"
+                if problem := _checked("DNS name", name.value, dns, name.value):
+                    return problem
+        for shown, host in uri_hosts:
+            if not domain_name_valid(host):
+                return f"{_NOT_AUTHORIZED}x509: internal error: URI SAN {json.dumps(shown)} failed to parse"
+            if problem := _checked("URI", shown, uris, host):
+                return problem
+        for local, domain in mailboxes:
+            if not domain_name_valid(domain):
+                return f"{_NOT_AUTHORIZED}x509: cannot parse rfc822Name {json.dumps(f'{local}@{domain}')}"
+            if problem := _checked("email address", f"{local}@{domain}", mails, (local, domain)):
+                return problem
     return None
 
 
-def _checked(kind: str, shown: str, rules: tuple[list[Any], list[Any]], matches: Any) -> str | None:
+def _checked(kind: str, shown: str, rules: tuple[Any, Any], target: Any) -> str | None:
     """Go's checkConstraints: not permitted when the CA permits names of this kind and none of them matches;
     excluded when one of its exclusions matches."""
     permitted, excluded = rules
-    if permitted and not any(matches(c) for c in permitted):
+    if permitted is not None and permitted.query(target) is None:
         return f"{_NOT_AUTHORIZED}{kind} {json.dumps(shown)} is not permitted by any constraint"
-    for constraint in excluded:
-        if matches(constraint):
-            return (f"{_NOT_AUTHORIZED}{kind} {json.dumps(shown)} is excluded by constraint "
-                    f"{json.dumps(str(constraint))}")
+    if excluded is not None and (constraint := excluded.query(target)) is not None:
+        return f"{_NOT_AUTHORIZED}{kind} {json.dumps(shown)} is excluded by constraint {json.dumps(constraint)}"
     return None
 
 
-def _checked_domain(kind: str, host: str, shown: str, rules: tuple[list[str], list[str]]) -> str | None:
-    permitted, excluded = rules
-    problem = _checked(kind, shown, (permitted, []), lambda c: _dns_has_suffix(c, host))
-    if problem is None:
-        wildcard_parent = _first_label_trimmed(_ascii_lower(host)) if host.startswith("*") else ""
-        problem = _checked(kind, shown, ([], excluded), lambda c: _dns_has_suffix(c, host) or bool(
-            wildcard_parent and _first_label_trimmed(_ascii_lower(c)) == wildcard_parent))
-    return problem
+def _pruned(items: list[Any], compare: Callable[[Any, Any], int], within: Callable[[Any, Any], bool]) -> list[Any]:
+    """Go's nameConstraintsSet.sortAndPrune: sorted, and each item within the one kept before it dropped."""
+    ordered = sorted(items, key=functools.cmp_to_key(compare))
+    kept = ordered[:1]
+    for item in ordered[1:]:
+        if not within(kept[-1], item):
+            kept.append(item)
+    return kept
+
+
+def _search(items: list[Any], target: Any, compare: Callable[[Any, Any], int],
+            match: Callable[[Any, Any], bool]) -> Any | None:
+    """Go's nameConstraintsSet.search: the item equal to ``target`` in the sort order, else the nearest lower one
+    (the first when there is none) if it matches; None otherwise."""
+    if not items:
+        return None
+    low, high = 0, len(items)
+    while low < high:
+        middle = (low + high) // 2
+        if compare(items[middle], target) < 0:
+            low = middle + 1
+        else:
+            high = middle
+    if low < len(items) and compare(items[low], target) == 0:
+        return items[low]
+    candidate = items[0] if low == 0 else items[low - 1]
+    return candidate if match(candidate, target) else None
+
+
+def _dns_byte(char: str) -> int:
+    code = ord(char)
+    return 0 if char == "." else code + 32 if 65 <= code <= 90 else code
+
+
+def _dns_compare(a: str, b: str) -> int:
+    """Go's dnsCompare: byte by byte from the end, ASCII case folded, a dot lowest; a suffix sorts first."""
+    i, j = len(a) - 1, len(b) - 1
+    while i >= 0 and j >= 0:
+        x, y = _dns_byte(a[i]), _dns_byte(b[j])
+        if x != y:
+            return -1 if x < y else 1
+        i, j = i - 1, j - 1
+    return -1 if i < j else 1 if j < i else 0
+
+
+class _DnsConstraints:
+    """Go's dnsConstraints (for DNS names, URI hosts and e-mail domains): ``""`` among them matches everything."""
+
+    def __init__(self, names: list[str], *, permitted: bool) -> None:
+        self.all = "" in names
+        self.permitted = permitted
+        self.names = [] if self.all else _pruned(names, _dns_compare, _dns_has_suffix)
+        self.parents: dict[str, str] = {}
+        if not permitted:
+            for name in self.names:
+                lowered = name.lower()
+                if parent := _first_label_trimmed(lowered):
+                    self.parents[parent] = lowered
+
+    @classmethod
+    def of(cls, names: list[str], *, permitted: bool) -> _DnsConstraints | None:
+        return cls(names, permitted=permitted) if names else None
+
+    def query(self, name: str) -> str | None:
+        if self.all:
+            return ""
+        found = _search(self.names, name, _dns_compare, _dns_has_suffix)
+        if found is None and not self.permitted and name.startswith("*"):
+            return self.parents.get(_first_label_trimmed(name.lower()))
+        return found
+
+
+class _EmailConstraints:
+    """Go's emailConstraints: mailboxes matched exactly (the domain without case), domains as DNS constraints."""
+
+    def __init__(self, constraints: list[str], *, permitted: bool) -> None:
+        self.mailboxes: set[tuple[str, str]] = set()
+        domains = []
+        for constraint in constraints:
+            if "@" not in constraint:
+                domains.append(constraint)
+            elif (mailbox := parse_mailbox(constraint)) is not None:
+                self.mailboxes.add((mailbox[0], mailbox[1].lower()))
+        self.domains = _DnsConstraints.of(domains, permitted=permitted)
+
+    @classmethod
+    def of(cls, constraints: list[str], *, permitted: bool) -> _EmailConstraints | None:
+        return cls(constraints, permitted=permitted) if constraints else None
+
+    def query(self, mailbox: tuple[str, str]) -> str | None:
+        if mailbox in self.mailboxes:
+            return f"{mailbox[0]}@{mailbox[1]}"
+        return None if self.domains is None else self.domains.query(mailbox[1])
+
+
+class _IpConstraints:
+    """Go's ipConstraints: networks kept per address length (4 or 16 bytes, as the certificate wrote them), as
+    raw (address, mask) pairs."""
+
+    def __init__(self, networks: list[Any]) -> None:
+        raw = [(n.network_address.packed, n.netmask.packed) for n in networks]
+        self.sets = {size: _pruned([r for r in raw if len(r[0]) == size], _ip_compare, _ip_within)
+                     for size in (4, 16)}
+
+    @classmethod
+    def of(cls, networks: list[Any]) -> _IpConstraints | None:
+        return cls(networks) if networks else None
+
+    def query(self, address: bytes) -> str | None:
+        found = _search(self.sets[4 if len(address) == 4 else 16], address,
+                        lambda network, target: _bytes_compare(network[0], target), _ip_contains)
+        return None if found is None else _ip_network_text(found)
+
+
+def _bytes_compare(a: bytes, b: bytes) -> int:
+    return (a > b) - (a < b)
+
+
+def _ip_compare(a: tuple[bytes, bytes], b: tuple[bytes, bytes]) -> int:
+    return _bytes_compare(a[0], b[0]) or _bytes_compare(a[1], b[1])
+
+
+def _ip_within(outer: tuple[bytes, bytes], inner: tuple[bytes, bytes]) -> bool:
+    """Go's ipNetworkSubset: ``outer`` holds ``inner``'s first and last address."""
+    last = bytes(x | (~m & 0xFF) for x, m in zip(inner[0], inner[1], strict=True))
+    return _ip_contains(outer, inner[0]) and _ip_contains(outer, last)
+
+
+_V4_IN_V6: Final = bytes(10) + b"\xff\xff"
+
+
+def _to4(address: bytes) -> bytes | None:
+    """Go's IP.To4: a 4-byte address, or the IPv4 one an IPv4-mapped 16-byte address holds."""
+    if len(address) == 4:
+        return address
+    if len(address) == 16 and address[:12] == _V4_IN_V6:
+        return address[12:]
+    return None
+
+
+def _network_number_and_mask(network: tuple[bytes, bytes]) -> tuple[bytes, bytes] | None:
+    """Go's networkNumberAndMask: an IPv4-mapped network is an IPv4 one (its mask's last 4 bytes)."""
+    number, mask = network
+    v4 = _to4(number)
+    if v4 is None and len(number) != 16:
+        return None
+    number = v4 if v4 is not None else number
+    if len(mask) == 4:
+        return (number, mask) if len(number) == 4 else None
+    if len(mask) == 16:
+        return (number, mask[12:]) if len(number) == 4 else (number, mask)
+    return None
+
+
+def _ip_contains(network: tuple[bytes, bytes], address: bytes) -> bool:
+    """Go's IPNet.Contains."""
+    normal = _network_number_and_mask(network)
+    if normal is None:
+        return False
+    number, mask = normal
+    address = _to4(address) or address
+    if len(address) != len(number):
+        return False
+    return all(n & m == a & m for n, a, m in zip(number, address, mask, strict=True))
+
+
+def _ip_network_text(network: tuple[bytes, bytes]) -> str:
+    """Go's IPNet.String."""
+    normal = _network_number_and_mask(network)
+    if normal is None:
+        return "<nil>"
+    number, mask = normal
+    ones = int.from_bytes(mask, "big").bit_count()
+    text = str(ipaddress.ip_address(number))
+    if int.from_bytes(mask, "big") != ((1 << (8 * len(mask))) - 1) ^ ((1 << (8 * len(mask) - ones)) - 1):
+        return f"{text}/{mask.hex()}"
+    return f"{text}/{ones}"
 
 
 def _dns_has_suffix(constraint: str, name: str) -> bool:
-    """Go's dnsHasSuffix for a constraint: ``""`` matches everything; else the name ends with it, ignoring ASCII
-    case, at a label boundary (or the constraint starts with a dot)."""
-    if not constraint:
-        return True
+    """Go's dnsHasSuffix: the name ends with the constraint, ignoring ASCII case, at a label boundary (or the
+    constraint starts with a dot)."""
     if len(constraint) > len(name) or not _ascii_lower(name).endswith(_ascii_lower(constraint)):
         return False
-    return constraint[0] == "." or len(name) == len(constraint) or name[len(name) - len(constraint) - 1] == "."
+    return constraint[:1] == "." or len(name) == len(constraint) or name[len(name) - len(constraint) - 1] == "."
 
 
 def _first_label_trimmed(name: str) -> str:
@@ -246,32 +420,113 @@ def _first_label_trimmed(name: str) -> str:
     return "" if dot < 0 else name[dot:]
 
 
-def _domain_valid(name: str) -> bool:
-    """Go 1.26's domainNameValid for a name (not a constraint): no trailing dot, no empty label, printable ASCII
-    only (the empty name passes)."""
+def domain_name_valid(name: str, *, constraint: bool = False) -> bool:
+    """Go 1.26's domainNameValid: no trailing dot, no empty label (a constraint may start with a dot), printable
+    ASCII only; the empty name passes."""
     if not name:
         return True
     if name.endswith("."):
         return False
+    if constraint and name.startswith("."):
+        name = name[1:]
     return all(label and all(33 <= ord(c) <= 126 for c in label) for label in name.split("."))
 
 
+def _mail_matches(mail: str, constraint: str) -> bool:
+    """Whether the e-mail constraint ``constraint`` (a mailbox, a domain, ``.domain``) covers ``mail`` (Go's
+    emailConstraints for one constraint)."""
+    mailbox = parse_mailbox(mail)
+    if mailbox is None:
+        return False
+    return _EmailConstraints([constraint], permitted=True).query((mailbox[0], mailbox[1].lower())) is not None
+
+
+_ATEXT: Final = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&'*+-/=?^_`{|}~.")
+
+
+def parse_mailbox(text: str) -> tuple[str, str] | None:
+    """Go's parseRFC2821Mailbox: (local part, domain) of an e-mail address, quotes and backslashes resolved, the
+    domain everything after the first unquoted ``@``; None for what Go cannot read."""
+    data = text.encode("utf-8", "surrogateescape")
+    if not data:
+        return None
+    local = bytearray()
+    i = 0
+    if data[0] == 0x22:   # a quoted string
+        i = 1
+        while True:
+            if i >= len(data):
+                return None
+            c = data[i]
+            i += 1
+            if c == 0x22:
+                break
+            if c == 0x5C:
+                if i >= len(data):
+                    return None
+                d = data[i]
+                if not (d in (11, 12) or 1 <= d <= 9 or 14 <= d <= 127):
+                    return None
+                local.append(d)
+                i += 1
+            elif c in (11, 12, 32, 33, 127) or 1 <= c <= 8 or 14 <= c <= 31 or 35 <= c <= 91 or 93 <= c <= 126:
+                local.append(c)
+            else:
+                return None
+    else:
+        while i < len(data):
+            c = data[i]
+            if c == 0x5C:   # an escape outside quotes: the next byte, whatever it is
+                i += 1
+                if i >= len(data):
+                    return None
+            elif c not in _ATEXT:
+                break
+            local.append(data[i])
+            i += 1
+        if not local or local[0] == 0x2E or local[-1] == 0x2E or b".." in local:
+            return None
+    if i >= len(data) or data[i] != 0x40:
+        return None
+    domain = data[i + 1:]
+    if domain and not all(label and all(33 <= c <= 126 for c in label) for label in domain.split(b".")):
+        return None
+    return local.decode("latin-1"), domain.decode("latin-1")
+
+
 def _uri_host(uri: str) -> tuple[str, str]:
-    """The host a URI SAN is held to constraints by (lower case, without a port), or ("", why Go refuses it)."""
-    try:
-        netloc = urllib.parse.urlsplit(uri).netloc
-    except ValueError as exc:
-        return "", f"cannot parse URI {json.dumps(uri)}: {exc}"
-    host = netloc.rpartition("@")[2].lower()
+    """The host a URI SAN is held to constraints by (Go's parseURIs: lower case, without a port), or ("", why Go
+    refuses it)."""
+    host, problem = go_url_host(uri)
+    if problem:
+        return "", f"cannot parse URI {json.dumps(uri)}: {problem}"
+    raw_host = host
+    host = host.lower()
     if not host:
         return "", f"URI with empty host ({json.dumps(uri)}) cannot be matched against constraints"
     if ":" in host and not host.endswith("]"):
-        host, colon, _port = host.rpartition(":")
-        if not colon or (":" in host and not host.startswith("[")):
-            return "", f"cannot parse URI host {json.dumps(netloc)}: too many colons"
-    if (host.startswith("[") and host.endswith("]")) or _parse_addr(host):
+        split = _split_host_port(raw_host)
+        if split is None:
+            return "", f"cannot parse URI host {json.dumps(raw_host)}: address {raw_host}: too many colons in address"
+        host = split
+    if _parse_addr(host) or (host.startswith("[") and host.endswith("]")):
         return "", f"URI with IP ({json.dumps(uri)}) cannot be matched against constraints"
     return host, ""
+
+
+def _split_host_port(hostport: str) -> str | None:
+    """The host of Go's net.SplitHostPort (None where it fails)."""
+    colon = hostport.rfind(":")
+    if colon < 0:
+        return None
+    host = hostport[:colon]
+    if host.startswith("["):
+        if not host.endswith("]") or "[" in host[1:] or "]" in host[:-1]:
+            return None
+        return host[1:-1]
+    if ":" in host or "[" in host or "]" in host:
+        return None
+    return host
 
 
 def _parse_addr(text: str) -> bool:
@@ -283,33 +538,154 @@ def _parse_addr(text: str) -> bool:
     return True
 
 
-_V4_IN_V6: Final = bytes(10) + b"\xff\xff"
+_HOST_BYTES: Final = frozenset(b"!\"$&'()*+,-.0123456789:;<=>ABCDEFGHIJKLMNOPQRSTUVWXYZ[]_abcdefghijklmnopqrstuvwxyz~")
+_HEX: Final = frozenset(b"0123456789abcdefABCDEF")
+_USERINFO: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._:~!$&'()*+,;=%@")
 
 
-def _ip_in(network: Any, ip: Any) -> bool:
-    """Go's IPNet.Contains, on the constraint sets Go keeps per address length: an address is held to networks
-    written with as many bytes (4 or 16), then compared as IPv4 when both are (an IPv4-mapped IPv6 form is)."""
-    if network.version != ip.version:
-        return False
-    address, number, mask = ip.packed, network.network_address.packed, network.netmask.packed
-    if len(address) == 16 and address[:12] == _V4_IN_V6:
-        address = address[12:]
-    if len(number) == 16 and number[:12] == _V4_IN_V6:
-        number, mask = number[12:], mask[12:]
-    if len(address) != len(number):
-        return False
-    return all(a & m == n & m for a, n, m in zip(address, number, mask, strict=True))
+def _unescape_problem(text: str, *, host: bool = False) -> str:
+    """Why Go's url unescape refuses ``text`` (``""`` when it does not): a ``%`` without two hex digits; in a
+    host, an escaped ASCII byte but ``%25``, or an ASCII byte a host may not hold."""
+    data = text.encode("utf-8", "surrogateescape")
+    i = 0
+    while i < len(data):
+        c = data[i]
+        if c == 0x25:
+            if i + 2 >= len(data) or data[i + 1] not in _HEX or data[i + 2] not in _HEX:
+                return f"invalid URL escape {json.dumps(data[i:i + 3].decode('latin-1'))}"
+            if host and int(chr(data[i + 1]), 16) < 8 and data[i:i + 3] != b"%25":
+                return f"invalid URL escape {json.dumps(data[i:i + 3].decode('latin-1'))}"
+            i += 3
+            continue
+        if host and c < 0x80 and c not in _HOST_BYTES:
+            return f"invalid character {json.dumps(chr(c))} in host name"
+        i += 1
+    return ""
 
 
-def _mail_matches(mail: str, constraint: str) -> bool:
-    """Go's e-mail constraints: a mailbox constraint matches the local part exactly and the domain without
-    regard to case; a domain constraint matches as a DNS name constraint does (itself and its subdomains,
-    ``.domain`` its subdomains only)."""
-    local, _, host = mail.rpartition("@")
-    if "@" in constraint:
-        c_local, _, c_host = constraint.rpartition("@")
-        return local == c_local and _ascii_lower(host) == _ascii_lower(c_host)
-    return _dns_has_suffix(constraint, host)
+def _unescaped(text: str) -> str:
+    return urllib.parse.unquote(text, errors="surrogateescape")
+
+
+def go_url_host(raw: str) -> tuple[str, str]:
+    """The host (with its port, unescaped) Go's url.Parse finds in ``raw``, or ("", why Parse refuses it), for
+    the URIs a certificate names: Go's parser refuses a certificate whose URI it cannot parse."""
+    rest_of_url, hash_sign, fragment = raw.partition("#")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in rest_of_url):
+        return "", f"parse {json.dumps(rest_of_url)}: net/url: invalid control character in URL"
+    if rest_of_url == "*":
+        return "", ""
+    scheme, rest = "", rest_of_url
+    for index, char in enumerate(rest_of_url):
+        if char.isascii() and char.isalpha():
+            continue
+        if char.isascii() and (char.isdigit() or char in "+-."):
+            if index == 0:
+                break
+            continue
+        if char == ":":
+            if index == 0:
+                return "", f"parse {json.dumps(rest_of_url)}: missing protocol scheme"
+            scheme, rest = rest_of_url[:index].lower(), rest_of_url[index + 1:]
+        break
+    rest = rest[:-1] if rest.endswith("?") and rest.count("?") == 1 else rest.partition("?")[0]
+    host = ""
+    opaque = False
+    if not rest.startswith("/"):
+        if scheme:
+            opaque = True
+        elif ":" in rest.partition("/")[0]:
+            return "", f"parse {json.dumps(rest_of_url)}: first path segment in URL cannot contain colon"
+    if not opaque:
+        if (scheme or not rest.startswith("///")) and rest.startswith("//"):
+            authority, slash, path = rest[2:].partition("/")
+            rest = slash + path
+            userinfo, at, hostport = authority.rpartition("@")
+            host, problem = _go_host(scheme, hostport if at else authority)
+            if not problem and at:
+                if not all(c in _USERINFO for c in userinfo):
+                    problem = "net/url: invalid userinfo"
+                else:
+                    problem = next((p for part in userinfo.split(":", 1) if (p := _unescape_problem(part))), "")
+            if problem:
+                return "", f"parse {json.dumps(rest_of_url)}: {problem}"
+        if problem := _unescape_problem(rest):
+            return "", f"parse {json.dumps(rest_of_url)}: {problem}"
+    if hash_sign and fragment and (problem := _unescape_problem(fragment)):
+        return "", f"parse {json.dumps(raw)}: {problem}"
+    return host, ""
+
+
+def _go_host(scheme: str, host: str) -> tuple[str, str]:
+    """Go 1.26's url parseHost: (the host unescaped, "") or ("", why not)."""
+    open_bracket = host.rfind("[")
+    if open_bracket > 0:
+        return "", "invalid IP-literal"
+    if open_bracket == 0:
+        close = host.rfind("]")
+        if close < 0:
+            return "", "missing ']' in host"
+        colon_port = host[close + 1:]
+        if not _valid_optional_port(colon_port):
+            return "", f"invalid port {json.dumps(colon_port)} after host"
+        if problem := _unescape_problem(colon_port, host=True):
+            return "", problem
+        inside = host[1:close]
+        zone = inside.find("%25")
+        if problem := _unescape_problem(inside if zone < 0 else inside[:zone], host=True):
+            return "", problem
+        literal = _unescaped(inside)
+        try:
+            address = ipaddress.ip_address(literal.split("%", 1)[0])
+        except ValueError:
+            return "", f"invalid host: ParseAddr({json.dumps(literal)}): unable to parse IP"
+        if address.version == 4:
+            return "", "invalid IP-literal"
+        return f"[{literal}]{_unescaped(colon_port)}", ""
+    first = host.find(":")
+    if first >= 0:
+        last = host.rfind(":")
+        colon = last if last != first and scheme not in ("http", "https") else first
+        colon_port = host[colon:]
+        if not _valid_optional_port(colon_port):
+            return "", f"invalid port {json.dumps(colon_port)} after host"
+    if problem := _unescape_problem(host, host=True):
+        return "", problem
+    return _unescaped(host), ""
+
+
+def _valid_optional_port(port: str) -> bool:
+    return port == "" or (port[0] == ":" and all("0" <= c <= "9" for c in port[1:]))
+
+
+def certificate_name_problem(cert: x509.Certificate) -> str | None:
+    """What Go's certificate parser refuses in the names of ``cert``, or None: a URI it cannot parse or whose host
+    is no domain name; a name constraint it cannot read (a DNS or URI constraint that is no domain, a URI
+    constraint that is an IP address, an e-mail constraint that is no mailbox or domain)."""
+    for ext in cert.extensions:
+        value = ext.value
+        if isinstance(value, x509.SubjectAlternativeName):
+            for uri in value.get_values_for_type(x509.UniformResourceIdentifier):
+                host, problem = go_url_host(uri)
+                if problem:
+                    return f"x509: cannot parse URI {json.dumps(uri)}: {problem}"
+                if host and not domain_name_valid(host):
+                    return f"x509: cannot parse URI {json.dumps(uri)}: invalid domain"
+        elif isinstance(value, x509.NameConstraints):
+            for subtree in [*(value.permitted_subtrees or ()), *(value.excluded_subtrees or ())]:
+                constraint = subtree.value
+                if isinstance(subtree, x509.DNSName) and not domain_name_valid(constraint, constraint=True):
+                    return f"x509: failed to parse dnsName constraint {json.dumps(constraint)}"
+                if isinstance(subtree, x509.RFC822Name) and not (
+                        parse_mailbox(constraint) is not None if "@" in constraint
+                        else domain_name_valid(constraint, constraint=True)):
+                    return f"x509: failed to parse rfc822Name constraint {json.dumps(constraint)}"
+                if isinstance(subtree, x509.UniformResourceIdentifier):
+                    if _go_ip(constraint) is not None:
+                        return f"x509: failed to parse URI constraint {json.dumps(constraint)}: cannot be IP address"
+                    if not domain_name_valid(constraint, constraint=True):
+                        return f"x509: failed to parse URI constraint {json.dumps(constraint)}"
+    return None
 
 
 def email_addresses(cert: x509.Certificate) -> list[str]:
