@@ -679,6 +679,12 @@ def test_pem_is_read_as_go_reads_it_a_block_that_does_not_decode_skipped() -> No
                                       '"https://sign%65r.example.com/": invalid URL escape "%65"'),
     ("https://sign er.example.com/", 'x509: cannot parse URI "https://sign er.example.com/": parse '
                                      '"https://sign er.example.com/": invalid character " " in host name'),
+
+    ("spiffe://[fe80::1%25en0]/x", None),
+    ("spiffe://[::1%25]", 'x509: cannot parse URI "spiffe://[::1%25]": parse "spiffe://[::1%25]": invalid host: '
+                          'ParseAddr("::1%"): zone must be a non-empty string'),
+    ("spiffe://[fe80::1%25%2F]", 'x509: cannot parse URI "spiffe://[fe80::1%25%2F]": parse '
+                                 '"spiffe://[fe80::1%25%2F]": invalid URL escape "%2F"'),
 ])
 def test_a_uri_go_cannot_parse_makes_the_certificate_unreadable(uri: str, problem: str | None) -> None:
     assert x509names.certificate_name_problem(_named(x509.UniformResourceIdentifier(uri))) == problem

@@ -543,21 +543,26 @@ _HEX: Final = frozenset(b"0123456789abcdefABCDEF")
 _USERINFO: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._:~!$&'()*+,;=%@")
 
 
-def _unescape_problem(text: str, *, host: bool = False) -> str:
+def _unescape_problem(text: str, *, host: bool = False, zone: bool = False) -> str:
     """Why Go's url unescape refuses ``text`` (``""`` when it does not): a ``%`` without two hex digits; in a
-    host, an escaped ASCII byte but ``%25``, or an ASCII byte a host may not hold."""
+    host, an escaped ASCII byte but ``%25``; in an IPv6 zone, an escaped byte but ``%25``, a space or one a host may
+    hold; in either, an ASCII byte a host may not hold."""
     data = text.encode("utf-8", "surrogateescape")
     i = 0
     while i < len(data):
         c = data[i]
         if c == 0x25:
+            escape = data[i:i + 3]
             if i + 2 >= len(data) or data[i + 1] not in _HEX or data[i + 2] not in _HEX:
-                return f"invalid URL escape {json.dumps(data[i:i + 3].decode('latin-1'))}"
-            if host and int(chr(data[i + 1]), 16) < 8 and data[i:i + 3] != b"%25":
-                return f"invalid URL escape {json.dumps(data[i:i + 3].decode('latin-1'))}"
+                return f"invalid URL escape {json.dumps(escape.decode('latin-1'))}"
+            value = int(escape[1:].decode(), 16)
+            if host and value < 0x80 and escape != b"%25":
+                return f"invalid URL escape {json.dumps(escape.decode('latin-1'))}"
+            if zone and escape != b"%25" and value != 0x20 and value not in _HOST_BYTES:
+                return f"invalid URL escape {json.dumps(escape.decode('latin-1'))}"
             i += 3
             continue
-        if host and c < 0x80 and c not in _HOST_BYTES:
+        if (host or zone) and c < 0x80 and c not in _HOST_BYTES:
             return f"invalid character {json.dumps(chr(c))} in host name"
         i += 1
     return ""
@@ -632,15 +637,20 @@ def _go_host(scheme: str, host: str) -> tuple[str, str]:
             return "", problem
         inside = host[1:close]
         zone = inside.find("%25")
-        if problem := _unescape_problem(inside if zone < 0 else inside[:zone], host=True):
+        if problem := _unescape_problem(inside if zone < 0 else inside[:zone], host=True) or (
+                _unescape_problem(inside[zone:], zone=True) if zone >= 0 else ""):
             return "", problem
         literal = _unescaped(inside)
+        address_text, percent, zone_name = literal.partition("%")
+        if percent and not zone_name:
+            return "", f"invalid host: ParseAddr({json.dumps(literal)}): zone must be a non-empty string"
         try:
-            address = ipaddress.ip_address(literal.split("%", 1)[0])
+            address = ipaddress.ip_address(address_text)
         except ValueError:
             return "", f"invalid host: ParseAddr({json.dumps(literal)}): unable to parse IP"
         if address.version == 4:
-            return "", "invalid IP-literal"
+            return "", (f"invalid host: ParseAddr({json.dumps(literal)}): unexpected character" if percent
+                        else "invalid IP-literal")
         return f"[{literal}]{_unescaped(colon_port)}", ""
     first = host.find(":")
     if first >= 0:
