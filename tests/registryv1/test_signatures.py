@@ -710,6 +710,80 @@ def test_pem_base64_is_as_strict_as_gos() -> None:
         assert x509chain.pem_decode(b"-----BEGIN A-----\n" + body + b"\n-----END A-----\n")[0] is None
 
 
+P1, P2, ANY_POLICY = (x509.ObjectIdentifier("1.3.6.1.4.1.99999.1"), x509.ObjectIdentifier("1.3.6.1.4.1.99999.2"),
+                      x509.ObjectIdentifier("2.5.29.32.0"))
+
+
+def _mapping(issuer: x509.ObjectIdentifier, subject: x509.ObjectIdentifier) -> x509.UnrecognizedExtension:
+    """A policy mappings extension of one pair (cryptography writes none of its own)."""
+    def oid(o: x509.ObjectIdentifier) -> bytes:
+        arcs = [int(a) for a in o.dotted_string.split(".")]
+        body = bytearray([arcs[0] * 40 + arcs[1]])
+        for arc in arcs[2:]:
+            chunk = [arc & 0x7F]
+            while arc := arc >> 7:
+                chunk.append(0x80 | (arc & 0x7F))
+            body += bytes(reversed(chunk))
+        return bytes([6, len(body)]) + bytes(body)
+    pair = oid(issuer) + oid(subject)
+    inner = bytes([0x30, len(pair)]) + pair
+    return x509.UnrecognizedExtension(x509.oid.ExtensionOID.POLICY_MAPPINGS, bytes([0x30, len(inner)]) + inner)
+
+
+def _policy_chain(intermediate_extensions: list[tuple[x509.ExtensionType, bool]],
+                  leaf_policies: tuple[x509.ObjectIdentifier, ...] = ()) -> str | None:
+    """Why a root -> intermediate (with these extensions) -> leaf chain does not verify (x509chain.chain_problem)."""
+    now = datetime.datetime.now(datetime.UTC)
+    keys = [ec.generate_private_key(ec.SECP256R1()) for _ in range(3)]
+    names = [x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, n)]) for n in ("root", "intermediate", "leaf")]
+
+    def cert(i: int, extensions: list[tuple[x509.ExtensionType, bool]]) -> x509.Certificate:
+        builder = (x509.CertificateBuilder().subject_name(names[i]).issuer_name(names[max(i - 1, 0)])
+                   .public_key(keys[i].public_key()).serial_number(i + 1)
+                   .not_valid_before(now - datetime.timedelta(hours=1))
+                   .not_valid_after(now + datetime.timedelta(hours=1)))
+        for extension, critical in extensions:
+            builder = builder.add_extension(extension, critical=critical)
+        return builder.sign(keys[max(i - 1, 0)], hashes.SHA256())
+
+    ca = (x509.BasicConstraints(ca=True, path_length=None), True)
+    leaf_extensions: list[tuple[x509.ExtensionType, bool]] = [
+        (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), False)]
+    if leaf_policies:
+        leaf_extensions.append((x509.CertificatePolicies([x509.PolicyInformation(p, None) for p in leaf_policies]),
+                                False))
+    return x509chain.chain_problem(cert(2, leaf_extensions), [cert(1, [ca, *intermediate_extensions])],
+                                   [cert(0, [ca])], now, "current time")
+
+
+def _policies(*oids: x509.ObjectIdentifier) -> tuple[x509.ExtensionType, bool]:
+    return x509.CertificatePolicies([x509.PolicyInformation(o, None) for o in oids]), False
+
+
+INVALID_POLICIES = "x509: no valid chains built: 1 candidate chains with invalid policies"
+
+
+@pytest.mark.parametrize(("extensions", "leaf_policies", "problem"), [
+    ([_policies(P1)], (), None),
+    ([_policies(P1), (_mapping(P1, P2), False)], (), None),
+    ([_policies(P1), (_mapping(P1, ANY_POLICY), False)], (), INVALID_POLICIES),    # mapping anyPolicy: refused
+    ([(_mapping(P1, ANY_POLICY), False)], (), None),    # ...unless a certificate above carries no policies (Go)
+    ([_policies(P1), (x509.PolicyConstraints(0, None), True)], (), INVALID_POLICIES),   # explicit, none below
+    ([_policies(P1), (x509.PolicyConstraints(0, None), True)], (P1,), None),
+    ([_policies(P1), (x509.PolicyConstraints(0, None), True)], (P2,), INVALID_POLICIES),
+    ([_policies(ANY_POLICY), (x509.PolicyConstraints(0, None), True)], (P2,), None),
+    # anyPolicy inhibited below the intermediate: the leaf's own anyPolicy no longer counts, a named policy does
+    ([_policies(ANY_POLICY), (x509.PolicyConstraints(0, None), True), (x509.InhibitAnyPolicy(0), True)],
+     (ANY_POLICY,), INVALID_POLICIES),
+    ([_policies(ANY_POLICY), (x509.PolicyConstraints(0, None), True), (x509.InhibitAnyPolicy(0), True)], (P2,),
+     None),
+])
+def test_certificate_policies_hold_as_go_holds_them(extensions: list[tuple[x509.ExtensionType, bool]],
+                                                    leaf_policies: tuple[x509.ObjectIdentifier, ...],
+                                                    problem: str | None) -> None:
+    assert _policy_chain(extensions, leaf_policies) == problem
+
+
 def test_a_critical_san_with_a_name_go_reads_is_handled() -> None:
     key = ec.generate_private_key(ec.SECP256R1())
     other = x509.OtherName(x509.ObjectIdentifier("1.3.6.1.4.1.99999.7"), b"\x0c\x01x")

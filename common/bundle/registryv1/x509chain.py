@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID
 
 from .x509names import GO_NAMES, certificate_name_problem, name_problem
+from .x509policies import policies_valid, policy_mappings_problem
 
 MAX_SIGNATURE_CHECKS: Final = 100   # Go's maxChainSignatureChecks: a chain search costs no more than this
 
@@ -180,7 +181,7 @@ def _parsed(cert: x509.Certificate) -> x509.Certificate:
             list(value.excluded_subtrees or ())
         elif isinstance(value, x509.SubjectAlternativeName | x509.ExtendedKeyUsage | x509.CertificatePolicies):
             list(value)
-    problem = key_problem(cert.public_key()) or certificate_name_problem(cert)
+    problem = key_problem(cert.public_key()) or certificate_name_problem(cert) or policy_mappings_problem(cert)
     if problem:
         raise Untrusted(problem)
     return cert
@@ -260,16 +261,6 @@ def _unhandled_critical(cert: x509.Certificate) -> bool:
     return False
 
 
-def _explicit_policy(cert: x509.Certificate) -> bool:
-    """Whether ``cert`` requires explicit certificate policies below it (policy validation cosctl does not do: a
-    chain through it is refused rather than accepted unchecked; Go ignores a root's)."""
-    try:
-        constraints = cert.extensions.get_extension_for_class(x509.PolicyConstraints).value
-    except x509.ExtensionNotFound:
-        return False
-    return constraints.require_explicit_policy is not None
-
-
 def _allows_code_signing(cert: x509.Certificate) -> bool:
     """Go's EKU rule: no extension allows any use; else code signing or anyExtendedKeyUsage must be listed."""
     try:
@@ -312,17 +303,15 @@ def chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certifica
     """None when ``leaf`` chains to a root as Go's x509.Verify (ExtKeyUsageCodeSigning, CurrentTime ``when``, which
     messages call ``clock``) requires: every certificate valid then, no critical extension it does not handle, code
     signing allowed by each one's extended key usage (the root's too), issuers allowed to sign certificates (basic
-    constraints and key usage; an intermediate a CA) within their path length, names within their constraints; a
-    leaf that is itself one of the roots is its own chain; else why not (the reason of the closest chain, else an
-    unknown authority). As in Go, a certificate is used once per chain and the search stops after
-    :data:`MAX_SIGNATURE_CHECKS` signature checks."""
+    constraints and key usage; an intermediate a CA) within their path length, names within their constraints,
+    certificate policies that hold (:mod:`.x509policies`); a leaf that is itself one of the roots is its own
+    chain; else why not (the reason of the closest chain, else an unknown authority). As in Go, a certificate is used
+    once per chain and the search stops after :data:`MAX_SIGNATURE_CHECKS` signature checks."""
     if problem := _certificate_problem(leaf, when, clock):
         return problem
     leaf_der = leaf.public_bytes(serialization.Encoding.DER)
     if any(root.public_bytes(serialization.Encoding.DER) == leaf_der for root in roots):
         return None
-    if _explicit_policy(leaf):
-        return "x509: certificate policies required by a policy constraint are not checked by cosctl"
     der = {id(c): c.public_bytes(serialization.Encoding.DER) for c in [*intermediates, *roots, leaf]}
     root_der = {der[id(r)] for r in roots}
     reasons: list[str] = []
@@ -362,15 +351,13 @@ def chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certifica
         cert = path[-1]
         for root in roots:
             if issued(cert, root) and acceptable(root, path, root=True):
-                return True
+                if policies_valid([*path, root]):
+                    return True
+                reasons.append("x509: no valid chains built: 1 candidate chains with invalid policies")
         on_path = {der[id(c)] for c in path}
         for candidate in intermediates:
             mine = der[id(candidate)]
             if mine in root_der or mine in on_path:
-                continue
-            if _explicit_policy(candidate):
-                reasons.append("x509: certificate policies required by a policy constraint are not checked by "
-                               "cosctl")
                 continue
             if issued(cert, candidate) and acceptable(candidate, path, root=False) and walk([*path, candidate]):
                 return True
