@@ -159,7 +159,7 @@ def parse_extension(obj: Any, where: str) -> Extension:
     # with that ServiceAccount's rights, as OLM v1 did up to v1.10.
     account = section(spec, "serviceAccount", "spec.serviceAccount", required=False)
     service_account: str | None = None
-    if account is not None and not account:
+    if account is not None and not {k: v for k, v in account.items() if v is not None}:   # a null is pruned first
         raise fail("spec.serviceAccount", "should have at least 1 properties")
     if account and account.get("name") is not None:
         if account["name"] == "":

@@ -110,6 +110,7 @@ CATALOG = {"sourceType": "Catalog", "catalog": {"packageName": "demo"}}
     ({"namespace": None}, "spec.namespace: Required value"),
     ({"namespace": "Demo_NS"}, "spec.namespace: namespace must be a valid DNS1123 label"),
     ({"serviceAccount": {}}, "spec.serviceAccount: should have at least 1 properties"),
+    ({"serviceAccount": {"name": None}}, "spec.serviceAccount: should have at least 1 properties"),
     ({"serviceAccount": {"name": ""}}, "spec.serviceAccount.name: should be at least 1 chars long"),
     ({"serviceAccount": {"name": "Installer"}}, "spec.serviceAccount.name: name must be a valid DNS1123 subdomain. "
      "It must contain only lowercase alphanumeric characters, hyphens (-) or periods (.), start and end with an "

@@ -417,7 +417,7 @@ def test_a_hostile_chain_or_set_is_refused_quickly_and_cleanly(registry: Registr
     ("release@example.org", "example.com", False),
 ])
 def test_email_name_constraints_match_as_go_matches_them(mail: str, constraint: str, matches: bool) -> None:
-    assert x509names._mail_matches(mail, constraint) is matches
+    assert (_constrained([x509.RFC822Name(constraint)], None, x509.RFC822Name(mail)) is None) is matches
 
 
 def test_an_empty_rekor_key_list_is_no_way_around_rekor(registry: Registry, home: Path, tmp_path: Path) -> None:
@@ -672,18 +672,18 @@ def test_pem_is_read_as_go_reads_it_a_block_that_does_not_decode_skipped() -> No
 @pytest.mark.parametrize(("uri", "problem"), [
     ("spiffe://example.org/ns/release/sa/signer", None),
     ("https://user@signer.example.com:8443/x?y#z", None),
-    ("https://signer.example.com:abc/", 'x509: cannot parse URI "https://signer.example.com:abc/": parse '
+    ("https://signer.example.com:abc/", 'cannot parse URI "https://signer.example.com:abc/": parse '
                                         '"https://signer.example.com:abc/": invalid port ":abc" after host'),
-    ("https://signer.example.com./", 'x509: cannot parse URI "https://signer.example.com./": invalid domain'),
-    ("https://sign%65r.example.com/", 'x509: cannot parse URI "https://sign%65r.example.com/": parse '
+    ("https://signer.example.com./", 'cannot parse URI "https://signer.example.com./": invalid domain'),
+    ("https://sign%65r.example.com/", 'cannot parse URI "https://sign%65r.example.com/": parse '
                                       '"https://sign%65r.example.com/": invalid URL escape "%65"'),
-    ("https://sign er.example.com/", 'x509: cannot parse URI "https://sign er.example.com/": parse '
+    ("https://sign er.example.com/", 'cannot parse URI "https://sign er.example.com/": parse '
                                      '"https://sign er.example.com/": invalid character " " in host name'),
 
     ("spiffe://[fe80::1%25en0]/x", None),
-    ("spiffe://[::1%25]", 'x509: cannot parse URI "spiffe://[::1%25]": parse "spiffe://[::1%25]": invalid host: '
+    ("spiffe://[::1%25]", 'cannot parse URI "spiffe://[::1%25]": parse "spiffe://[::1%25]": invalid host: '
                           'ParseAddr("::1%"): zone must be a non-empty string'),
-    ("spiffe://[fe80::1%25%2F]", 'x509: cannot parse URI "spiffe://[fe80::1%25%2F]": parse '
+    ("spiffe://[fe80::1%25%2F]", 'cannot parse URI "spiffe://[fe80::1%25%2F]": parse '
                                  '"spiffe://[fe80::1%25%2F]": invalid URL escape "%2F"'),
 ])
 def test_a_uri_go_cannot_parse_makes_the_certificate_unreadable(uri: str, problem: str | None) -> None:
@@ -692,11 +692,11 @@ def test_a_uri_go_cannot_parse_makes_the_certificate_unreadable(uri: str, proble
 
 def test_a_name_constraint_go_cannot_read_makes_the_certificate_unreadable() -> None:
     key = ec.generate_private_key(ec.SECP256R1())
-    for constraint, problem in ((x509.DNSName("other.org."), 'x509: failed to parse dnsName constraint "other.org."'),
+    for constraint, problem in ((x509.DNSName("other.org."), 'failed to parse dnsName constraint "other.org."'),
                                 (x509.UniformResourceIdentifier("192.0.2.7"),
-                                 'x509: failed to parse URI constraint "192.0.2.7": cannot be IP address'),
+                                 'failed to parse URI constraint "192.0.2.7": cannot be IP address'),
                                 (x509.RFC822Name("a..b@example.org"),
-                                 'x509: failed to parse rfc822Name constraint "a..b@example.org"')):
+                                 'failed to parse rfc822Name constraint "a..b@example.org"')):
         ca = (x509.CertificateBuilder().subject_name(x509.Name([])).issuer_name(x509.Name([]))
               .public_key(key.public_key()).serial_number(1).not_valid_before(datetime.datetime(2025, 1, 1))
               .not_valid_after(datetime.datetime(2030, 1, 1))

@@ -104,11 +104,23 @@ class SimpleSignature:
 
 @dataclass(frozen=True, slots=True)
 class SigstoreSignature:
-    """A sigstore signature: an attachment's media type, its payload and annotations."""
+    """A sigstore signature: an attachment's media type, its payload and annotations (their text as Go's JSON
+    decoder leaves it: a lone surrogate escape is U+FFFD, so it can neither pass for anything nor fail to encode)."""
 
     mime: str
     payload: bytes
     annotations: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "annotations", {_go_text(k): _go_text(v) for k, v in self.annotations.items()})
+
+
+def _go_text(text: str) -> str:
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
 
 
 Signature = SimpleSignature | SigstoreSignature
@@ -216,7 +228,7 @@ def _sigstore_signed(requirement: Requirement, intended: ImageReference, manifes
             keys = _signing_keys(requirement, signature, encoded)
             try:
                 raw = base64.b64decode(encoded, validate=True)
-            except binascii.Error as exc:
+            except (binascii.Error, ValueError) as exc:   # ValueError: not ASCII
                 raise Rejected(f"base64 decoding: {exc}") from None
             _check_sigstore(keys, signature.payload, raw)
             _accept_payload(signature.payload, SIGSTORE_TYPE, requirement.identity, intended, manifest,
@@ -273,12 +285,7 @@ def _signing_keys(requirement: Requirement, signature: SigstoreSignature, encode
     fulcio = requirement.fulcio
     roots: list[x509.Certificate] = []
     if fulcio is not None:
-        blobs = _read([fulcio.ca_path] if fulcio.ca_path else [], [fulcio.ca_data] if fulcio.ca_data else [])
-        ca = blobs[0] if blobs else b""   # an empty caData: no CA, refused below
-        try:
-            roots = load_roots(ca)
-        except Untrusted:
-            roots = []
+        roots = load_roots(_source(fulcio.ca_path, fulcio.ca_data))   # an empty caData: no CA, refused below
         if not roots:
             raise Rejected("error loading Fulcio CA certificates")
     keys = _public_keys(requirement) if fulcio is None else []
@@ -293,11 +300,9 @@ def _signing_keys(requirement: Requirement, signature: SigstoreSignature, encode
             if certificate is None:
                 raise Rejected(f"missing {CERTIFICATE_ANNOTATION} annotation")
             when = verify_set(rekor, found_set.encode(), certificate.encode(), encoded, signature.payload)
-            key = verify_certificate(roots, fulcio.oidc_issuer, fulcio.subject_email, when, certificate.encode(),
-                                     signature.annotations.get(CHAIN_ANNOTATION, "").encode())
-            if not isinstance(key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey):
-                raise Rejected("veryfing leaf certificate failed: x509: unknown public key algorithm")
-            return [key]
+            return [_certificate_key(verify_certificate(
+                roots, fulcio.oidc_issuer, fulcio.subject_email, when, certificate.encode(),
+                signature.annotations.get(CHAIN_ANNOTATION, "").encode()))]
         failures = []
         for key in keys:
             pem = key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
@@ -314,19 +319,28 @@ def _signing_keys(requirement: Requirement, signature: SigstoreSignature, encode
 PublicKey = ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey
 
 
+def _source(path: str, data: bytes | None) -> bytes:
+    """The bytes a policy names by path, or gives inline (containers/image's loadBytesFromConfigSources)."""
+    return _read([path], [])[0] if path else data or b""
+
+
+def _certificate_key(key: object) -> PublicKey:
+    """A verified certificate's public key, of a kind a sigstore signature can be checked with."""
+    if not isinstance(key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey):
+        raise Rejected("veryfing leaf certificate failed: x509: unknown public key algorithm")
+    return key
+
+
 def _pki_key(pki: Pki, signature: SigstoreSignature) -> PublicKey:
     """The public key of a signature's certificate when it chains, now, to the policy's PKI roots and names the
     subject the policy asks (containers/image's prSigstoreSignedPKI.prepareTrustRoot, then verifyPKI)."""
-    roots = load_roots(_read([pki.roots_path] if pki.roots_path else [],
-                             [pki.roots_data] if pki.roots_data is not None else [])[0])
+    roots = load_roots(_source(pki.roots_path, pki.roots_data))
     if not roots:
         raise Rejected("error loading PKI CA Roots certificates")
     try:
         intermediates: list[x509.Certificate] = []
         if pki.intermediates_path or pki.intermediates_data is not None:
-            intermediates = load_intermediates(_read(
-                [pki.intermediates_path] if pki.intermediates_path else [],
-                [pki.intermediates_data] if pki.intermediates_data is not None else [])[0])
+            intermediates = load_intermediates(_source(pki.intermediates_path, pki.intermediates_data))
         certificate = signature.annotations.get(CERTIFICATE_ANNOTATION)
         if certificate is None:
             raise Rejected(f"missing {CERTIFICATE_ANNOTATION} annotation")
@@ -335,9 +349,7 @@ def _pki_key(pki: Pki, signature: SigstoreSignature) -> PublicKey:
                          signature.annotations.get(CHAIN_ANNOTATION, "").encode())
     except Untrusted as exc:
         raise Rejected(str(exc)) from None
-    if not isinstance(key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey | ed25519.Ed25519PublicKey):
-        raise Rejected("veryfing leaf certificate failed: x509: unknown public key algorithm")
-    return key
+    return _certificate_key(key)
 
 
 def _public_keys(requirement: Requirement) -> list[PublicKey]:

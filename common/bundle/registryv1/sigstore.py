@@ -113,7 +113,7 @@ def _b64(value: Any, what: str) -> bytes:
         raise Untrusted(f"{what}: a base64 string expected")
     try:
         return base64.b64decode(value, validate=True)
-    except binascii.Error as exc:
+    except (binascii.Error, ValueError) as exc:   # ValueError: not ASCII
         raise Untrusted(f"{what}: {exc}") from None
 
 
@@ -172,7 +172,7 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
         raise Untrusted("publicKey in Rekor SET does not match")
     try:
         raw_signature = base64.b64decode(signature_b64, validate=True)
-    except binascii.Error as exc:
+    except (binascii.Error, ValueError) as exc:   # ValueError: not ASCII
         raise Untrusted(f"decoding signature base64: {exc}") from None
     if _b64(signature.get("content", ""), "hashedrekord signature") != raw_signature:
         raise Untrusted("signature in Rekor SET does not match")

@@ -72,73 +72,82 @@ _PEM_EOL: Final = b"-----"
 _STRICT_BASE64: Final = re.compile(rb"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 
 
-def _get_line(data: bytes) -> tuple[bytes, bytes, int]:
-    """Go's pem getLine: the first line (its CR and trailing blanks dropped), the rest, the bytes consumed."""
-    i = data.find(b"\n")
+def _line_at(data: bytes, at: int) -> tuple[bytes, int]:
+    """Go's pem getLine on ``data[at:]``: the line (its CR and trailing blanks dropped) and the bytes consumed."""
+    i = data.find(b"\n", at)
     if i < 0:
         i = j = len(data)
     else:
         j = i + 1
-        if i > 0 and data[i - 1:i] == b"\r":
+        if i > at and data[i - 1] == 0x0D:
             i -= 1
-    return data[:i].rstrip(b" \t"), data[j:], j
+    return data[at:i].rstrip(b" \t"), j - at
 
 
 def pem_decode(data: bytes) -> tuple[PemBlock | None, bytes]:
-    """Go 1.26's pem.Decode: the first block (found from the first END line back to the last BEGIN line before
-    it) and what follows its END line; a block that does not decode (a BEGIN line not starting a line, labels
-    that differ, text after the END line, bad base64) is skipped for the next one; (None, ``data``) without any."""
-    rest = data
+    """Go 1.26's pem.Decode: the first block of ``data`` and what follows its END line, or (None, ``data``)."""
+    block, after = _pem_decode_at(data, 0)
+    return block, data[after:] if block is not None else data
+
+
+def _pem_decode_at(data: bytes, at: int) -> tuple[PemBlock | None, int]:
+    """Go 1.26's pem.Decode on ``data[at:]``, by offsets (a hostile input costs linear time): the first block (found
+    from the first END line back to the last BEGIN line before it) and the offset after its END line; a block that
+    does not decode (a BEGIN line not starting a line, labels that differ, text after the END line, bad base64) is
+    skipped for the next one; (None, ``at``) without any. Offsets named as in Go are relative to ``rest``."""
+    rest = at
     end_trailer_index = 0
     while True:
-        if end_trailer_index < 0 or end_trailer_index > len(rest):
-            return None, data
-        rest = rest[end_trailer_index:]
-        end_index = rest.find(_PEM_END)
-        if end_index < 0:
-            return None, data
+        if end_trailer_index < 0 or end_trailer_index > len(data) - rest:
+            return None, at
+        rest += end_trailer_index
+        found = data.find(_PEM_END, rest)
+        if found < 0:
+            return None, at
+        end_index = found - rest
         end_trailer_index = end_index + len(_PEM_END)
-        begin_index = rest.rfind(_PEM_START[1:], 0, end_index)
-        if begin_index < 0 or (begin_index > 0 and rest[begin_index - 1] != ord("\n")):
+        begin = data.rfind(_PEM_START[1:], rest, rest + end_index)
+        if begin < 0 or (begin > rest and data[begin - 1] != 0x0A):
             continue
-        skip = begin_index + len(_PEM_START) - 1
-        rest, end_index, end_trailer_index = rest[skip:], end_index - skip, end_trailer_index - skip
-        type_line, rest, consumed = _get_line(rest)
-        end_index, end_trailer_index = end_index - consumed, end_trailer_index - consumed
+        skip = begin - rest + len(_PEM_START) - 1
+        rest, end_index, end_trailer_index = rest + skip, end_index - skip, end_trailer_index - skip
+        type_line, consumed = _line_at(data, rest)
+        rest, end_index, end_trailer_index = rest + consumed, end_index - consumed, end_trailer_index - consumed
         if not type_line.endswith(_PEM_EOL):
             continue
         type_line = type_line[:-len(_PEM_EOL)]
         headers: dict[bytes, bytes] = {}
         while True:
-            if not rest:
-                return None, data
-            line, following, consumed = _get_line(rest)
+            if rest >= len(data):
+                return None, at
+            line, consumed = _line_at(data, rest)
             key, colon, value = line.partition(b":")
             if not colon:
                 break
             headers[key.strip(_SPACE)] = value.strip(_SPACE)
-            rest, end_index, end_trailer_index = following, end_index - consumed, end_trailer_index - consumed
+            rest, end_index, end_trailer_index = rest + consumed, end_index - consumed, end_trailer_index - consumed
         if (headers and end_index < 0) or end_trailer_index < 0:
             continue
-        end_trailer = rest[end_trailer_index:]
+        trailer_at = rest + end_trailer_index
         trailer_length = len(type_line) + len(_PEM_EOL)
-        if len(end_trailer) < trailer_length:
+        if len(data) - trailer_at < trailer_length:
             continue
-        rest_of_end_line, end_trailer = end_trailer[trailer_length:], end_trailer[:trailer_length]
+        end_trailer = data[trailer_at:trailer_at + trailer_length]
         if not end_trailer.startswith(type_line) or not end_trailer.endswith(_PEM_EOL):
             continue
-        if _get_line(rest_of_end_line)[0]:
+        if _line_at(data, trailer_at + trailer_length)[0]:
             continue
         der = b""
         if end_index > 0:
-            encoded = rest[:end_index].translate(None, b" \t\r\n")   # Go's decoder skips CR and LF itself
+            encoded = data[rest:rest + end_index].translate(None, b" \t\r\n")   # Go's decoder skips CR and LF
             if not _STRICT_BASE64.fullmatch(encoded):   # Go takes padding only at the very end
                 continue
             try:
                 der = base64.b64decode(encoded, validate=True)
             except binascii.Error:
                 continue
-        return PemBlock(type_line.decode("latin-1"), headers, der), _get_line(rest[end_index + len(_PEM_END) - 1:])[1]
+        end_line = rest + end_index + len(_PEM_END) - 1
+        return PemBlock(type_line.decode("latin-1"), headers, der), end_line + _line_at(data, end_line)[1]
 
 
 def _pem_certificates(data: bytes, what: str, *, skip_bad: bool = False) -> list[x509.Certificate]:
@@ -147,9 +156,9 @@ def _pem_certificates(data: bytes, what: str, *, skip_bad: bool = False) -> list
     or carry headers, skipped). Each certificate is parsed whole now, so a malformed one is refused here, not met
     later."""
     found: list[x509.Certificate] = []
-    rest = data
-    while rest:
-        block, rest = pem_decode(rest)
+    at = 0
+    while at < len(data):
+        block, at = _pem_decode_at(data, at)
         if block is None:
             if skip_bad:
                 break

@@ -432,15 +432,6 @@ def domain_name_valid(name: str, *, constraint: bool = False) -> bool:
     return all(label and all(33 <= ord(c) <= 126 for c in label) for label in name.split("."))
 
 
-def _mail_matches(mail: str, constraint: str) -> bool:
-    """Whether the e-mail constraint ``constraint`` (a mailbox, a domain, ``.domain``) covers ``mail`` (Go's
-    emailConstraints for one constraint)."""
-    mailbox = parse_mailbox(mail)
-    if mailbox is None:
-        return False
-    return _EmailConstraints([constraint], permitted=True).query((mailbox[0], mailbox[1].lower())) is not None
-
-
 _ATEXT: Final = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&'*+-/=?^_`{|}~.")
 
 
@@ -669,32 +660,33 @@ def _valid_optional_port(port: str) -> bool:
 
 
 def certificate_name_problem(cert: x509.Certificate) -> str | None:
-    """What Go's certificate parser refuses in the names of ``cert``, or None: a URI it cannot parse or whose host
-    is no domain name; a name constraint it cannot read (a DNS or URI constraint that is no domain, a URI
-    constraint that is an IP address, an e-mail constraint that is no mailbox or domain)."""
+    """What Go's certificate parser refuses in the names of ``cert`` (in its words, after ``x509: ``), or None: a
+    URI it cannot parse or whose host is no domain name; a name constraint it cannot read (a DNS or URI constraint
+    that is no domain, a URI constraint that is an IP address, an e-mail constraint that is no mailbox or
+    domain)."""
     for ext in cert.extensions:
         value = ext.value
         if isinstance(value, x509.SubjectAlternativeName):
             for uri in value.get_values_for_type(x509.UniformResourceIdentifier):
                 host, problem = go_url_host(uri)
                 if problem:
-                    return f"x509: cannot parse URI {json.dumps(uri)}: {problem}"
+                    return f"cannot parse URI {json.dumps(uri)}: {problem}"
                 if host and not domain_name_valid(host):
-                    return f"x509: cannot parse URI {json.dumps(uri)}: invalid domain"
+                    return f"cannot parse URI {json.dumps(uri)}: invalid domain"
         elif isinstance(value, x509.NameConstraints):
             for subtree in [*(value.permitted_subtrees or ()), *(value.excluded_subtrees or ())]:
                 constraint = subtree.value
                 if isinstance(subtree, x509.DNSName) and not domain_name_valid(constraint, constraint=True):
-                    return f"x509: failed to parse dnsName constraint {json.dumps(constraint)}"
+                    return f"failed to parse dnsName constraint {json.dumps(constraint)}"
                 if isinstance(subtree, x509.RFC822Name) and not (
                         parse_mailbox(constraint) is not None if "@" in constraint
                         else domain_name_valid(constraint, constraint=True)):
-                    return f"x509: failed to parse rfc822Name constraint {json.dumps(constraint)}"
+                    return f"failed to parse rfc822Name constraint {json.dumps(constraint)}"
                 if isinstance(subtree, x509.UniformResourceIdentifier):
                     if _go_ip(constraint) is not None:
-                        return f"x509: failed to parse URI constraint {json.dumps(constraint)}: cannot be IP address"
+                        return f"failed to parse URI constraint {json.dumps(constraint)}: cannot be IP address"
                     if not domain_name_valid(constraint, constraint=True):
-                        return f"x509: failed to parse URI constraint {json.dumps(constraint)}"
+                        return f"failed to parse URI constraint {json.dumps(constraint)}"
     return None
 
 

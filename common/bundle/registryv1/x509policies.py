@@ -192,8 +192,9 @@ def _inhibit_any_policy(cert: x509.Certificate) -> int | None:
 
 
 def policy_mappings_problem(cert: x509.Certificate) -> str | None:
-    """Why Go's parser refuses ``cert``'s policy mappings (which ``cryptography`` leaves unparsed), or None."""
-    return "x509: invalid policy mappings" if _policy_mappings(cert) is None else None
+    """Why Go's parser refuses ``cert``'s policy mappings (which ``cryptography`` leaves unparsed; in its words, after
+    ``x509: ``), or None."""
+    return "invalid policy mappings extension" if _policy_mappings(cert) is None else None
 
 
 def _policy_mappings(cert: x509.Certificate) -> list[tuple[str, str]] | None:
