@@ -784,6 +784,21 @@ def test_certificate_policies_hold_as_go_holds_them(extensions: list[tuple[x509.
     assert _policy_chain(extensions, leaf_policies) == problem
 
 
+def test_a_chain_search_stops_after_100_signature_checks_with_gos_words() -> None:
+    ca = PkiCA.generate()
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = x509.load_pem_x509_certificate(ca.issue(key, emails=(SIGNER,)))
+    now = datetime.datetime.now(datetime.UTC)
+    impostors = [(x509.CertificateBuilder().subject_name(ca.intermediate.subject).issuer_name(ca.root.subject)
+                  .public_key(ec.generate_private_key(ec.SECP256R1()).public_key()).serial_number(i + 10)
+                  .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=1))
+                  .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                  .sign(ca.root_key, hashes.SHA256())) for i in range(110)]   # the intermediate's name, other keys
+    assert x509chain.chain_problem(leaf, impostors, [ca.root], now, "current time") == (
+        "x509: signature check attempts limit reached while verifying certificate chain")
+    assert x509chain.chain_problem(leaf, [*impostors[:5], ca.intermediate], [ca.root], now, "current time") is None
+
+
 def test_a_critical_san_with_a_name_go_reads_is_handled() -> None:
     key = ec.generate_private_key(ec.SECP256R1())
     other = x509.OtherName(x509.ObjectIdentifier("1.3.6.1.4.1.99999.7"), b"\x0c\x01x")

@@ -325,12 +325,14 @@ def chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certifica
     root_der = {der[id(r)] for r in roots}
     reasons: list[str] = []
     checks = 0
+    limited = False
 
     def issued(child: x509.Certificate, parent: x509.Certificate) -> bool:
-        nonlocal checks
+        nonlocal checks, limited
         if parent.subject != child.issuer:
             return False
         if checks >= MAX_SIGNATURE_CHECKS:
+            limited = True
             return False
         checks += 1
         if not _may_sign_certificates(parent):
@@ -374,6 +376,8 @@ def chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certifica
 
     if walk([leaf]):
         return None
+    if limited:   # Go gives up with this error, whatever it met before
+        return "x509: signature check attempts limit reached while verifying certificate chain"
     return reasons[0] if reasons else "x509: certificate signed by unknown authority"
 
 
