@@ -732,7 +732,8 @@ def _mapping(issuer: x509.ObjectIdentifier, subject: x509.ObjectIdentifier) -> x
 
 def _policy_chain(intermediate_extensions: list[tuple[x509.ExtensionType, bool]],
                   leaf_policies: tuple[x509.ObjectIdentifier, ...] = ()) -> str | None:
-    """Why a root -> intermediate (with these extensions) -> leaf chain does not verify (x509chain.chain_problem)."""
+    """Why a root -> intermediate (with these extensions) -> leaf chain does not verify (x509chain.chain_problem), or
+    why the intermediate does not read."""
     now = datetime.datetime.now(datetime.UTC)
     keys = [ec.generate_private_key(ec.SECP256R1()) for _ in range(3)]
     names = [x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, n)]) for n in ("root", "intermediate", "leaf")]
@@ -752,12 +753,26 @@ def _policy_chain(intermediate_extensions: list[tuple[x509.ExtensionType, bool]]
     if leaf_policies:
         leaf_extensions.append((x509.CertificatePolicies([x509.PolicyInformation(p, None) for p in leaf_policies]),
                                 False))
-    return x509chain.chain_problem(cert(2, leaf_extensions), [cert(1, [ca, *intermediate_extensions])],
-                                   [cert(0, [ca])], now, "current time")
+    try:   # the intermediate read as a signature's chain is read
+        intermediates = x509chain.load_intermediates(
+            cert(1, [ca, *intermediate_extensions]).public_bytes(serialization.Encoding.PEM))
+    except x509chain.Untrusted as exc:
+        return str(exc)
+    return x509chain.chain_problem(cert(2, leaf_extensions), intermediates, [cert(0, [ca])], now, "current time")
 
 
 def _policies(*oids: x509.ObjectIdentifier) -> tuple[x509.ExtensionType, bool]:
     return x509.CertificatePolicies([x509.PolicyInformation(o, None) for o in oids]), False
+
+
+def test_policy_extensions_are_parsed_as_go_parses_them() -> None:
+    assert _policy_chain([(x509.UnrecognizedExtension(x509.oid.ExtensionOID.POLICY_MAPPINGS, b"\x05\x00"), False)]) \
+        == "loading trusted intermediate certificates: x509: invalid policy mappings extension"
+    lenient = _mapping(P1, P2).value + b"\x05\x00"   # what follows the first item is not read, as in Go
+    assert _policy_chain([_policies(P1), (x509.UnrecognizedExtension(x509.oid.ExtensionOID.POLICY_MAPPINGS,
+                                                                       lenient), False)]) is None
+    assert _policy_chain([(x509.CertificatePolicies([x509.PolicyInformation(P1, None)] * 2), False)]) == (
+        "loading trusted intermediate certificates: x509: invalid certificate policies")
 
 
 INVALID_POLICIES = "x509: no valid chains built: 1 candidate chains with invalid policies"

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID
 
 from .x509names import GO_NAMES, certificate_name_problem, name_problem
-from .x509policies import policies_valid, policy_mappings_problem
+from .x509policies import policies_valid, policy_extensions_problem
 
 MAX_SIGNATURE_CHECKS: Final = 100   # Go's maxChainSignatureChecks: a chain search costs no more than this
 
@@ -190,7 +190,7 @@ def _parsed(cert: x509.Certificate) -> x509.Certificate:
             list(value.excluded_subtrees or ())
         elif isinstance(value, x509.SubjectAlternativeName | x509.ExtendedKeyUsage | x509.CertificatePolicies):
             list(value)
-    problem = key_problem(cert.public_key()) or certificate_name_problem(cert) or policy_mappings_problem(cert)
+    problem = key_problem(cert.public_key()) or certificate_name_problem(cert) or policy_extensions_problem(cert)
     if problem:
         raise Untrusted(problem)
     return cert

@@ -191,39 +191,61 @@ def _inhibit_any_policy(cert: x509.Certificate) -> int | None:
         return None
 
 
-def policy_mappings_problem(cert: x509.Certificate) -> str | None:
-    """Why Go's parser refuses ``cert``'s policy mappings (which ``cryptography`` leaves unparsed; in its words, after
-    ``x509: ``), or None."""
-    return "invalid policy mappings extension" if _policy_mappings(cert) is None else None
+_INT64_MAX: Final = (1 << 63) - 1
+
+
+def policy_extensions_problem(cert: x509.Certificate) -> str | None:
+    """Why Go's parser refuses ``cert``'s policy extensions where ``cryptography`` does not (in Go's words, after
+    ``x509: ``), or None: policy mappings that do not read (``cryptography`` leaves them unparsed), a policy listed
+    twice, an inhibitAnyPolicy beyond 64 bits."""
+    if _policy_mappings(cert) is None:
+        return "invalid policy mappings extension"
+    policies = _policies(cert)
+    if len(set(policies)) != len(policies):
+        return "invalid certificate policies"
+    if (skip := _inhibit_any_policy(cert)) is not None and skip > _INT64_MAX:
+        return "invalid inhibit any policy extension"
+    return None
 
 
 def _policy_mappings(cert: x509.Certificate) -> list[tuple[str, str]] | None:
-    """The (issuerDomainPolicy, subjectDomainPolicy) pairs of ``cert``'s policy mappings ([] without any), None when
-    the extension does not read as a sequence of pairs of OIDs."""
+    """The (issuerDomainPolicy, subjectDomainPolicy) pairs of ``cert``'s policy mappings ([] without any), read as
+    Go reads them (the first DER item a sequence, each of its items a sequence starting with two OIDs; what follows
+    them is not read), None when they do not read so. An OID not minimally encoded is kept as its bytes, which no
+    policy equals, as in Go."""
     try:
         value = cert.extensions.get_extension_for_oid(ExtensionOID.POLICY_MAPPINGS).value
     except x509.ExtensionNotFound:
         return []
-    outer = _der_items(value.value if isinstance(value, x509.UnrecognizedExtension) else value.public_bytes())
-    if outer is None or len(outer) != 1 or outer[0][0] != 0x30:
+    raw = value.value if isinstance(value, x509.UnrecognizedExtension) else value.public_bytes()
+    outer = _der_items(raw, first_only=True)
+    if not outer or outer[0][0] != 0x30:
+        return None
+    mappings = _der_items(outer[0][1])
+    if mappings is None:
         return None
     pairs = []
-    for tag, mapping in _der_items(outer[0][1]) or [(0, b"")]:
-        items = _der_items(mapping) if tag == 0x30 else None
-        if items is None or len(items) != 2 or any(t != 0x06 for t, _ in items):
+    for tag, mapping in mappings:
+        items = _der_items(mapping, first_only=2) if tag == 0x30 else None
+        if items is None or len(items) < 2 or any(t != 0x06 for t, _ in items[:2]):
             return None
-        oids = [_oid_text(content) for _, content in items]
-        if oids[0] is None or oids[1] is None:
-            return None
-        pairs.append((oids[0], oids[1]))
+        pairs.append((_oid_key(items[0][1]), _oid_key(items[1][1])))
     return pairs
 
 
-def _der_items(data: bytes) -> list[tuple[int, bytes]] | None:
-    """The (tag, content) items DER ``data`` holds one after the other; None when it is not such a sequence."""
-    items = []
+def _oid_key(content: bytes) -> str:
+    text = _oid_text(content)
+    return text if text is not None else "der:" + content.hex()
+
+
+def _der_items(data: bytes, first_only: bool | int = False) -> list[tuple[int, bytes]] | None:
+    """The (tag, content) items DER ``data`` holds one after the other; None when it is not such a sequence. With
+    ``first_only`` (True: 1, or a count), only that many items are read and what follows is ignored (cryptobyte's
+    ReadASN1 on a prefix); fewer found is no error."""
+    limit = int(first_only) if first_only else None
+    items: list[tuple[int, bytes]] = []
     i = 0
-    while i < len(data):
+    while i < len(data) and (limit is None or len(items) < limit):
         if i + 2 > len(data):
             return None
         tag, length = data[i], data[i + 1]
