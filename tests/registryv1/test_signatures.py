@@ -26,7 +26,7 @@ from common.bundle.registryv1 import x509chain, x509names
 from common.bundle.registryv1.imageref import parse_reference
 from common.bundle.registryv1.policy import SignedIdentity
 from common.bundle.registryv1.pull import host_platform
-from common.bundle.registryv1.registriesd import RegistriesDError, read_registries_d
+from common.bundle.registryv1.registriesd import RegistriesDError, read_registries_d, registries_d_dirs
 from common.bundle.registryv1.signatures import identity_matches
 from common.bundle.registryv1.source import load_bundle
 from tests.producer.helpers import cosctl
@@ -873,6 +873,22 @@ PINNED = parse_reference("quay.io/op/demo@sha256:" + "a" * 64)
 def test_signed_identities_match_as_containers_image_matches_them(identity: SignedIdentity, intended: Any,
                                                                   claimed: str, accepted: bool) -> None:
     assert identity_matches(identity, intended, claimed) is accepted
+
+
+def test_registries_d_directories_are_those_containers_image_reads_for_root_and_for_others(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert registries_d_dirs(0) == [Path("/usr/share/containers/registries.d"),
+                                    Path("/usr/share/containers/registries.rootful.d"),
+                                    Path("/etc/containers/registries.d"), Path("/etc/containers/registries.rootful.d"),
+                                    tmp_path / "containers/registries.d"]
+    assert registries_d_dirs(1000) == [Path("/usr/share/containers/registries.d"),
+                                       Path("/usr/share/containers/registries.rootless.d"),
+                                       Path("/usr/share/containers/registries.rootless.d/1000"),
+                                       Path("/etc/containers/registries.d"),
+                                       Path("/etc/containers/registries.rootless.d"),
+                                       Path("/etc/containers/registries.rootless.d/1000"),
+                                       tmp_path / "containers/registries.d"]
 
 
 def test_registries_d_directories_are_merged_a_later_file_replacing_one_of_the_same_name(tmp_path: Path) -> None:

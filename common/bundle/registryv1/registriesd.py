@@ -5,10 +5,12 @@ Why: a policy that asks for signatures (:mod:`.policy`) is only as good as the p
 configures that place once, for every containers tool, in ``registries.d`` (RHEL ships
 ``registry.redhat.io.yaml`` naming Red Hat's lookaside server). cosctl reads the same files.
 
-- The files: every ``*.yaml`` of ``/usr/share/containers/registries.d``, ``/etc/containers/registries.d`` and the
-  user's ``$XDG_CONFIG_HOME/containers/registries.d`` (else ``~/.config/...``), a file of a later directory
-  replacing the one of the same name in an earlier one (containers/image's drop-in reading, as operator-controller
-  builds it; releases up to 5.36 read the user's directory alone when it exists, a subset of this). ``default-docker``
+- The files: every ``*.yaml`` of ``/usr/share/containers/registries.d``, ``/etc/containers/registries.d`` (each
+  followed by its ``registries.rootful.d`` for root, or ``registries.rootless.d`` and ``registries.rootless.d/<uid>``
+  for another user) and the user's ``$XDG_CONFIG_HOME/containers/registries.d`` (else ``~/.config/...``), a file of
+  a later directory replacing the one of the same name in an earlier one (containers/image's drop-in reading, as
+  operator-controller builds it; releases up to 5.36 read the user's directory alone when it exists, a subset of
+  this). ``default-docker``
   may appear in one file only, and each ``docker`` namespace in one file only, as containers/image refuses
   otherwise (naming both files); a key given twice in one file is refused, as Go's YAML refuses it.
 - For an image, the most specific ``docker`` namespace that sets it wins (the reference, the repository, its
@@ -101,10 +103,17 @@ def _builtin_lookaside() -> str:
     return "file://" + str(home() / USER_LOOKASIDE)
 
 
-def registries_d_dirs() -> list[Path]:
-    """The directories read, the lowest priority first."""
+def registries_d_dirs(uid: int | None = None) -> list[Path]:
+    """The directories read, the lowest priority first (containers/storage's configfile drop-ins): under
+    ``/usr/share/containers`` then ``/etc/containers``, ``registries.d``, then ``registries.rootful.d`` for root or
+    ``registries.rootless.d`` and its ``<uid>`` subdirectory for another user; the user's directory last."""
+    uid = os.getuid() if uid is None else uid
     config = os.environ.get("XDG_CONFIG_HOME") or str(home() / ".config")
-    return [VENDOR_DIR, SYSTEM_DIR, Path(config) / USER_DIR]
+    directories = []
+    for main in (VENDOR_DIR, SYSTEM_DIR):
+        special = main.with_name("registries.rootless.d" if uid > 0 else "registries.rootful.d")
+        directories += [main, special, *([special / str(uid)] if uid > 0 else [])]
+    return [*directories, Path(config) / USER_DIR]
 
 
 def read_registries_d(*directories: Path) -> RegistriesD:
