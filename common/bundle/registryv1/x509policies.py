@@ -218,7 +218,7 @@ def _policy_mappings(cert: x509.Certificate) -> list[tuple[str, str]] | None:
     except x509.ExtensionNotFound:
         return []
     raw = value.value if isinstance(value, x509.UnrecognizedExtension) else value.public_bytes()
-    outer = _der_items(raw, first_only=True)
+    outer = _der_items(raw, limit=1)
     if not outer or outer[0][0] != 0x30:
         return None
     mappings = _der_items(outer[0][1])
@@ -226,7 +226,7 @@ def _policy_mappings(cert: x509.Certificate) -> list[tuple[str, str]] | None:
         return None
     pairs = []
     for tag, mapping in mappings:
-        items = _der_items(mapping, first_only=2) if tag == 0x30 else None
+        items = _der_items(mapping, limit=2) if tag == 0x30 else None
         if items is None or len(items) < 2 or any(t != 0x06 for t, _ in items[:2]):
             return None
         pairs.append((_oid_key(items[0][1]), _oid_key(items[1][1])))
@@ -238,11 +238,10 @@ def _oid_key(content: bytes) -> str:
     return text if text is not None else "der:" + content.hex()
 
 
-def _der_items(data: bytes, first_only: bool | int = False) -> list[tuple[int, bytes]] | None:
+def _der_items(data: bytes, limit: int | None = None) -> list[tuple[int, bytes]] | None:
     """The (tag, content) items DER ``data`` holds one after the other; None when it is not such a sequence. With
-    ``first_only`` (True: 1, or a count), only that many items are read and what follows is ignored (cryptobyte's
-    ReadASN1 on a prefix); fewer found is no error."""
-    limit = int(first_only) if first_only else None
+    ``limit``, only that many items are read and what follows is ignored (cryptobyte's ReadASN1 on a prefix); fewer
+    found is no error."""
     items: list[tuple[int, bytes]] = []
     i = 0
     while i < len(data) and (limit is None or len(items) < limit):
