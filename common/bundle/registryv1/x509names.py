@@ -1,6 +1,8 @@
 """Names in X.509 certificates as Go's crypto/x509 (1.26) reads and constrains them, for the signing certificates of
-sigstore signatures (:mod:`.sigstore`): whether a certificate is valid for a host name (``VerifyHostname``), and
-whether a CA's name constraints allow the names of the certificates below it (``checkChainConstraints``).
+sigstore signatures (:mod:`.sigstore`): whether a certificate is valid for a host name (``VerifyHostname``);
+whether a CA's name constraints allow the names of the certificates below it (``checkChainConstraints``, with
+RFC 2821 mailboxes and URI hosts as Go's ``net/url`` parses them); and which names or constraints make Go's parser
+refuse a certificate outright.
 
 Why: containers/image verifies certificates with Go's crypto/x509, and a policy is only as good as its agreement with
 podman's decisions: the same certificate must be accepted or refused by both. Messages are Go's. Pure functions over
