@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID
 
-from .x509names import GO_NAMES, certificate_name_problem, name_problem
+from .x509names import GO_NAMES, certificate_name_problem, extension_value, name_problem
 from .x509policies import policies_valid, policy_extensions_problem
 
 MAX_SIGNATURE_CHECKS: Final = 100   # Go's maxChainSignatureChecks: a chain search costs no more than this
@@ -246,10 +246,8 @@ def _valid_at(cert: x509.Certificate, when: datetime.datetime) -> bool:
 
 
 def _path_length(cert: x509.Certificate) -> int | None:
-    try:
-        return cert.extensions.get_extension_for_class(x509.BasicConstraints).value.path_length
-    except x509.ExtensionNotFound:
-        return None
+    constraints = extension_value(cert, x509.BasicConstraints)
+    return None if constraints is None else constraints.path_length
 
 
 def _unhandled_critical(cert: x509.Certificate) -> bool:
@@ -272,34 +270,26 @@ def _unhandled_critical(cert: x509.Certificate) -> bool:
 
 def _allows_code_signing(cert: x509.Certificate) -> bool:
     """Go's EKU rule: no extension allows any use; else code signing or anyExtendedKeyUsage must be listed."""
-    try:
-        usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
-    except x509.ExtensionNotFound:
+    usages = extension_value(cert, x509.ExtendedKeyUsage)
+    if usages is None:
         return True
     return ExtendedKeyUsageOID.CODE_SIGNING in usages or ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE in usages
 
 
 def _is_ca(cert: x509.Certificate) -> bool:
-    try:
-        return bool(cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca)
-    except x509.ExtensionNotFound:
-        return False
+    constraints = extension_value(cert, x509.BasicConstraints)
+    return constraints is not None and constraints.ca
 
 
 def _may_sign_certificates(parent: x509.Certificate) -> bool:
     """Go's CheckSignatureFrom before the signature: a version 3 certificate signs others only with basic
     constraints saying CA (a version 1 certificate may), and only if its key usage, when it has one, allows
     certificate signing."""
-    try:
-        constraints: x509.BasicConstraints | None = parent.extensions.get_extension_for_class(
-            x509.BasicConstraints).value
-    except x509.ExtensionNotFound:
-        constraints = None
+    constraints = extension_value(parent, x509.BasicConstraints)
     if (parent.version == x509.Version.v3 and constraints is None) or (constraints is not None and not constraints.ca):
         return False
-    try:
-        usage = parent.extensions.get_extension_for_class(x509.KeyUsage).value
-    except x509.ExtensionNotFound:
+    usage = extension_value(parent, x509.KeyUsage)
+    if usage is None:
         return True
     bits = (usage.digital_signature, usage.content_commitment, usage.key_encipherment, usage.data_encipherment,
             usage.key_agreement, usage.key_cert_sign, usage.crl_sign,

@@ -16,12 +16,28 @@ import ipaddress
 import json
 import urllib.parse
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from cryptography import x509
 
 # General name types Go's x509 understands in SANs and name constraints
 GO_NAMES: Final = (x509.DNSName, x509.RFC822Name, x509.IPAddress, x509.UniformResourceIdentifier)
+
+_Extension = TypeVar("_Extension", bound=x509.ExtensionType)
+
+
+def extension_value(cert: x509.Certificate, kind: type[_Extension]) -> _Extension | None:
+    """``cert``'s extension of type ``kind``, None without one (for every x509 module of this package)."""
+    try:
+        return cert.extensions.get_extension_for_class(kind).value
+    except x509.ExtensionNotFound:
+        return None
+
+
+def _sans(cert: x509.Certificate, kind: type[x509.GeneralName]) -> list[Any]:
+    """The values of ``cert``'s subject alternative names of type ``kind``."""
+    names = extension_value(cert, x509.SubjectAlternativeName)
+    return [] if names is None else [name.value for name in names if isinstance(name, kind)]
 
 
 def hostname_problem(cert: x509.Certificate, host: str) -> str | None:
@@ -31,12 +47,12 @@ def hostname_problem(cert: x509.Certificate, host: str) -> str | None:
     candidate_ip = host[1:-1] if len(host) >= 3 and host[0] == "[" and host[-1] == "]" else host
     ip = _go_ip(candidate_ip)
     if ip is not None:
-        if any(_go_ip_equal(ip, san) for san in _ip_sans(cert)):
+        if any(_go_ip_equal(ip, san) for san in _sans(cert, x509.IPAddress)):
             return None
         return _hostname_error(cert, candidate_ip)
     name = _ascii_lower(host)
     valid_name = _valid_hostname(name, pattern=False)
-    for match in _dns_sans(cert):
+    for match in _sans(cert, x509.DNSName):
         if valid_name and _valid_hostname(match, pattern=True):
             if _match_hostnames(match, name):
                 return None
@@ -47,45 +63,25 @@ def hostname_problem(cert: x509.Certificate, host: str) -> str | None:
 
 def _hostname_error(cert: x509.Certificate, host: str) -> str:
     """Go's HostnameError.Error()."""
-    try:
-        cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
-        has_san = True
-    except x509.ExtensionNotFound:
-        has_san = False
+    has_san = extension_value(cert, x509.SubjectAlternativeName) is not None
     common = [a.value for a in cert.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)]
     if not has_san and _match_hostnames(str(common[-1]) if common else "", host):
         return "x509: certificate relies on legacy Common Name field, use SANs instead"
     if _go_ip(host) is not None:
-        ips = _ip_sans(cert)
+        ips = _sans(cert, x509.IPAddress)
         if not ips:
             return f"x509: cannot validate certificate for {host} because it doesn't contain any IP SANs"
         if len(ips) >= 100:
             return f"x509: certificate is valid for {len(ips)} IP SANs, but none matched {host}"
         valid = ", ".join(_go_ip_text(ip) for ip in ips)
     else:
-        names = _dns_sans(cert)
+        names = _sans(cert, x509.DNSName)
         if len(names) >= 100:
             return f"x509: certificate is valid for {len(names)} names, but none matched {host}"
         valid = ", ".join(names)
     if not valid:
         return f"x509: certificate is not valid for any names, but wanted to match {host}"
     return f"x509: certificate is valid for {valid}, not {host}"
-
-
-def _dns_sans(cert: x509.Certificate) -> list[str]:
-    try:
-        return cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
-            x509.DNSName)
-    except x509.ExtensionNotFound:
-        return []
-
-
-def _ip_sans(cert: x509.Certificate) -> list[Any]:
-    try:
-        return list(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
-            x509.IPAddress))
-    except x509.ExtensionNotFound:
-        return []
 
 
 def _go_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -158,9 +154,8 @@ def name_problem(ca: x509.Certificate, below: Sequence[x509.Certificate]) -> str
     for; e-mail addresses are read as RFC 2821 mailboxes; a name Go cannot read (a DNS name ending in a dot, a URI
     without a host or with an IP address, a malformed mailbox) refuses the chain. The constraints are searched as
     Go searches them (sorted, those within another dropped, the nearest lower one tried), quirks included."""
-    try:
-        constraints = ca.extensions.get_extension_for_class(x509.NameConstraints).value
-    except x509.ExtensionNotFound:
+    constraints = extension_value(ca, x509.NameConstraints)
+    if constraints is None:
         return None
     permitted = list(constraints.permitted_subtrees or [])
     excluded = list(constraints.excluded_subtrees or [])
@@ -176,10 +171,10 @@ def name_problem(ca: x509.Certificate, below: Sequence[x509.Certificate]) -> str
     mails = (_EmailConstraints.of(values(x509.RFC822Name, permitted), permitted=True),
              _EmailConstraints.of(values(x509.RFC822Name, excluded), permitted=False))
     for cert in below:
-        try:
-            names = list(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
-        except x509.ExtensionNotFound:
+        san = extension_value(cert, x509.SubjectAlternativeName)
+        if san is None:
             continue
+        names = list(san)
         uri_hosts: list[tuple[str, str]] = []
         for name in names:
             if isinstance(name, x509.UniformResourceIdentifier):
@@ -693,8 +688,4 @@ def certificate_name_problem(cert: x509.Certificate) -> str | None:
 
 
 def email_addresses(cert: x509.Certificate) -> list[str]:
-    try:
-        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return []
-    return [str(n) for n in names.get_values_for_type(x509.RFC822Name)]
+    return _sans(cert, x509.RFC822Name)

@@ -8,7 +8,7 @@ and government PKIs), but an organisation's own CA (a ``pki`` policy) may be one
 refused here, and one it accepts accepted. Verification asks for no particular policy (Go's default: the initial
 policy set is ``anyPolicy``, nothing inhibited).
 
-Pure functions over ``cryptography`` certificates; imports nothing of this package.
+Pure functions over ``cryptography`` certificates; imports :mod:`.x509names` alone (its extension reader).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Final
 
 from cryptography import x509
 from cryptography.x509.oid import ExtensionOID
+
+from .x509names import extension_value
 
 ANY_POLICY: Final = "2.5.29.32.0"
 
@@ -168,27 +170,19 @@ def policies_valid(chain: Sequence[x509.Certificate]) -> bool:
 
 
 def _policies(cert: x509.Certificate) -> list[str]:
-    try:
-        value = cert.extensions.get_extension_for_class(x509.CertificatePolicies).value
-    except x509.ExtensionNotFound:
-        return []
-    return [info.policy_identifier.dotted_string for info in value]
+    value = extension_value(cert, x509.CertificatePolicies)
+    return [] if value is None else [info.policy_identifier.dotted_string for info in value]
 
 
 def _policy_constraints(cert: x509.Certificate) -> tuple[int | None, int | None]:
     """(requireExplicitPolicy, inhibitPolicyMapping), each None when not given."""
-    try:
-        value = cert.extensions.get_extension_for_class(x509.PolicyConstraints).value
-    except x509.ExtensionNotFound:
-        return None, None
-    return value.require_explicit_policy, value.inhibit_policy_mapping
+    value = extension_value(cert, x509.PolicyConstraints)
+    return (None, None) if value is None else (value.require_explicit_policy, value.inhibit_policy_mapping)
 
 
 def _inhibit_any_policy(cert: x509.Certificate) -> int | None:
-    try:
-        return cert.extensions.get_extension_for_class(x509.InhibitAnyPolicy).value.skip_certs
-    except x509.ExtensionNotFound:
-        return None
+    value = extension_value(cert, x509.InhibitAnyPolicy)
+    return None if value is None else value.skip_certs
 
 
 _INT64_MAX: Final = (1 << 63) - 1
