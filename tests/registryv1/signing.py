@@ -247,6 +247,11 @@ class PkiCA:
     def intermediate_pem(self) -> bytes:
         return self.intermediate.public_bytes(serialization.Encoding.PEM)
 
+    @property
+    def chain_pem(self) -> bytes:
+        """The dev.sigstore.cosign/chain annotation: the intermediate, then the root."""
+        return self.intermediate_pem + self.root_pem
+
     def issue(self, key: ec.EllipticCurvePrivateKey, *, emails: tuple[str, ...] = (), hosts: tuple[str, ...] = (),
               hours: tuple[int, int] = (-1, 1)) -> bytes:
         """A code-signing certificate for ``key`` naming ``emails`` and ``hosts`` (DNS names), valid ``hours``

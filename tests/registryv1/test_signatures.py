@@ -328,6 +328,18 @@ class CertificateSigned:
     def refusal(self, reason: str) -> str:
         return f"{self.ref}: rejected by the signature policy {self.policy} (sigstoreSigned, scope default): {reason}"
 
+    def signature(self, key: ec.EllipticCurvePrivateKey) -> str:
+        """The payload signed by ``key``, as the signature annotation holds it."""
+        return base64.b64encode(key.sign(self.content, ec.ECDSA(hashes.SHA256()))).decode()
+
+    def attach_signed(self, signature: str, cert: bytes, chain: bytes | None, **notes: str) -> None:
+        """Attach the payload with ``signature``, ``cert``, ``chain`` (when not None) and other annotations."""
+        annotations = {"dev.cosignproject.cosign/signature": signature,
+                       "dev.sigstore.cosign/certificate": cert.decode(), **notes}
+        if chain is not None:
+            annotations["dev.sigstore.cosign/chain"] = chain.decode()
+        attach(self.registry, REPO, self.digest, [(self.content, annotations, SIGSTORE_MIME)])
+
 
 class Keyless(CertificateSigned):
     """A bundle signed as ``cosign sign`` signs keyless: a Fulcio certificate for the signer's e-mail, Rekor's SET."""
@@ -348,13 +360,10 @@ class Keyless(CertificateSigned):
              ca: FulcioCA | None = None) -> None:
         key = ec.generate_private_key(ec.SECP256R1())
         cert = (ca or self.fulcio).issue(key, email, issuer, at=at)
-        signature = base64.b64encode(key.sign(self.content, ec.ECDSA(hashes.SHA256()))).decode()
-        notes = {"dev.cosignproject.cosign/signature": signature, "dev.sigstore.cosign/certificate": cert.decode(),
-                 "dev.sigstore.cosign/bundle": rekor_set(rekor or self.rekor, cert, signature,
-                                                         content or self.content, logged_at or at + 30)}
-        if chain:
-            notes["dev.sigstore.cosign/chain"] = (ca or self.fulcio).chain_pem.decode()
-        attach(self.registry, REPO, self.digest, [(self.content, notes, SIGSTORE_MIME)])
+        signature = self.signature(key)
+        self.attach_signed(signature, cert, (ca or self.fulcio).chain_pem if chain else None, **{
+            "dev.sigstore.cosign/bundle": rekor_set(rekor or self.rekor, cert, signature, content or self.content,
+                                                    logged_at or at + 30)})
 
 
 def test_keyless_signatures_are_verified_by_their_fulcio_certificate_at_the_time_rekor_logged_them(
@@ -386,7 +395,7 @@ def test_a_hostile_chain_or_set_is_refused_quickly_and_cleanly(registry: Registr
     signed = Keyless(registry, home, tmp_path)
     key = ec.generate_private_key(ec.SECP256R1())
     cert = signed.fulcio.issue(key, Keyless.EMAIL, Keyless.ISSUER)
-    signature = base64.b64encode(key.sign(signed.content, ec.ECDSA(hashes.SHA256()))).decode()
+    signature = signed.signature(key)
     loop = FulcioCA.generate(signed.fulcio.intermediate.subject.rfc4514_string().removeprefix("CN="))
     notes = {"dev.cosignproject.cosign/signature": signature, "dev.sigstore.cosign/certificate": cert.decode(),
              "dev.sigstore.cosign/bundle": rekor_set(signed.rekor, cert, signature, signed.content),
@@ -495,11 +504,7 @@ class PkiSigned(CertificateSigned):
         key = key or ec.generate_private_key(ec.SECP256R1())
         ca = ca or self.ca
         cert = certificate or ca.issue(key, emails=emails, hosts=hosts, hours=hours)
-        signature = base64.b64encode(key.sign(self.content, ec.ECDSA(hashes.SHA256()))).decode()
-        notes = {"dev.cosignproject.cosign/signature": signature, "dev.sigstore.cosign/certificate": cert.decode()}
-        if chain:
-            notes["dev.sigstore.cosign/chain"] = (ca.intermediate_pem + ca.root_pem).decode()
-        attach(self.registry, REPO, self.digest, [(self.content, notes, SIGSTORE_MIME)])
+        self.attach_signed(self.signature(key), cert, ca.chain_pem if chain else None)
 
 
 def test_pki_signatures_are_verified_by_a_certificate_of_the_policys_ca_valid_now(
