@@ -16,6 +16,7 @@ printing) are :mod:`common.contract.gotext`'s, re-exported here; the rest are OL
 - ``fmt``: :func:`go_v_float` (``%v`` of a float64), :func:`go_float32_g` (``strconv.FormatFloat(f, 'g', -1,
   32)``), :func:`go_list` (``%v`` of a ``[]string``);
 - :func:`go_fold`: the key folding ``encoding/json`` matches struct fields with;
+- :func:`go_decoded_string`: a string as ``encoding/json`` decodes it (a lone surrogate escape is U+FFFD);
 - :func:`json_type_name`: the JSON type names Go's messages use for a decoded value;
 - :func:`go_time`: a ``metav1.Time`` read from its JSON text and printed back (``time.Parse`` with RFC 3339,
   its errors in its words, the instant in UTC to the second), which both decoders need.
@@ -31,8 +32,8 @@ from typing import Any, Final
 # re-exported here so this package reads all of Go's text from one module.
 from common.contract.gotext import go_float32_g, go_json_float, go_quote, go_v_float
 
-__all__ = ["GoTimeError", "go_compact_json", "go_float32_g", "go_fold", "go_json_float", "go_list",
-           "go_marshal_json", "go_marshal_typed", "go_quote", "go_time", "go_time_quote", "go_v_float",
+__all__ = ["GoTimeError", "go_compact_json", "go_decoded_string", "go_float32_g", "go_fold", "go_json_float",
+           "go_list", "go_marshal_json", "go_marshal_typed", "go_quote", "go_time", "go_time_quote", "go_v_float",
            "json_type_name"]
 
 # --- quoting ---------------------------------------------------------------------------------------------
@@ -54,6 +55,16 @@ def go_time_quote(text: bytes) -> str:
 _HTML_ESCAPES: Final = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _JSON_ESCAPES: Final = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
                         **_HTML_ESCAPES}
+
+
+def go_decoded_string(text: str) -> str:
+    """``text`` (as Python's JSON decoder left it) as Go's encoding/json decodes the same JSON: a lone surrogate
+    escape is U+FFFD, so the string always encodes to UTF-8."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
 
 
 def _go_json_string(text: str) -> str:

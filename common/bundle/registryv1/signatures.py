@@ -51,6 +51,7 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 
+from .gotext import go_decoded_string
 from .imageref import ImageReference, parse_named
 from .oci import digest_parts
 from .policy import (
@@ -112,15 +113,8 @@ class SigstoreSignature:
     annotations: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "annotations", {_go_text(k): _go_text(v) for k, v in self.annotations.items()})
-
-
-def _go_text(text: str) -> str:
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+        object.__setattr__(self, "annotations", {go_decoded_string(k): go_decoded_string(v)
+                                                 for k, v in self.annotations.items()})
 
 
 Signature = SimpleSignature | SigstoreSignature
