@@ -308,11 +308,10 @@ def chain_problem(leaf: x509.Certificate, intermediates: Sequence[x509.Certifica
     once per chain and the search stops after :data:`MAX_SIGNATURE_CHECKS` signature checks."""
     if problem := _certificate_problem(leaf, when, clock):
         return problem
-    leaf_der = leaf.public_bytes(serialization.Encoding.DER)
-    if any(root.public_bytes(serialization.Encoding.DER) == leaf_der for root in roots):
-        return None
     der = {id(c): c.public_bytes(serialization.Encoding.DER) for c in [*intermediates, *roots, leaf]}
     root_der = {der[id(r)] for r in roots}
+    if der[id(leaf)] in root_der:
+        return None
     reasons: list[str] = []
     checks = 0
     limited = False
