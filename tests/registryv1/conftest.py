@@ -19,7 +19,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A HOME of the test's own, and no containers configuration but what the test writes."""
     home = tmp_path / "home"
     (home / ".config" / "containers" / "registries.d").mkdir(parents=True)   # not the machine's lookaside
-    for name in ("CONTAINERS_POLICY_JSON", "XDG_CONFIG_HOME",
+    for name in ("CONTAINERS_POLICY_JSON", "CONTAINERS_REGISTRIES_CONF_OVERRIDE", "_CONTAINERS_ROOTLESS_UID",
+                 "XDG_CONFIG_HOME",
                  "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "REGISTRY_AUTH_FILE", "DOCKER_CONFIG",
                  "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)

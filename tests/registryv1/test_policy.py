@@ -47,21 +47,33 @@ def test_scopes_are_looked_up_most_specific_first(reference: str, expected: list
 
 def test_the_users_policy_comes_before_the_systems_and_the_systems_before_the_vendors(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """containers/image v5.40's DefaultPolicy: the first policy.json of the user's, /etc's and /usr/share's
+    containers directories (below ``root``, as its RootForImplicitAbsolutePaths puts them), or the one the
+    environment names, which must exist."""
     monkeypatch.delenv("CONTAINERS_POLICY_JSON", raising=False)
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    system, vendor = tmp_path / "etc-policy.json", tmp_path / "usr-share-policy.json"
-    assert policy_path(tmp_path, system, vendor) is None
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    root = tmp_path / "root"
+    system, vendor = root / "etc/containers/policy.json", root / "usr/share/containers/policy.json"
+    assert policy_path(root) is None
+    vendor.parent.mkdir(parents=True)
     vendor.write_text("{}")
-    assert policy_path(tmp_path, system, vendor) == vendor
+    assert policy_path(root) == vendor
+    system.parent.mkdir(parents=True)
     system.write_text("{}")
-    assert policy_path(tmp_path, system, vendor) == system
+    assert policy_path(root) == system
     (tmp_path / "user" / ".config" / "containers").mkdir(parents=True)
     user = write_policy(tmp_path / "user", "{}")
-    assert policy_path(tmp_path / "user", system, vendor) == user
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    assert policy_path(tmp_path / "user", system, vendor) == system
+    assert policy_path(root) == user
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))   # the user's directory is $XDG_CONFIG_HOME's
+    assert policy_path(root) == system
     monkeypatch.setenv("CONTAINERS_POLICY_JSON", str(tmp_path / "named.json"))
-    assert policy_path(tmp_path / "user", system, vendor) == tmp_path / "named.json"
+    with pytest.raises(PolicyError) as refused:
+        policy_path(root)
+    assert str(refused.value) == (f"signature policy {tmp_path}/named.json: no such file (named by "
+                                  "CONTAINERS_POLICY_JSON)")
+    (tmp_path / "named.json").write_text("{}")
+    assert policy_path(root) == tmp_path / "named.json"
 
 
 @pytest.mark.parametrize(("text", "problem"), [

@@ -635,13 +635,20 @@ def test_retry_after(registry: Registry, bundle_dir: Path, tmp_path: Path) -> No
         "which usually allows more)")
 
 
-def test_certs_d_and_registries_conf_are_found_below_home_whatever_xdg_config_home_says(
+def test_certs_d_follows_xdg_config_home_as_containers_image_540_reads_it(
         registry: Registry, bundle_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """containers/image looks for the user's certs.d and registries.conf in ~/.config/containers (only auth.json
-    follows XDG_CONFIG_HOME): a CA trusted there is trusted with XDG_CONFIG_HOME set elsewhere."""
+    """containers/image v5.40 (OLM v1 v1.11's) looks for the user's certs.d below $XDG_CONFIG_HOME when it is set,
+    ~/.config only without it: a CA trusted in ~/.config is not trusted with XDG_CONFIG_HOME set elsewhere."""
     push_bundle(registry, bundle_dir, tmp_path)
+    ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    assert load_bundle(f"docker://{registry.ref('op/demo-bundle', 'v1')}").package_name == "demo"
+    assert refusal(ref).endswith(
+        f"trust its CA with a file ending in .crt in one of {tmp_path}/xdg/containers/certs.d/{registry.host}, "
+        f"/etc/containers/certs.d/{registry.host}, /etc/docker/certs.d/{registry.host} (as podman and skopeo read "
+        "it), or mark the registry insecure in registries.conf")
+    (tmp_path / "xdg" / "containers").mkdir(parents=True)
+    (tmp_path / "home" / ".config" / "containers" / "certs.d").rename(tmp_path / "xdg" / "containers" / "certs.d")
+    assert load_bundle(ref).package_name == "demo"
 
 
 def test_a_reference_with_both_a_tag_and_a_digest_is_refused_as_containers_image_refuses_it() -> None:
@@ -650,12 +657,39 @@ def test_a_reference_with_both_a_tag_and_a_digest_is_refused_as_containers_image
                             "cannot pull it): give the digest alone")
 
 
-def test_the_users_registries_conf_comes_with_the_users_drop_ins_only(home: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """containers/image reads the system drop-ins only when it reads the system file."""
+def test_registries_conf_is_the_first_main_file_with_the_drop_ins_of_every_directory(
+        home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """containers/image v5.40: the user's registries.conf hides /etc's and /usr/share's, not their drop-ins; a
+    drop-in of the user's replaces /etc's of the same name, /etc's rootful or rootless ones come before its own;
+    $CONTAINERS_REGISTRIES_CONF_OVERRIDE is read last, and $CONTAINERS_REGISTRIES_CONF alone, without drop-ins."""
     monkeypatch.delenv("CONTAINERS_REGISTRIES_CONF")
-    containers = home / ".config" / "containers"
-    (containers / "registries.conf").write_text("")
-    (containers / "registries.conf.d").mkdir()
-    (containers / "registries.conf.d" / "mirror.conf").write_text("")
-    assert conf_files() == [containers / "registries.conf", containers / "registries.conf.d" / "mirror.conf"]
+    monkeypatch.setenv("_CONTAINERS_ROOTLESS_UID", "1000")
+    root = tmp_path / "root"
+    user, etc, share = home / ".config/containers", root / "etc/containers", root / "usr/share/containers"
+    files = ["registries.conf", "registries.conf.d/10-mirror.conf", "registries.conf.d/README",
+             "registries.rootless.conf.d/20-proxy.conf", "registries.rootless.conf.d/1000/30-mine.conf",
+             "registries.rootful.conf.d/40-root.conf"]
+    for base in (etc, share):
+        for name in files:
+            (base / name).parent.mkdir(parents=True, exist_ok=True)
+            (base / name).write_text("")
+    assert conf_files(root) == [etc / "registries.conf", etc / "registries.conf.d/10-mirror.conf",
+                                etc / "registries.rootless.conf.d/20-proxy.conf",
+                                etc / "registries.rootless.conf.d/1000/30-mine.conf"]
+    (user / "registries.conf.d").mkdir()
+    for name in ("registries.conf", "registries.conf.d/10-mirror.conf", "registries.conf.d/50-user.conf"):
+        (user / name).write_text("")
+    monkeypatch.setenv("CONTAINERS_REGISTRIES_CONF_OVERRIDE", str(tmp_path / "override.conf"))
+    (tmp_path / "override.conf").write_text("")
+    assert conf_files(root) == [user / "registries.conf", user / "registries.conf.d/10-mirror.conf",
+                                etc / "registries.rootless.conf.d/20-proxy.conf",
+                                etc / "registries.rootless.conf.d/1000/30-mine.conf",
+                                user / "registries.conf.d/50-user.conf", tmp_path / "override.conf"]
+    monkeypatch.setenv("_CONTAINERS_ROOTLESS_UID", "0")
+    monkeypatch.setenv("CONTAINERS_REGISTRIES_CONF", str(share / "registries.conf"))
+    assert conf_files(root) == [share / "registries.conf", tmp_path / "override.conf"]
+    (tmp_path / "override.conf").unlink()
+    with pytest.raises(RegistryConfigError) as refused:
+        conf_files(root)
+    assert str(refused.value) == (f"{tmp_path}/override.conf: no such file (named by "
+                                  "CONTAINERS_REGISTRIES_CONF_OVERRIDE)")

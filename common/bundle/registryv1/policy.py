@@ -7,10 +7,11 @@ for an organisation's registry) expects every tool that pulls them to hold to it
 :mod:`.signatures` verifies the signatures the requirements ask for, as containers/image verifies them.
 
 - The file: ``$CONTAINERS_POLICY_JSON`` when set; else ``$XDG_CONFIG_HOME/containers/policy.json`` (``~/.config``
-  without it) if it exists, else ``/etc/containers/policy.json``, else ``/usr/share/containers/policy.json``
-  (containers/image's ``DefaultPolicy``). Without either, every image is accepted, as operator-controller accepts
-  it. A file that cannot be read or is not a policy refuses every pull, naming the file, as containers/image
-  refuses (operator-controller would fall back to accepting everything: a silent downgrade cosctl does not make).
+  when the variable is not set) if it exists, else ``/etc/containers/policy.json``, else
+  ``/usr/share/containers/policy.json`` (containers/image's ``DefaultPolicy``, through :mod:`.configfile`).
+  Without any, every image is accepted, as operator-controller accepts it. A file that cannot be read or is not a
+  policy refuses every pull, naming the file, as containers/image refuses (operator-controller would fall back to
+  accepting everything: a silent downgrade cosctl does not make).
 - The requirements of the ``docker`` transport's most specific scope apply: the reference itself
   (``name:tag`` or ``name@digest``), the repository, each parent namespace up to the registry, the registry's
   ``*.domain`` wildcards (port dropped); then the transport's ``""`` scope; then ``default``. Every requirement
@@ -27,20 +28,17 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from .configfile import POLICY_JSON, ConfigFileError, config_files
 from .imageref import ImageReference, parse_named, remapping_prefix_valid
 from .model import BundleInputError
-from .registries import home, read_bounded
+from .registries import read_bounded
 
-SYSTEM_POLICY: Final = Path("/etc/containers/policy.json")
-VENDOR_POLICY: Final = Path("/usr/share/containers/policy.json")
-USER_POLICY: Final = Path("containers/policy.json")  # below $XDG_CONFIG_HOME, else ~/.config
 POLICY_MAX_BYTES: Final = 1 << 20
 
 ACCEPT: Final = "insecureAcceptAnything"
@@ -189,17 +187,15 @@ def scopes(reference: ImageReference) -> list[str]:
     return found
 
 
-def policy_path(home_dir: Path, system: Path = SYSTEM_POLICY, vendor: Path = VENDOR_POLICY) -> Path | None:
-    """The policy file containers/image reads: ``$CONTAINERS_POLICY_JSON`` when set (it must exist), else the
-    user's (``$XDG_CONFIG_HOME``, else ``~/.config``), else ``/etc``'s, else ``/usr/share``'s; None without any."""
-    named = os.environ.get("CONTAINERS_POLICY_JSON")
-    if named:
-        return Path(named)
-    config = Path(os.environ.get("XDG_CONFIG_HOME") or home_dir / ".config")
-    for candidate in (config / USER_POLICY, system, vendor):
-        if candidate.exists():
-            return candidate
-    return None
+def policy_path(root: Path | None = None) -> Path | None:
+    """The policy file containers/image v5.40 reads (:mod:`.configfile`): ``$CONTAINERS_POLICY_JSON`` when set (it
+    must exist), else the first of the user's (``$XDG_CONFIG_HOME/containers``, else ``~/.config/containers``),
+    ``/etc/containers``'s and ``/usr/share/containers``'s; None without any."""
+    try:
+        found = config_files(POLICY_JSON, root=root)
+    except ConfigFileError as exc:
+        raise PolicyError(f"signature policy {exc}") from None
+    return found[0] if found else None
 
 
 def read_policy(path: Path) -> Policy:
@@ -507,7 +503,7 @@ def check_policy(reference: ImageReference, path: Path | None = None) -> Signatu
     """What the machine's policy (``path``, default the one containers/image reads) asks before ``reference`` is
     pulled: None when it accepts the image as it is (or there is no policy file), else the signatures to verify.
     Refuses (:class:`PolicyError`) what it rejects outright or asks for in a way cosctl cannot check."""
-    path = path if path is not None else policy_path(home())
+    path = path if path is not None else policy_path()
     if path is None:
         return None
     policy = read_policy(path)

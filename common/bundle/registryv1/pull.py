@@ -56,11 +56,11 @@ from common.bundle.registryv1.registries import (
     Credentials,
     Endpoint,
     auth_files,
-    cert_dirs,
     certificates,
     credentials,
     home,
     registries_conf,
+    usual_cert_dirs,
 )
 from common.bundle.registryv1.registriesd import MAX_SIGNATURES, RegistriesDError, read_registries_d
 from common.bundle.registryv1.signatures import (
@@ -502,7 +502,7 @@ class _Session:
     def _tls_problem(self, netloc: str, exc: Exception) -> str:
         text = _reason(exc)
         if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
-            where = self.certs.directory or ", ".join(str(d / self.host) for d in cert_dirs())
+            where = self.certs.directory or ", ".join(str(d / self.host) for d in usual_cert_dirs())
             return (f"cannot verify the TLS certificate of {netloc} ({text}): trust its CA with a file ending in "
                     f".crt in {'' if self.certs.directory else 'one of '}{where} (as podman and skopeo read it), or "
                     "mark the registry insecure in registries.conf")

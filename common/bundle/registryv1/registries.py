@@ -2,16 +2,18 @@
 skopeo, CRI-O and OLM v1's operator-controller read (containers/image), so a machine set up for them pulls the
 same way here, with nothing to configure twice.
 
-- ``registries.conf`` (``$CONTAINERS_REGISTRIES_CONF``; else ``~/.config/containers/registries.conf`` when it
-  exists, else ``/etc/containers/registries.conf``; then the ``registries.conf.d/*.conf`` drop-ins beside it, in
-  name order, a later ``[[registry]]`` replacing an earlier one of the same prefix): per registry or repository
-  prefix, ``location`` (where it really is), ``insecure`` (plain HTTP, or TLS without verification), ``blocked``,
-  and ``[[registry.mirror]]`` (tried first, in order, each with its ``pull-from-mirror``: ``all``,
-  ``digest-only``, ``tag-only``). The version 1 tables ``[registries.insecure]`` and ``[registries.block]`` are
-  read too. The longest matching prefix wins (``*.example.com`` matches its subdomains).
-- certificates: the first existing of ``~/.config/containers/certs.d/HOST[:PORT]``,
-  ``/etc/containers/certs.d/...`` and ``/etc/docker/certs.d/...``: ``*.crt`` files are trusted CAs (beside the
-  system's), a ``NAME.cert`` with its ``NAME.key`` is a client certificate.
+- ``registries.conf``, found as containers/image v5.40 finds it (:mod:`.configfile`: the first of the user's,
+  ``/etc``'s and ``/usr/share``'s file, or ``$CONTAINERS_REGISTRIES_CONF`` alone; the ``registries.conf.d`` drop-ins
+  of all three, rootful or rootless ones included, in name order; ``$CONTAINERS_REGISTRIES_CONF_OVERRIDE`` last),
+  a later ``[[registry]]`` replacing an earlier one of the same prefix: per registry or repository prefix,
+  ``location`` (where it really is), ``insecure`` (plain HTTP, or TLS without verification), ``blocked``, and
+  ``[[registry.mirror]]`` (tried first, in order, each with its ``pull-from-mirror``: ``all``, ``digest-only``,
+  ``tag-only``). The version 1 tables ``[registries.insecure]`` and ``[registries.block]`` are read too (as
+  containers/image up to v5.39 reads them; v5.40 refuses them). The longest matching prefix wins (``*.example.com``
+  matches its subdomains).
+- certificates: the first ``HOST[:PORT]`` directory of the ``certs.d`` drop-in directories (:mod:`.configfile`: the
+  user's, ``/etc/containers``'s, ``/usr/share/containers``'s) or of ``/etc/docker/certs.d``: ``*.crt`` files are
+  trusted CAs (beside the system's), a ``NAME.cert`` with its ``NAME.key`` is a client certificate.
 - credentials: ``$REGISTRY_AUTH_FILE`` (else ``$XDG_RUNTIME_DIR/containers/auth.json``),
   ``~/.config/containers/auth.json``, ``$DOCKER_CONFIG/config.json`` (else ``~/.docker/config.json``), the first
   file that has an entry for the repository, a namespace of it, or its registry (``auth`` or
@@ -33,6 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from common.bundle.registryv1.configfile import (
+    ADMIN_DIR,
+    CERTS_D,
+    REGISTRIES_CONF,
+    ConfigFileError,
+    config_files,
+    search_paths,
+    user_config_dir,
+)
 from common.bundle.registryv1.imageref import DOCKER_HUB, ImageReference
 from common.bundle.registryv1.model import BundleInputError
 
@@ -71,12 +82,6 @@ def home() -> Path:
 def _config_home() -> Path:
     """Where auth.json is looked for (``$XDG_CONFIG_HOME``, else ``~/.config``), as containers/image looks."""
     return Path(os.environ.get("XDG_CONFIG_HOME") or home() / ".config")
-
-
-def _user_containers() -> Path:
-    """``~/.config/containers``: the user's registries.conf and certs.d, which containers/image looks for below
-    ``$HOME`` whatever ``$XDG_CONFIG_HOME`` says."""
-    return home() / ".config" / "containers"
 
 
 # --- registries.conf -------------------------------------------------------------------------------------------
@@ -164,24 +169,14 @@ def _rest(name: str, prefix: str) -> str:
     return name[len(prefix):]
 
 
-def conf_files() -> list[Path]:
-    """The registries.conf files containers/image reads, in order: ``$CONTAINERS_REGISTRIES_CONF`` alone; else the
-    user's file with the user's drop-ins, or (without it) the system's with the system's and the user's drop-ins."""
-    explicit = os.environ.get("CONTAINERS_REGISTRIES_CONF")
-    if explicit:
-        return [Path(explicit)]
-    user = _user_containers() / "registries.conf"
-    user_dir = _user_containers() / "registries.conf.d"
-    if user.exists():   # the user's file, and only the user's drop-ins, as containers/image reads them
-        files, directories = [user], [user_dir]
-    else:
-        system = Path("/etc/containers/registries.conf")
-        files = [system] if system.exists() else []
-        directories = [Path("/etc/containers/registries.conf.d"), user_dir]
-    for directory in directories:
-        if directory.is_dir():
-            files.extend(sorted(directory.glob("*.conf")))
-    return files
+def conf_files(root: Path | None = None) -> list[Path]:
+    """The registries.conf files containers/image v5.40 reads, in order (:mod:`.configfile`): the first of the
+    user's, ``/etc``'s and ``/usr/share``'s file (or ``$CONTAINERS_REGISTRIES_CONF`` alone, without drop-ins), the
+    ``registries.conf.d`` drop-ins of all three, ``$CONTAINERS_REGISTRIES_CONF_OVERRIDE`` last."""
+    try:
+        return config_files(REGISTRIES_CONF, root=root)
+    except ConfigFileError as exc:
+        raise RegistryConfigError(str(exc)) from None
 
 
 def _bool(value: Any, where: str) -> bool:
@@ -206,8 +201,6 @@ def _location(value: str, where: str) -> str:
 def _read_conf(path: Path, conf: RegistriesConf) -> None:
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RegistryConfigError(f"{path}: no such file (named by CONTAINERS_REGISTRIES_CONF)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RegistryConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     except tomllib.TOMLDecodeError as exc:
@@ -273,23 +266,52 @@ class Certificates:
     client_pairs: tuple[tuple[str, str], ...] = ()
 
 
-def cert_dirs() -> tuple[Path, ...]:
-    return (_user_containers() / "certs.d", Path("/etc/containers/certs.d"), Path("/etc/docker/certs.d"))
+DOCKER_CERTS_D: Final = "/etc/docker/certs.d"
 
 
-def certificates(host: str) -> Certificates:
-    """What ``certs.d`` holds for ``host`` (``host[:port]``), from the first directory that has it."""
-    for base in cert_dirs():
+def cert_dirs(root: Path | None = None) -> tuple[Path, ...]:
+    """Where a host's ``certs.d`` directory is looked for, the first that has one winning: the ``certs.d`` drop-in
+    directories of :mod:`.configfile` (the user's, ``/etc/containers``'s rootful or rootless ones and its own, the
+    same under ``/usr/share/containers``), then docker's ``/etc/docker/certs.d``."""
+    docker = Path(DOCKER_CERTS_D) if root is None else root / DOCKER_CERTS_D.lstrip("/")
+    return (*search_paths(CERTS_D, root=root).drop_in_dirs, docker)
+
+
+def usual_cert_dirs() -> tuple[Path, ...]:
+    """The three places people put a registry's CA (the user's, ``/etc/containers``'s and docker's ``certs.d``):
+    what a message suggests, rather than all of :func:`cert_dirs`."""
+    return (user_config_dir() / "certs.d", Path(ADMIN_DIR) / "certs.d", Path(DOCKER_CERTS_D))
+
+
+def certificates(host: str, root: Path | None = None) -> Certificates:
+    """What ``certs.d`` holds for ``host`` (``host[:port]``), from the first directory that has it, as
+    containers/image v5.40 reads it: a ``*.crt`` is a CA; a ``NAME.cert`` needs its ``NAME.key`` and a ``NAME.key``
+    its ``NAME.cert``. A directory that cannot be searched for lack of permission is passed over, as there."""
+    for base in cert_dirs(root):
         directory = base / host
-        if not directory.is_dir():
+        try:
+            os.stat(directory)
+        except (FileNotFoundError, PermissionError):   # not there, or not searchable: the next place
             continue
-        cas = tuple(str(p) for p in sorted(directory.glob("*.crt")))
+        except OSError as exc:
+            raise RegistryConfigError(f"{directory}: cannot read: {exc.strerror or exc}") from None
+        try:
+            names = sorted(os.listdir(directory))
+        except (FileNotFoundError, PermissionError):
+            return Certificates(str(directory))
+        except OSError as exc:
+            raise RegistryConfigError(f"{directory}: cannot read: {exc.strerror or exc}") from None
         pairs = []
-        for cert in sorted(directory.glob("*.cert")):
-            key = cert.with_suffix(".key")
-            if not key.is_file():
-                raise RegistryConfigError(f"{cert}: a client certificate without its key {key.name}")
-            pairs.append((str(cert), str(key)))
+        for name in names:
+            if name.endswith(".cert") and f"{name[:-5]}.key" not in names:
+                raise RegistryConfigError(f"{directory / name}: a client certificate without its key "
+                                          f"{name[:-5]}.key (a CA certificate's name ends in .crt)")
+            if name.endswith(".key") and f"{name[:-4]}.cert" not in names:
+                raise RegistryConfigError(f"{directory / name}: a client key without its certificate "
+                                          f"{name[:-4]}.cert")
+            if name.endswith(".cert"):
+                pairs.append((str(directory / name), str(directory / f"{name[:-5]}.key")))
+        cas = tuple(str(directory / name) for name in names if name.endswith(".crt"))
         return Certificates(str(directory), cas, tuple(pairs))
     return Certificates()
 

@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import yaml
 
+from .configfile import REGISTRIES_D, ConfigFileError, drop_in_files, search_paths
 from .imageref import ImageReference
 from .model import BundleInputError
 from .policy import scopes
@@ -103,33 +104,20 @@ def _builtin_lookaside() -> str:
     return "file://" + str(home() / USER_LOOKASIDE)
 
 
-def registries_d_dirs(uid: int | None = None) -> list[Path]:
-    """The directories read, the lowest priority first (containers/storage's configfile drop-ins): under
+def registries_d_dirs(uid: int | None = None, root: Path | None = None) -> list[Path]:
+    """The directories read, the lowest priority first (:mod:`.configfile`'s drop-ins of ``registries``): under
     ``/usr/share/containers`` then ``/etc/containers``, ``registries.d``, then ``registries.rootful.d`` for root or
     ``registries.rootless.d`` and its ``<uid>`` subdirectory for another user; the user's directory last."""
-    uid = os.getuid() if uid is None else uid
-    config = os.environ.get("XDG_CONFIG_HOME") or str(home() / ".config")
-    directories = []
-    for main in (VENDOR_DIR, SYSTEM_DIR):
-        special = main.with_name("registries.rootless.d" if uid > 0 else "registries.rootful.d")
-        directories += [main, special, *([special / str(uid)] if uid > 0 else [])]
-    return [*directories, Path(config) / USER_DIR]
+    return list(reversed(search_paths(REGISTRIES_D, root=root, uid=uid).drop_in_dirs))
 
 
 def read_registries_d(*directories: Path) -> RegistriesD:
     """The configuration of ``directories`` (default :func:`registries_d_dirs`), none for those that do not
     exist; a file name of a later directory replaces the earlier one's."""
-    chosen: dict[str, Path] = {}
-    for directory in directories or tuple(registries_d_dirs()):
-        try:
-            for path in directory.iterdir():
-                if path.name.endswith(".yaml") and path.is_file():
-                    chosen[path.name] = path
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        except OSError as exc:
-            raise RegistriesDError(f"registries.d {directory}: cannot read: {exc.strerror or exc}") from None
-    files = [chosen[name] for name in sorted(chosen)]
+    try:
+        files = drop_in_files(tuple(reversed(directories or registries_d_dirs())), ".yaml")
+    except ConfigFileError as exc:
+        raise RegistriesDError(f"registries.d: {exc}") from None
     merged = RegistriesD()
     default_from: Path | None = None
     namespace_from: dict[str, Path] = {}
