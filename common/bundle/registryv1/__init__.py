@@ -7,7 +7,8 @@ renderer produces for the same install namespace, configuration and certificate 
 - :mod:`.source`: reading a bundle directory; :mod:`.oci`: unpacking an OCI image layout into one;
   :mod:`.pull`: pulling a bundle or index image from its registry into such a layout (``docker://REF``), with
   :mod:`.imageref` (references as docker normalises them) and :mod:`.registries` (the containers configuration:
-  mirrors, insecure registries, certificates, credentials); the only network access of this package; the
+  mirrors, insecure registries, certificates, credentials; found where :mod:`.configfile` says, as for the
+  signature files); the only network access of this package; the
   signature policy it holds to: :mod:`.policy` (policy.json), :mod:`.registriesd` (where signatures are kept),
   :mod:`.signatures` (verifying them as containers/image does: GPG through ``gpg``, sigstore public keys) and
   :mod:`.sigstore` (Rekor SETs, Fulcio certificates and those of a policy's own CA), on
