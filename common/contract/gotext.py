@@ -34,8 +34,10 @@ def go_quote(text: str) -> str:
     """Go's ``strconv.Quote`` (what ``%q`` prints for a string).
 
     Printable characters stay as they are; the C escapes Go knows are used by name (``\\a`` ... ``\\v``); other
-    control characters are ``\\xNN``; other non-printable characters ``\\uNNNN`` or ``\\UNNNNNNNN``. A lone
-    surrogate (not valid UTF-8) is what Go sees of its bytes: U+FFFD."""
+    control characters are ``\\xNN``; other non-printable characters ``\\uNNNN`` or ``\\UNNNNNNNN``. Python's
+    lone surrogates are what Go holds in their place: U+DC80-U+DCFF, an undecodable byte kept by
+    ``surrogateescape``, is that byte, which Go prints ``\\xNN``; any other (a JSON ``\\uD800`` escape) is the
+    U+FFFD Go's decoders put there, printed as it is."""
     if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
         return f'"{text}"'  # the common case: nothing to escape
     out = ['"']
@@ -47,8 +49,10 @@ def go_quote(text: str) -> str:
             out.append(char)
         elif code < 0x20 or code == 0x7F:
             out.append(f"\\x{code:02x}")
+        elif 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
         elif 0xD800 <= code <= 0xDFFF:
-            out.append("\\ufffd")
+            out.append("\ufffd")
         elif code > 0xFFFF:
             out.append(f"\\U{code:08x}")
         else:

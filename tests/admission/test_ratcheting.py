@@ -62,7 +62,7 @@ def test_lone_surrogates_are_judged_not_crashed_on() -> None:
     obj = base_cos(phases=[{"name": "x\ud800", "objects": []}])
     obj["metadata"]["name"] = "a\ud800"
     assert errors_of(obj) == [
-        'spec.phases[0].name: Invalid value: "x\\ufffd": the value must consist of only lowercase alphanumeric '
+        'spec.phases[0].name: Invalid value: "x\ufffd": the value must consist of only lowercase alphanumeric '
         "characters and hyphens, and must start and end with an alphanumeric character."]
 
 

@@ -21,7 +21,8 @@ def test_go_quote_fast_path_and_slow_path_agree_on_plain_ascii() -> None:
     assert go_quote("my-app.v1") == '"my-app.v1"'
     assert go_quote("a b~") == '"a b~"'
     assert go_quote("") == '""'
-    assert go_quote("\udc80") == '"\\ufffd"'  # a lone surrogate: what Go sees of its bytes
+    assert go_quote("\udc80") == '"\\x80"'  # surrogateescape's undecodable byte: Go's \xNN for it
+    assert go_quote("a\ud800b") == '"a\ufffdb"'  # another lone surrogate: the U+FFFD Go decodes, printed as is
 
 
 def test_field_errors_quote_as_the_api_server_does() -> None:

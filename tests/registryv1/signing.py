@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -138,12 +139,15 @@ def _pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 
 def rekor_set(rekor: ec.EllipticCurvePrivateKey, key_or_cert_pem: bytes, signature_b64: str, content: bytes,
-              integrated: int = 1764000000) -> str:
+              integrated: int = 1764000000, kind: str | None = "hashedrekord") -> str:
     """A Rekor signed entry timestamp (cosign's dev.sigstore.cosign/bundle annotation) for a hashedrekord entry
-    of this signature, key or certificate and payload, signed by ``rekor``."""
-    body = {"apiVersion": "0.0.1", "kind": "hashedrekord", "spec": {
+    of this signature, key or certificate and payload, signed by ``rekor`` (an entry of another ``kind``, or
+    none, for refusals)."""
+    body: dict[str, Any] = {"apiVersion": "0.0.1", "kind": kind, "spec": {
         "data": {"hash": {"algorithm": "sha256", "value": hashlib.sha256(content).hexdigest()}},
         "signature": {"content": signature_b64, "publicKey": {"content": base64.b64encode(key_or_cert_pem).decode()}}}}
+    if kind is None:
+        del body["kind"]
     set_payload = {"body": base64.b64encode(json.dumps(body).encode()).decode(), "integratedTime": integrated,
                    "logIndex": 7, "logID": "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d"}
     canonical = json.dumps(set_payload, sort_keys=True, separators=(",", ":")).encode()

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from common.bundle.registryv1 import x509chain, x509names
+from common.bundle.registryv1 import sigstore, x509chain, x509names
 from common.bundle.registryv1.imageref import parse_reference
 from common.bundle.registryv1.policy import SignedIdentity
 from common.bundle.registryv1.pull import host_platform
@@ -515,6 +515,9 @@ def test_pki_signatures_are_verified_by_a_certificate_of_the_policys_ca_valid_no
     signed.sign(emails=("someone@example.com",))
     assert refused(signed.ref) == signed.refusal(
         'Required email "release@example.com" not found (got ["someone@example.com"])')
+    signed.sign(emails=("someone@example.com", "other@example.com"))   # Go's %q of a []string: no commas
+    assert refused(signed.ref) == signed.refusal(
+        'Required email "release@example.com" not found (got ["someone@example.com" "other@example.com"])')
     signed.sign(hours=(-3, -2))   # expired an hour ago: a PKI has no Rekor time, it is checked now
     assert refused(signed.ref).startswith(signed.refusal(
         "veryfing leaf certificate failed: x509: certificate has expired or is not yet valid: current time "))
@@ -690,9 +693,31 @@ def test_pem_is_read_as_go_reads_it_a_block_that_does_not_decode_skipped() -> No
                           'ParseAddr("::1%"): zone must be a non-empty string'),
     ("spiffe://[fe80::1%25%2F]", 'cannot parse URI "spiffe://[fe80::1%25%2F]": parse '
                                  '"spiffe://[fe80::1%25%2F]": invalid URL escape "%2F"'),
+    ("*#%zz", 'cannot parse URI "*#%zz": parse "*#%zz": invalid URL escape "%zz"'),   # "*" is a path: the
+    # fragment is still read
 ])
 def test_a_uri_go_cannot_parse_makes_the_certificate_unreadable(uri: str, problem: str | None) -> None:
     assert x509names.certificate_name_problem(_named(x509.UniformResourceIdentifier(uri))) == problem
+
+
+@pytest.mark.parametrize(("kind", "shown"), [(None, '""'), ("rekord", '"rekord"'), ("r\u00e9kord", '"r\u00e9kord"')])
+def test_a_rekor_entry_of_another_kind_is_refused_in_containers_images_words(kind: str | None, shown: str) -> None:
+    """Go decodes the kind into a string: a missing one is "" (not null), quoted by %q."""
+    rekor, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    pem = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    raw_set = rekor_set(rekor, pem, "c2ln", b"payload", kind=kind).encode()
+    with pytest.raises(x509chain.Untrusted) as refused_set:
+        sigstore.verify_set([rekor.public_key()], raw_set, pem, "c2ln", b"payload")
+    assert str(refused_set.value) == f"decoding the body of a Rekor SET payload: invalid kind value: {shown}"
+
+
+def test_url_errors_quote_as_go_quotes_them() -> None:
+    """Go's %q: printable non-ASCII as it is, an undecodable byte as \\xNN, a control character by its escape."""
+    assert x509names.go_url_host("https://\u00e9 x/") == ("", 'parse "https://\u00e9 x/": invalid character " " '
+                                                             "in host name")
+    assert x509names.go_url_host("https://a/%\udcc3") == ("", 'parse "https://a/%\\xc3": invalid URL escape '
+                                                              '"%\\xc3"')
+    assert x509names.go_url_host("a\x7fb") == ("", 'parse "a\\x7fb": net/url: invalid control character in URL')
 
 
 def test_a_name_constraint_go_cannot_read_makes_the_certificate_unreadable() -> None:

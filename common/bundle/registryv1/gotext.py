@@ -8,7 +8,7 @@ decoders and the name hash all print the same way. The rules the API server's me
 printing) are :mod:`common.contract.gotext`'s, re-exported here; the rest are OLM's alone:
 
 - quoting: :func:`go_quote` (``strconv.Quote``, ``%q``), :func:`go_time_quote` (the ``time`` package's quoting
-  in its parse errors);
+  in its parse errors), :func:`go_quote_list` (``%q`` of a ``[]string``);
 - ``encoding/json`` output: :func:`go_marshal_json` prints a value Go holds as ``interface{}`` (maps: keys
   sorted), :func:`go_marshal_typed` a typed Go value already laid out in its Go encoding (struct fields in
   declaration order, which is the dict's order: never re-sorted), :func:`go_compact_json` a
@@ -33,8 +33,8 @@ from typing import Any, Final
 from common.contract.gotext import go_float32_g, go_json_float, go_quote, go_v_float
 
 __all__ = ["GoTimeError", "go_compact_json", "go_decoded_string", "go_float32_g", "go_fold", "go_json_float",
-           "go_list", "go_marshal_json", "go_marshal_typed", "go_quote", "go_time", "go_time_quote", "go_v_float",
-           "json_type_name"]
+           "go_list", "go_marshal_json", "go_marshal_typed", "go_quote", "go_quote_list", "go_time", "go_time_quote",
+           "go_v_float", "json_type_name"]
 
 # --- quoting ---------------------------------------------------------------------------------------------
 
@@ -150,6 +150,11 @@ def go_compact_json(text: str) -> str:
 def go_list(items: list[str]) -> str:
     """Go's ``%v`` of a ``[]string``: ``[a b c]``."""
     return "[" + " ".join(items) + "]"
+
+
+def go_quote_list(items: list[str]) -> str:
+    """Go's ``%q`` of a ``[]string``: each quoted, space-separated, ``["a" "b"]`` (not JSON's ``["a", "b"]``)."""
+    return "[" + " ".join(go_quote(item) for item in items) + "]"
 
 
 def go_fold(name: str) -> str:

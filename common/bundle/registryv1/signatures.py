@@ -51,7 +51,7 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 
-from .gotext import go_decoded_string
+from .gotext import go_decoded_string, go_quote
 from .imageref import ImageReference, parse_named
 from .oci import digest_parts
 from .policy import (
@@ -409,12 +409,12 @@ def _accept_payload(payload: bytes, kind: str, identity: SignedIdentity, intende
         raise Rejected(str(exc)) from None
     parts = digest_parts(digest)
     if parts is None:
-        raise Rejected(f"invalid docker-manifest-digest value {json.dumps(digest)}")
+        raise Rejected(f"invalid docker-manifest-digest value {go_quote(digest)}")
     algorithm, hexdigest = parts
     if hashlib.new(algorithm, manifest).hexdigest() != hexdigest:
         raise Rejected(f"Signature for digest {digest} does not match")
     if not identity_matches(identity, intended, reference):
-        raise Rejected(f"Signature for identity {json.dumps(reference)} is not accepted")
+        raise Rejected(f"Signature for identity {go_quote(reference)} is not accepted")
 
 
 def _integral(value: float) -> bool:

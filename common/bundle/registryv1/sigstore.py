@@ -39,6 +39,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from .gotext import go_quote, go_quote_list
 from .x509chain import Untrusted, chain_intermediates, chain_problem, parse_leaf, pem_decode
 from .x509names import email_addresses, hostname_problem
 
@@ -79,7 +80,7 @@ def strict_json(data: bytes | str, what: str = "") -> Any:
         found: dict[str, Any] = {}
         for key, value in items:
             if key in found:
-                raise Untrusted(f"{prefix}Duplicate key {json.dumps(key)}")
+                raise Untrusted(f"{prefix}Duplicate key {go_quote(key)}")
             found[key] = value
         return found
 
@@ -92,6 +93,14 @@ def strict_json(data: bytes | str, what: str = "") -> Any:
         raise Untrusted(f"{prefix}{exc}") from None
 
 
+def _shown(value: Any) -> str:
+    """A decoded JSON value in a message, as containers/image's ``%q`` of the Go string it decodes into: absent or
+    null is Go's empty string; a value Go would not have decoded into a string at all is shown as JSON."""
+    if value is None:
+        return go_quote("")
+    return go_quote(value) if isinstance(value, str) else json.dumps(value)
+
+
 def exact_fields(value: Any, fields: tuple[str, ...], what: str = "", where: str = "") -> tuple[Any, ...]:
     """The values of exactly ``fields`` of the object ``value`` (containers/image's
     ParanoidUnmarshalJSONObjectExactFields, in its words; prefixed with ``what``, an unexpected key placed
@@ -101,10 +110,10 @@ def exact_fields(value: Any, fields: tuple[str, ...], what: str = "", where: str
         raise Untrusted(f"{prefix}JSON object expected")
     for key in value:
         if key not in fields:
-            raise Untrusted(f"{prefix}Unexpected key {json.dumps(key)}" + (f" in {where}" if where else ""))
+            raise Untrusted(f"{prefix}Unexpected key {go_quote(key)}" + (f" in {where}" if where else ""))
     for key in fields:
         if key not in value:
-            raise Untrusted(f"{prefix}Key {json.dumps(key)} missing in a JSON object")
+            raise Untrusted(f"{prefix}Key {go_quote(key)} missing in a JSON object")
     return tuple(value[key] for key in fields)
 
 
@@ -144,7 +153,7 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
     entry = strict_json(_b64(body, "Rekor SET payload body"), "decoding the body of a Rekor SET payload")
     if not isinstance(entry, dict) or entry.get("kind") != "hashedrekord":
         kind = entry.get("kind") if isinstance(entry, dict) else None
-        raise Untrusted(f"decoding the body of a Rekor SET payload: invalid kind value: {json.dumps(kind)}")
+        raise Untrusted(f"decoding the body of a Rekor SET payload: invalid kind value: {_shown(kind)}")
     if entry.get("apiVersion") is None:
         raise Untrusted("missing Rekor SET Payload API version")
     if entry["apiVersion"] != HASHEDREKORD_VERSION:
@@ -185,7 +194,7 @@ def verify_set(rekor_keys: Sequence[ec.EllipticCurvePublicKey], raw_set: bytes, 
     if hashed.get("algorithm") is None:
         raise Untrusted('Missing "data.hash.algorithm" field in hashedrekord')
     if hashed["algorithm"] != "sha256":
-        raise Untrusted(f'Unexpected "data.hash.algorithm" value {json.dumps(hashed["algorithm"])}')
+        raise Untrusted(f'Unexpected "data.hash.algorithm" value {_shown(hashed["algorithm"])}')
     if hashed.get("value") is None:
         raise Untrusted('Missing "data.hash.value" field in hashedrekord')
     try:
@@ -208,7 +217,7 @@ def verify_certificate(roots: Sequence[x509.Certificate], oidc_issuer: str, subj
         raise Untrusted(f"veryfing leaf certificate failed: {problem}")
     issuer = _oidc_issuer(leaf)
     if issuer != oidc_issuer:
-        raise Untrusted(f"Unexpected Fulcio OIDC issuer {json.dumps(issuer)}")
+        raise Untrusted(f"Unexpected Fulcio OIDC issuer {go_quote(issuer)}")
     _require_email(leaf, subject_email)
     return leaf.public_key()
 
@@ -234,7 +243,7 @@ def verify_pki(roots: Sequence[x509.Certificate], trusted_intermediates: Sequenc
 def _require_email(leaf: x509.Certificate, subject_email: str) -> None:
     emails = email_addresses(leaf)
     if subject_email not in emails:
-        raise Untrusted(f"Required email {json.dumps(subject_email)} not found (got {json.dumps(emails)})")
+        raise Untrusted(f"Required email {go_quote(subject_email)} not found (got {go_quote_list(emails)})")
 
 
 def _oidc_issuer(cert: x509.Certificate) -> str:
@@ -251,7 +260,7 @@ def _oidc_issuer(cert: x509.Certificate) -> str:
             v2 = _utf8_string(_raw(ext))
     if v1 is not None and v2 is not None:
         if v1 != v2:
-            raise Untrusted(f"inconsistent OIDC issuer extension values: v1 {json.dumps(v1)}, v2 {json.dumps(v2)}")
+            raise Untrusted(f"inconsistent OIDC issuer extension values: v1 {go_quote(v1)}, v2 {go_quote(v2)}")
         return v1
     if v1 is not None:
         return v1

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-import json
 import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
 from cryptography import x509
+
+from .gotext import go_quote
 
 # General name types Go's x509 understands in SANs and name constraints
 GO_NAMES: Final = (x509.DNSName, x509.RFC822Name, x509.IPAddress, x509.UniformResourceIdentifier)
@@ -187,7 +188,7 @@ def name_problem(ca: x509.Certificate, below: Sequence[x509.Certificate]) -> str
             if isinstance(name, x509.RFC822Name):
                 mailbox = parse_mailbox(name.value)
                 if mailbox is None:
-                    return f"{_NOT_AUTHORIZED}cannot parse rfc822Name {json.dumps(name.value)}"
+                    return f"{_NOT_AUTHORIZED}cannot parse rfc822Name {go_quote(name.value)}"
                 mailboxes.append((mailbox[0], mailbox[1].lower()))
         for name in names:
             if isinstance(name, x509.IPAddress):
@@ -197,17 +198,17 @@ def name_problem(ca: x509.Certificate, below: Sequence[x509.Certificate]) -> str
         for name in names:
             if isinstance(name, x509.DNSName):
                 if not domain_name_valid(name.value):
-                    return f"{_NOT_AUTHORIZED}x509: cannot parse dnsName {json.dumps(name.value)}"
+                    return f"{_NOT_AUTHORIZED}x509: cannot parse dnsName {go_quote(name.value)}"
                 if problem := _checked("DNS name", name.value, dns, name.value):
                     return problem
         for shown, host in uri_hosts:
             if not domain_name_valid(host):
-                return f"{_NOT_AUTHORIZED}x509: internal error: URI SAN {json.dumps(shown)} failed to parse"
+                return f"{_NOT_AUTHORIZED}x509: internal error: URI SAN {go_quote(shown)} failed to parse"
             if problem := _checked("URI", shown, uris, host):
                 return problem
         for local, domain in mailboxes:
             if not domain_name_valid(domain):
-                return f"{_NOT_AUTHORIZED}x509: cannot parse rfc822Name {json.dumps(f'{local}@{domain}')}"
+                return f"{_NOT_AUTHORIZED}x509: cannot parse rfc822Name {go_quote(f'{local}@{domain}')}"
             if problem := _checked("email address", f"{local}@{domain}", mails, (local, domain)):
                 return problem
     return None
@@ -218,9 +219,9 @@ def _checked(kind: str, shown: str, rules: tuple[Any, Any], target: Any) -> str 
     excluded when one of its exclusions matches."""
     permitted, excluded = rules
     if permitted is not None and permitted.query(target) is None:
-        return f"{_NOT_AUTHORIZED}{kind} {json.dumps(shown)} is not permitted by any constraint"
+        return f"{_NOT_AUTHORIZED}{kind} {go_quote(shown)} is not permitted by any constraint"
     if excluded is not None and (constraint := excluded.query(target)) is not None:
-        return f"{_NOT_AUTHORIZED}{kind} {json.dumps(shown)} is excluded by constraint {json.dumps(constraint)}"
+        return f"{_NOT_AUTHORIZED}{kind} {go_quote(shown)} is excluded by constraint {go_quote(constraint)}"
     return None
 
 
@@ -487,18 +488,18 @@ def _uri_host(uri: str) -> tuple[str, str]:
     refuses it)."""
     host, problem = go_url_host(uri)
     if problem:
-        return "", f"cannot parse URI {json.dumps(uri)}: {problem}"
+        return "", f"cannot parse URI {go_quote(uri)}: {problem}"
     raw_host = host
     host = host.lower()
     if not host:
-        return "", f"URI with empty host ({json.dumps(uri)}) cannot be matched against constraints"
+        return "", f"URI with empty host ({go_quote(uri)}) cannot be matched against constraints"
     if ":" in host and not host.endswith("]"):
         split = _split_host_port(raw_host)
         if split is None:
-            return "", f"cannot parse URI host {json.dumps(raw_host)}: address {raw_host}: too many colons in address"
+            return "", f"cannot parse URI host {go_quote(raw_host)}: address {raw_host}: too many colons in address"
         host = split
     if _parse_addr(host) or (host.startswith("[") and host.endswith("]")):
-        return "", f"URI with IP ({json.dumps(uri)}) cannot be matched against constraints"
+        return "", f"URI with IP ({go_quote(uri)}) cannot be matched against constraints"
     return host, ""
 
 
@@ -542,16 +543,16 @@ def _unescape_problem(text: str, *, host: bool = False, zone: bool = False) -> s
         if c == 0x25:
             escape = data[i:i + 3]
             if i + 2 >= len(data) or data[i + 1] not in _HEX or data[i + 2] not in _HEX:
-                return f"invalid URL escape {json.dumps(escape.decode('latin-1'))}"
+                return f"invalid URL escape {go_quote(escape.decode('utf-8', 'surrogateescape'))}"
             value = int(escape[1:].decode(), 16)
             if host and value < 0x80 and escape != b"%25":
-                return f"invalid URL escape {json.dumps(escape.decode('latin-1'))}"
+                return f"invalid URL escape {go_quote(escape.decode('utf-8', 'surrogateescape'))}"
             if zone and escape != b"%25" and value != 0x20 and value not in _HOST_BYTES:
-                return f"invalid URL escape {json.dumps(escape.decode('latin-1'))}"
+                return f"invalid URL escape {go_quote(escape.decode('utf-8', 'surrogateescape'))}"
             i += 3
             continue
         if (host or zone) and c < 0x80 and c not in _HOST_BYTES:
-            return f"invalid character {json.dumps(chr(c))} in host name"
+            return f"invalid character {go_quote(chr(c))} in host name"
         i += 1
     return ""
 
@@ -565,9 +566,9 @@ def go_url_host(raw: str) -> tuple[str, str]:
     the URIs a certificate names: Go's parser refuses a certificate whose URI it cannot parse."""
     rest_of_url, hash_sign, fragment = raw.partition("#")
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in rest_of_url):
-        return "", f"parse {json.dumps(rest_of_url)}: net/url: invalid control character in URL"
-    if rest_of_url == "*":
-        return "", ""
+        return "", f"parse {go_quote(rest_of_url)}: net/url: invalid control character in URL"
+    if rest_of_url == "*":   # Go's parse takes it as a path, and the fragment is still unescaped
+        return "", _fragment_problem(raw, hash_sign, fragment)
     scheme, rest = "", rest_of_url
     for index, char in enumerate(rest_of_url):
         if char.isascii() and char.isalpha():
@@ -578,7 +579,7 @@ def go_url_host(raw: str) -> tuple[str, str]:
             continue
         if char == ":":
             if index == 0:
-                return "", f"parse {json.dumps(rest_of_url)}: missing protocol scheme"
+                return "", f"parse {go_quote(rest_of_url)}: missing protocol scheme"
             scheme, rest = rest_of_url[:index].lower(), rest_of_url[index + 1:]
         break
     rest = rest[:-1] if rest.endswith("?") and rest.count("?") == 1 else rest.partition("?")[0]
@@ -588,7 +589,7 @@ def go_url_host(raw: str) -> tuple[str, str]:
         if scheme:
             opaque = True
         elif ":" in rest.partition("/")[0]:
-            return "", f"parse {json.dumps(rest_of_url)}: first path segment in URL cannot contain colon"
+            return "", f"parse {go_quote(rest_of_url)}: first path segment in URL cannot contain colon"
     if not opaque:
         if (scheme or not rest.startswith("///")) and rest.startswith("//"):
             authority, slash, path = rest[2:].partition("/")
@@ -601,12 +602,19 @@ def go_url_host(raw: str) -> tuple[str, str]:
                 else:
                     problem = next((p for part in userinfo.split(":", 1) if (p := _unescape_problem(part))), "")
             if problem:
-                return "", f"parse {json.dumps(rest_of_url)}: {problem}"
+                return "", f"parse {go_quote(rest_of_url)}: {problem}"
         if problem := _unescape_problem(rest):
-            return "", f"parse {json.dumps(rest_of_url)}: {problem}"
-    if hash_sign and fragment and (problem := _unescape_problem(fragment)):
-        return "", f"parse {json.dumps(raw)}: {problem}"
+            return "", f"parse {go_quote(rest_of_url)}: {problem}"
+    if problem := _fragment_problem(raw, hash_sign, fragment):
+        return "", problem
     return host, ""
+
+
+def _fragment_problem(raw: str, hash_sign: str, fragment: str) -> str:
+    """Go's setFragment: a fragment with a ``%`` that is no escape refuses the whole URL."""
+    if hash_sign and fragment and (problem := _unescape_problem(fragment)):
+        return f"parse {go_quote(raw)}: {problem}"
+    return ""
 
 
 def _go_host(scheme: str, host: str) -> tuple[str, str]:
@@ -620,7 +628,7 @@ def _go_host(scheme: str, host: str) -> tuple[str, str]:
             return "", "missing ']' in host"
         colon_port = host[close + 1:]
         if not _valid_optional_port(colon_port):
-            return "", f"invalid port {json.dumps(colon_port)} after host"
+            return "", f"invalid port {go_quote(colon_port)} after host"
         if problem := _unescape_problem(colon_port, host=True):
             return "", problem
         inside = host[1:close]
@@ -631,13 +639,13 @@ def _go_host(scheme: str, host: str) -> tuple[str, str]:
         literal = _unescaped(inside)
         address_text, percent, zone_name = literal.partition("%")
         if percent and not zone_name:
-            return "", f"invalid host: ParseAddr({json.dumps(literal)}): zone must be a non-empty string"
+            return "", f"invalid host: ParseAddr({go_quote(literal)}): zone must be a non-empty string"
         try:
             address = ipaddress.ip_address(address_text)
         except ValueError:
-            return "", f"invalid host: ParseAddr({json.dumps(literal)}): unable to parse IP"
+            return "", f"invalid host: ParseAddr({go_quote(literal)}): unable to parse IP"
         if address.version == 4:
-            return "", (f"invalid host: ParseAddr({json.dumps(literal)}): unexpected character" if percent
+            return "", (f"invalid host: ParseAddr({go_quote(literal)}): unexpected character" if percent
                         else "invalid IP-literal")
         return f"[{literal}]{_unescaped(colon_port)}", ""
     first = host.find(":")
@@ -646,7 +654,7 @@ def _go_host(scheme: str, host: str) -> tuple[str, str]:
         colon = last if last != first and scheme not in ("http", "https") else first
         colon_port = host[colon:]
         if not _valid_optional_port(colon_port):
-            return "", f"invalid port {json.dumps(colon_port)} after host"
+            return "", f"invalid port {go_quote(colon_port)} after host"
     if problem := _unescape_problem(host, host=True):
         return "", problem
     return _unescaped(host), ""
@@ -667,23 +675,23 @@ def certificate_name_problem(cert: x509.Certificate) -> str | None:
             for uri in value.get_values_for_type(x509.UniformResourceIdentifier):
                 host, problem = go_url_host(uri)
                 if problem:
-                    return f"cannot parse URI {json.dumps(uri)}: {problem}"
+                    return f"cannot parse URI {go_quote(uri)}: {problem}"
                 if host and not domain_name_valid(host):
-                    return f"cannot parse URI {json.dumps(uri)}: invalid domain"
+                    return f"cannot parse URI {go_quote(uri)}: invalid domain"
         elif isinstance(value, x509.NameConstraints):
             for subtree in [*(value.permitted_subtrees or ()), *(value.excluded_subtrees or ())]:
                 constraint = subtree.value
                 if isinstance(subtree, x509.DNSName) and not domain_name_valid(constraint, constraint=True):
-                    return f"failed to parse dnsName constraint {json.dumps(constraint)}"
+                    return f"failed to parse dnsName constraint {go_quote(constraint)}"
                 if isinstance(subtree, x509.RFC822Name) and not (
                         parse_mailbox(constraint) is not None if "@" in constraint
                         else domain_name_valid(constraint, constraint=True)):
-                    return f"failed to parse rfc822Name constraint {json.dumps(constraint)}"
+                    return f"failed to parse rfc822Name constraint {go_quote(constraint)}"
                 if isinstance(subtree, x509.UniformResourceIdentifier):
                     if _go_ip(constraint) is not None:
-                        return f"failed to parse URI constraint {json.dumps(constraint)}: cannot be IP address"
+                        return f"failed to parse URI constraint {go_quote(constraint)}: cannot be IP address"
                     if not domain_name_valid(constraint, constraint=True):
-                        return f"failed to parse URI constraint {json.dumps(constraint)}"
+                        return f"failed to parse URI constraint {go_quote(constraint)}"
     return None
 
 
