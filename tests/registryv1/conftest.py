@@ -25,6 +25,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                  "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "run").mkdir()   # podman login's runtime directory: not the machine's /run/containers/<uid>
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     monkeypatch.setenv("COSCTL_CACHE_DIR", str(tmp_path / "cache"))
     conf = tmp_path / "registries.conf"
     conf.write_text("")

@@ -20,9 +20,11 @@ from common.bundle.registryv1.catalog import load_catalog
 from common.bundle.registryv1.imageref import ImageReference, ImageReferenceError, parse_reference
 from common.bundle.registryv1.model import BundleInputError
 from common.bundle.registryv1.registries import (
+    AuthFile,
     CredentialsError,
     Endpoint,
     RegistryConfigError,
+    auth_files,
     conf_files,
     credentials,
     registries_conf,
@@ -250,7 +252,8 @@ def test_no_credentials_for_a_private_repository(ca: CA, home: Path, bundle_dir:
         trust(home, ca, registry)
         push_bundle(registry, bundle_dir, tmp_path)
         text = refusal(f"docker://{registry.ref('op/demo-bundle', 'v1')}")
-    files = f"{home}/.config/containers/auth.json, {home}/.docker/config.json"
+    files = (f"{tmp_path}/run/containers/auth.json, {home}/.config/containers/auth.json, {home}/.docker/config.json, "
+             f"{home}/.dockercfg")
     assert text == (
         f"docker://{registry.host}/op/demo-bundle:v1: access denied by {registry.host} (HTTP 401: DENIED: "
         f"requested access to the resource is denied), asked anonymously (no credentials for it in {files})")
@@ -263,13 +266,13 @@ def test_basic_authentication(ca: CA, home: Path, bundle_dir: Path, tmp_path: Pa
         ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
         assert refusal(ref) == (
             f"{ref}: {registry.host} asks for a user name and password, and no credentials for it are in "
-            f"{home}/.config/containers/auth.json, {home}/.docker/config.json (podman login or docker login writes "
-            "them)")
+            f"{tmp_path}/run/containers/auth.json, {home}/.config/containers/auth.json, {home}/.docker/config.json, "
+            f"{home}/.dockercfg (podman login or docker login writes them)")
         write_auth(home / ".docker" / "config.json", {"https://" + registry.host: basic_entry("alice", "wrong")})
         text = refusal(ref)
         assert text == (
             f"{ref}: access denied by {registry.host} (HTTP 401: UNAUTHORIZED: authentication required), asked with "
-            f"the credentials of {home}/.docker/config.json (auths {registry.host})")
+            f"the credentials of {home}/.docker/config.json (auths https://{registry.host})")   # the key as written
         assert "wrong" not in text
         write_auth(home / ".config" / "containers" / "auth.json",
                    {f"{registry.host}/op": basic_entry("alice", "s3cret")})
@@ -319,6 +322,117 @@ def test_a_credential_helper_is_run_as_docker_runs_it(tmp_path: Path, home: Path
         "installed"
 
 
+def _helper(directory: Path, name: str, body: str) -> None:
+    """A docker-credential-NAME on PATH running the shell ``body`` (the server name read into $server)."""
+    directory.mkdir(exist_ok=True)
+    script = directory / f"docker-credential-{name}"
+    script.write_text(f"#!/bin/sh\nread server\n{body}\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+def test_the_auth_files_are_those_containers_image_540_reads(tmp_path: Path, home: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    run = tmp_path / "run"
+    assert auth_files() == [AuthFile(run / "containers/auth.json"), AuthFile(home / ".config/containers/auth.json"),
+                            AuthFile(home / ".docker/config.json"), AuthFile(home / ".dockercfg", legacy=True)]
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "gone"))   # a runtime directory that is not there: none
+    assert auth_files()[0] == AuthFile(home / ".config/containers/auth.json")
+    monkeypatch.delenv("XDG_RUNTIME_DIR")   # podman login's file as root without it
+    assert auth_files()[0] == AuthFile(Path(f"/run/containers/{os.getuid()}/auth.json"))
+    monkeypatch.setenv("REGISTRY_AUTH_FILE", str(tmp_path / "mine.json"))   # podman and skopeo read it alone
+    assert auth_files() == [AuthFile(tmp_path / "mine.json")]
+
+
+def test_docker_legacy_dockercfg_is_read_by_registry(tmp_path: Path, home: Path) -> None:
+    home.joinpath(".dockercfg").write_text(json.dumps({"https://r.io/v1/": {**basic_entry("old", "1"),
+                                                                             "email": "a@r.io"}}))
+    found = credentials(parse_reference("r.io/org/app"))
+    assert found is not None and (found.username, found.source) == ("old",
+                                                                    f"{home}/.dockercfg (auths https://r.io/v1/)")
+    assert credentials(parse_reference("q.io/org/app")) is None
+
+
+def test_an_auth_file_entry_is_read_as_containers_image_540_reads_it(tmp_path: Path, home: Path) -> None:
+    """The most specific key decides for its file: one that holds nothing (``{}``, an ``auth`` without a colon)
+    sends the lookup to the next file, not to a less specific key; an exact key beats a URL naming the registry;
+    a password's NUL padding is dropped."""
+    first, second = home / ".config/containers/auth.json", home / ".docker/config.json"
+    write_auth(first, {"r.io/org": {}, "r.io": basic_entry("registry", "1")})
+    write_auth(second, {"r.io": basic_entry("docker", "2\x00\x00")})
+    found = credentials(parse_reference("r.io/org/app"))
+    assert found is not None and (found.username, found.password, found.source) == (
+        "docker", "2", f"{second} (auths r.io)")
+    write_auth(first, {"r.io/org": {"auth": base64.b64encode(b"no-colon").decode()}, "r.io": basic_entry("x", "1")})
+    found = credentials(parse_reference("r.io/org/app"))
+    assert found is not None and found.username == "docker"
+    write_auth(first, {"https://r.io/v1/": basic_entry("url", "1"), "r.io": basic_entry("exact", "1")})
+    found = credentials(parse_reference("r.io/app"))
+    assert found is not None and found.username == "exact"
+    write_auth(first, {"r.io": {"auth": "not base64!"}})   # what containers/image cannot decode stops the lookup
+    with pytest.raises(CredentialsError) as caught:
+        credentials(parse_reference("r.io/app"))
+    assert str(caught.value) == f'{first} (auths r.io): "auth" is not base64 of user:password'
+
+
+def test_a_credhelper_without_credentials_passes_to_the_next_file(tmp_path: Path, home: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    _helper(tmp_path / "bin", "none", 'echo "credentials not found in native keychain"; exit 1')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    write_auth(home / ".config/containers/auth.json", {})
+    (home / ".config/containers/auth.json").write_text(json.dumps({"credHelpers": {"r.io": "none"}}))
+    write_auth(home / ".docker/config.json", {"r.io": basic_entry("docker", "2")})
+    found = credentials(parse_reference("r.io/app"))
+    assert found is not None and (found.username, found.source) == (
+        "docker", f"{home}/.docker/config.json (auths r.io)")
+
+
+def test_registries_conf_credential_helpers_are_asked_in_their_order(tmp_path: Path, home: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """containers-registries.conf(5) credential-helpers: external helpers by registry, "containers-auth.json" for
+    the auth files; a helper that fails does not stop the next; the failures are said when nobody has any."""
+    _helper(tmp_path / "bin", "vault", 'echo \'{"Username":"vault","Secret":"v"}\'')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    Path(os.environ["CONTAINERS_REGISTRIES_CONF"]).write_text(
+        'credential-helpers = ["missing", "containers-auth.json", "vault"]\n')
+    helpers = registries_conf().credential_helpers
+    assert helpers == ("missing", "containers-auth.json", "vault")
+    write_auth(home / ".docker/config.json", {"r.io": basic_entry("docker", "2")})
+    found = credentials(parse_reference("r.io/app"), helpers)
+    assert found is not None and found.username == "docker"   # the missing helper passed over
+    found = credentials(parse_reference("q.io/app"), helpers)
+    assert found is not None and (found.username, found.source) == (
+        "vault", "registries.conf credential-helpers (vault)")
+    with pytest.raises(CredentialsError) as caught:
+        credentials(parse_reference("q.io/app"), ("missing", "containers-auth.json"))
+    assert str(caught.value) == ("registries.conf credential-helpers (missing): credential helper "
+                                 "docker-credential-missing is not installed")
+    Path(os.environ["CONTAINERS_REGISTRIES_CONF"]).write_text("credential-helpers = []\n")
+    assert registries_conf().credential_helpers == ("containers-auth.json",)
+    Path(os.environ["CONTAINERS_REGISTRIES_CONF"]).write_text('credential-helpers = "vault"\n')
+    with pytest.raises(RegistryConfigError) as refused:
+        registries_conf()
+    assert str(refused.value) == (f"{os.environ['CONTAINERS_REGISTRIES_CONF']}: credential-helpers must be a list "
+                                  "of helper names")
+
+
+def test_a_pull_asks_the_credential_helpers_registries_conf_names(ca: CA, home: Path, bundle_dir: Path,
+                                                                   tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    _helper(tmp_path / "bin", "vault", 'echo "credentials not found in native keychain"; exit 1')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    Path(os.environ["CONTAINERS_REGISTRIES_CONF"]).write_text('credential-helpers = ["vault"]\n')
+    with Registry(ca, auth="basic", users={"alice": "s3cret"}) as registry:
+        trust(home, ca, registry)
+        push_bundle(registry, bundle_dir, tmp_path)
+        ref = f"docker://{registry.ref('op/demo-bundle', 'v1')}"
+        write_auth(home / ".docker" / "config.json", {registry.host: basic_entry("alice", "s3cret")})
+        assert refusal(ref) == (   # the auth files are not among the helpers: not read
+            f"{ref}: {registry.host} asks for a user name and password, and no credentials for it are in the "
+            "credential helper docker-credential-vault (podman login or docker login writes them)")
+        _helper(tmp_path / "bin", "vault", 'echo \'{"Username":"alice","Secret":"s3cret"}\'')
+        assert load_bundle(ref).package_name == "demo"
+
+
 def test_an_identity_token_is_exchanged_at_the_token_service_as_containers_image_exchanges_it(
         ca: CA, home: Path, bundle_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What ``az acr login`` writes (a refresh token, a placeholder user name): POSTed as an OAuth2 form to the token
@@ -349,8 +463,8 @@ def test_an_identity_token_is_exchanged_at_the_token_service_as_containers_image
         assert "expired" not in text
         # without "auth" beside it, as containers/image reads it, no credentials: anonymous
         write_auth(auth, {registry.host: {"identitytoken": "refresh-me"}})
-        assert refusal(ref).endswith(f"asked anonymously (no credentials for it in {auth}, "
-                                     f"{home}/.config/containers/auth.json, {home}/.docker/config.json)")
+        # $REGISTRY_AUTH_FILE is the only file read, as podman and skopeo read it
+        assert refusal(ref).endswith(f"asked anonymously (no credentials for it in {auth})")
 
 
 def test_an_identity_token_from_a_credential_helper_and_for_a_registry_that_asks_for_basic(

@@ -52,11 +52,12 @@ from common.bundle.registryv1.model import BundleInputError
 from common.bundle.registryv1.oci import INDEX_TYPES, MANIFEST_TYPES, OCI_LAYOUT, Limits, digest_parts
 from common.bundle.registryv1.policy import SignatureCheck, check_policy
 from common.bundle.registryv1.registries import (
+    AUTH_FILE_HELPER,
     Certificates,
     Credentials,
     Endpoint,
-    auth_files,
     certificates,
+    credential_sources,
     credentials,
     home,
     registries_conf,
@@ -308,6 +309,7 @@ class _Session:
     authorization: str | None = None
     credentials: Credentials | None = None
     credentials_read: bool = False
+    credential_helpers: tuple[str, ...] = (AUTH_FILE_HELPER,)   # registries.conf's credential-helpers
     certs: Certificates = field(default_factory=Certificates)
     pools: dict[str, urllib3.PoolManager] = field(default_factory=dict)
 
@@ -351,7 +353,7 @@ class _Session:
 
     def _credentials(self) -> Credentials | None:
         if not self.credentials_read:
-            self.credentials = credentials(parse_reference(self.endpoint.name))
+            self.credentials = credentials(parse_reference(self.endpoint.name), self.credential_helpers)
             self.credentials_read = True
         return self.credentials
 
@@ -531,7 +533,7 @@ class _Session:
         if status in (401, 403):
             creds = self._credentials()
             used = (f"with the credentials of {creds.source}" if creds else
-                    "anonymously (no credentials for it in " + ", ".join(str(p) for p in auth_files()) + ")")
+                    "anonymously (no credentials for it in " + credential_sources(self.credential_helpers) + ")")
             return self.fail(f"access denied by {self.host} (HTTP {status}{detail}), asked {used}")
         return self.fail(f"{self.host} answered HTTP {status} to GET {path}{detail}")
 
@@ -548,7 +550,7 @@ class _Session:
                                 "-u)")
             if creds is None:
                 raise self.fail(f"{self.host} asks for a user name and password, and no credentials for it are in "
-                                + ", ".join(str(p) for p in auth_files()) + " (podman login or docker login "
+                                + credential_sources(self.credential_helpers) + " (podman login or docker login "
                                 "writes them)")
             if self.scheme != "https" and not self.endpoint.insecure:   # pragma: no cover - https unless insecure
                 raise self.fail("credentials are never sent over plain HTTP")
@@ -998,12 +1000,13 @@ def pulled(text: str, limits: Limits, report: Report | None = None) -> Iterator[
         raise ImagePullError(f"docker://{reference}: a reference with both a tag and a digest cannot be pulled (as "
                              "skopeo and OLM v1 cannot pull it): give the digest alone")
     check = check_policy(reference)   # an image the policy rejects, or asks of what cosctl cannot check: no request
-    endpoints = registries_conf().endpoints(reference)
+    conf = registries_conf()
+    endpoints = conf.endpoints(reference)
     cache = _Cache(cache_dir())
     try:
         failures: list[str] = []
         for endpoint in endpoints:
-            session = _Session(endpoint, reference)
+            session = _Session(endpoint, reference, credential_helpers=conf.credential_helpers)
             try:
                 chosen, canonical, choice = _fetch(session, cache, reference, limits, report, check)
             except ImagePullError as exc:

@@ -14,12 +14,16 @@ same way here, with nothing to configure twice.
 - certificates: the first ``HOST[:PORT]`` directory of the ``certs.d`` drop-in directories (:mod:`.configfile`: the
   user's, ``/etc/containers``'s, ``/usr/share/containers``'s) or of ``/etc/docker/certs.d``: ``*.crt`` files are
   trusted CAs (beside the system's), a ``NAME.cert`` with its ``NAME.key`` is a client certificate.
-- credentials: ``$REGISTRY_AUTH_FILE`` (else ``$XDG_RUNTIME_DIR/containers/auth.json``),
-  ``~/.config/containers/auth.json``, ``$DOCKER_CONFIG/config.json`` (else ``~/.docker/config.json``), the first
-  file that has an entry for the repository, a namespace of it, or its registry (``auth`` or
-  ``username``/``password``, and an ``identitytoken`` beside ``auth``); ``credHelpers`` and ``credsStore`` run
-  ``docker-credential-NAME get``, as docker does (user ``<token>``: an identity token). Credentials are never
-  printed: messages name the file they came from, never their content.
+- credentials, as containers/image v5.40 looks them up: from each of registries.conf's ``credential-helpers`` in
+  turn (default: the auth files alone; ``containers-auth.json`` names them among external helpers, which are asked
+  ``docker-credential-NAME get`` for the registry). The auth files: ``$REGISTRY_AUTH_FILE`` alone when set; else
+  ``$XDG_RUNTIME_DIR/containers/auth.json`` (``/run/containers/<uid>/auth.json`` without the variable),
+  ``~/.config/containers/auth.json``, ``$DOCKER_CONFIG/config.json`` (else ``~/.docker/config.json``) and
+  ``~/.dockercfg``; the first file that has an entry for the repository, a namespace of it, or its registry
+  (``auth`` or ``username``/``password``, and an ``identitytoken`` beside ``auth``); ``credHelpers`` and
+  ``credsStore`` run ``docker-credential-NAME get``, as docker does (user ``<token>``: an identity token; a helper
+  with nothing for the registry passes to the next file). Credentials are never printed: messages name where
+  they came from, never their content.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ from common.bundle.registryv1.model import BundleInputError
 PULL_FROM_MIRROR: Final = ("all", "digest-only", "tag-only")
 DOCKER_HUB_AUTH_KEY: Final = "https://index.docker.io/v1/"  # how docker login writes Docker Hub's entry
 CREDENTIAL_HELPER_TIMEOUT: Final = 60.0  # seconds; a helper may ask a keychain
+AUTH_FILE_HELPER: Final = "containers-auth.json"   # registries.conf's name for the auth files among the helpers
+PER_UID_AUTH: Final = "/run/containers/{uid}/auth.json"   # podman login's file without $XDG_RUNTIME_DIR
 
 
 class RegistryConfigError(BundleInputError):
@@ -120,6 +126,8 @@ class RegistriesConf:
 
     registries: dict[str, _Registry] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    # where credentials are looked for, in order: AUTH_FILE_HELPER (the auth files) or a docker-credential-NAME
+    credential_helpers: tuple[str, ...] = (AUTH_FILE_HELPER,)
 
     def endpoints(self, reference: ImageReference) -> list[Endpoint]:
         """Where to pull ``reference`` from, in order: the mirrors that serve it, then its (relocated)
@@ -206,6 +214,11 @@ def _read_conf(path: Path, conf: RegistriesConf) -> None:
     except tomllib.TOMLDecodeError as exc:
         raise RegistryConfigError(f"{path}: not valid TOML: {exc}") from None
     conf.files.append(str(path))
+    if "credential-helpers" in document:   # a later file's list replaces an earlier one's; [] is the default
+        helpers = document["credential-helpers"]
+        if not isinstance(helpers, list) or not all(isinstance(h, str) and h for h in helpers):
+            raise RegistryConfigError(f"{path}: credential-helpers must be a list of helper names")
+        conf.credential_helpers = tuple(helpers) or (AUTH_FILE_HELPER,)
     v1 = document.get("registries")
     if isinstance(v1, dict):   # version 1: lists of registries per table
         for table, flag in (("insecure", "insecure"), ("block", "blocked")):
@@ -335,23 +348,65 @@ class Credentials:
         return "Basic " + base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
 
 
-def auth_files() -> list[Path]:
-    primary = os.environ.get("REGISTRY_AUTH_FILE")
+@dataclass(frozen=True, slots=True)
+class AuthFile:
+    """One file credentials are read from; ``legacy``: docker's old ``~/.dockercfg``, the entries at the top."""
+
+    path: Path
+    legacy: bool = False
+
+
+def auth_files() -> list[AuthFile]:
+    """The auth files containers/image v5.40 reads, in order: ``$REGISTRY_AUTH_FILE`` alone when it is set (podman
+    and skopeo read no other then); else podman login's ``$XDG_RUNTIME_DIR/containers/auth.json`` (or
+    ``/run/containers/<uid>/auth.json`` without the variable; none when the variable names a missing directory),
+    ``$XDG_CONFIG_HOME/containers/auth.json`` (``~/.config``), docker's ``$DOCKER_CONFIG/config.json``
+    (``~/.docker``) and ``~/.dockercfg``."""
+    named = os.environ.get("REGISTRY_AUTH_FILE")
+    if named:
+        return [AuthFile(Path(named))]
+    files = []
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    files = [Path(primary)] if primary else ([Path(runtime) / "containers" / "auth.json"] if runtime else [])
-    files.append(_config_home() / "containers" / "auth.json")
+    if not runtime:
+        files.append(AuthFile(Path(PER_UID_AUTH.format(uid=os.getuid()))))
+    elif _not_missing(Path(runtime)):
+        files.append(AuthFile(Path(runtime) / "containers" / "auth.json"))
+    files.append(AuthFile(_config_home() / "containers" / "auth.json"))
     docker = os.environ.get("DOCKER_CONFIG")
-    files.append(Path(docker) / "config.json" if docker else home() / ".docker" / "config.json")
+    files.append(AuthFile(Path(docker) / "config.json" if docker else home() / ".docker" / "config.json"))
+    files.append(AuthFile(home() / ".dockercfg", legacy=True))
     return files
 
 
-def _normalised(key: str) -> str:
-    """An auth file key as containers/image compares it: no scheme; a legacy key with a path keeps its host;
-    Docker Hub's names are one registry."""
-    if "://" in key:
-        key = key.split("://", 1)[1].split("/", 1)[0]
-    key = key.rstrip("/")
-    return DOCKER_HUB if key in ("index.docker.io", "registry-1.docker.io") else key
+def _not_missing(path: Path) -> bool:
+    """False only when ``path`` does not exist (a directory that cannot be searched is there: reading below it
+    fails, naming the file)."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def credential_sources(helpers: tuple[str, ...] = (AUTH_FILE_HELPER,)) -> str:
+    """Where credentials were looked for, for a message: the auth files and the registries.conf helpers."""
+    return ", ".join(", ".join(str(f.path) for f in auth_files()) if helper == AUTH_FILE_HELPER
+                     else f"the credential helper docker-credential-{helper}" for helper in helpers)
+
+
+def _normalised(key: str, legacy: bool = False) -> str:
+    """An auth file key as containers/image compares it with a registry when no key matches exactly: without
+    ``http://`` or ``https://`` (and then, or in ``~/.dockercfg``, without a path); Docker Hub's names one."""
+    stripped = key.removeprefix("http://").removeprefix("https://")
+    if legacy or stripped != key:
+        stripped = stripped.split("/", 1)[0]
+    return _hub(stripped)
+
+
+def _hub(registry: str) -> str:
+    return "index.docker.io" if registry in ("registry-1.docker.io", DOCKER_HUB) else registry
 
 
 def _keys(reference: ImageReference) -> Iterator[str]:
@@ -363,29 +418,63 @@ def _keys(reference: ImageReference) -> Iterator[str]:
     yield reference.registry
 
 
-def credentials(reference: ImageReference) -> Credentials | None:
-    """The credentials the containers tools would use for ``reference``, or ``None`` (anonymous)."""
-    for path in auth_files():
-        document = _auth_document(path)
-        if document is None:
+def credentials(reference: ImageReference,
+                helpers: tuple[str, ...] = (AUTH_FILE_HELPER,)) -> Credentials | None:
+    """The credentials the containers tools would use for ``reference``, or ``None`` (anonymous): from each of
+    registries.conf's ``credential-helpers`` in turn (default: the auth files alone), the first that has some. A
+    helper that fails does not stop the others; when none has credentials, the failures are the answer."""
+    failures: list[str] = []
+    for helper in helpers:
+        try:
+            if helper == AUTH_FILE_HELPER:
+                found = _from_auth_files(reference)
+            else:
+                found = _from_helper(helper, reference, f"registries.conf credential-helpers ({helper})")
+        except CredentialsError as exc:
+            failures.append(str(exc))
             continue
-        auths = document.get("auths") or {}
-        if not isinstance(auths, dict):
-            raise CredentialsError(f"{path}: \"auths\" is not an object")
-        entries = {_normalised(k): v for k, v in auths.items() if isinstance(k, str)}
-        helpers = document.get("credHelpers") or {}
-        for key in _keys(reference):
-            if isinstance(helpers, dict) and isinstance(helpers.get(key), str):
-                return _from_helper(helpers[key], reference, f"{path} (credHelpers {key})")
-            if key in entries and entries[key] != {}:   # an empty entry: docker login's mark for credsStore
-                if (found := _from_entry(entries[key], f"{path} (auths {key})")) is not None:
-                    return found
-                break   # an identity token without "auth" is no credentials: as containers/image, read on
-        store = document.get("credsStore")
-        if isinstance(store, str) and store:
-            found = _from_helper(store, reference, f"{path} (credsStore)", missing_ok=True)
-            if found is not None:
-                return found
+        if found is not None:
+            return found
+    if failures:
+        raise CredentialsError("; ".join(failures))
+    return None
+
+
+def _from_auth_files(reference: ImageReference) -> Credentials | None:
+    for auth in auth_files():
+        if (found := _from_auth_file(auth, reference)) is not None:
+            return found
+    return None
+
+
+def _from_auth_file(auth: AuthFile, reference: ImageReference) -> Credentials | None:
+    """What one auth file holds for ``reference``, as containers/image reads it: the ``credHelpers`` helper of the
+    registry (one without credentials for it: the next file is read); else the ``auths`` entry of the repository,
+    a namespace above it or the registry, the most specific first (in ``~/.dockercfg``, the registry's), else one
+    whose key names the registry as a URL; then, as docker does, a ``credsStore``."""
+    path = auth.path
+    document = _auth_document(path)
+    if document is None:
+        return None
+    if auth.legacy:   # ~/.dockercfg: the entries at the top
+        document = {"auths": document}
+    auths = document.get("auths") or {}
+    if not isinstance(auths, dict):
+        raise CredentialsError(f"{path}: \"auths\" is not an object")
+    registry = reference.registry
+    helpers = document.get("credHelpers") or {}
+    if isinstance(helpers, dict):
+        for name in (registry, DOCKER_HUB_AUTH_KEY) if registry == DOCKER_HUB else (registry,):
+            if isinstance(helpers.get(name), str):
+                return _from_helper(helpers[name], reference, f"{path} (credHelpers {name})")
+    key = next((k for k in ([registry] if auth.legacy else _keys(reference)) if k in auths), None)
+    if key is None:
+        key = next((k for k in auths if isinstance(k, str) and _normalised(k, auth.legacy) == _hub(registry)), None)
+    if key is not None and (found := _from_entry(auths[key], f"{path} (auths {key})")) is not None:
+        return found
+    store = document.get("credsStore")   # docker's; an empty entry above is docker login's mark for it
+    if isinstance(store, str) and store:
+        return _from_helper(store, reference, f"{path} (credsStore)", missing_ok=True)
     return None
 
 
@@ -407,36 +496,30 @@ def _auth_document(path: Path) -> dict[str, Any] | None:
 
 
 def _from_entry(entry: Any, where: str) -> Credentials | None:
+    """The credentials of one ``auths`` entry: ``auth`` (base64 of ``user:password``, the password's trailing NULs
+    dropped, as containers/image decodes it), with the ``identitytoken`` beside it; docker's ``username`` and
+    ``password`` without ``auth``. None for an entry that holds none (``{}``, docker login's mark for a credential
+    store; an ``auth`` without a colon; a token alone): containers/image then reads the next file."""
     if not isinstance(entry, dict):
         raise CredentialsError(f"{where}: not an object")
     token = entry.get("identitytoken")
-    if token is not None and not isinstance(token, str):
-        raise CredentialsError(f"{where}: \"identitytoken\" is not a string")
-    if token:
-        # what containers/image does with one: kept beside the user and password "auth" holds (docker writes
-        # "<user>:" there), for a token service; an entry whose "auth" holds none is no entry (the next file is read)
-        if (pair := _decoded_auth(entry.get("auth"))) is None:
-            return None
-        return Credentials(pair[0], pair[1].strip("\x00"), where, identity_token=token)
-    if isinstance(entry.get("username"), str) and isinstance(entry.get("password"), str):
-        return Credentials(entry["username"], entry["password"], where)
     encoded = entry.get("auth")
-    if not isinstance(encoded, str) or not encoded:
-        raise CredentialsError(f"{where}: neither \"auth\" nor \"username\" and \"password\"")
-    if (pair := _decoded_auth(encoded)) is None:
-        raise CredentialsError(f"{where}: \"auth\" is not base64 of user:password")
-    return Credentials(pair[0], pair[1], where)
-
-
-def _decoded_auth(encoded: Any) -> tuple[str, str] | None:
-    """An auth entry's ``"auth"``, base64 of ``user:password``, as (user, password); None when it is not that."""
-    if not isinstance(encoded, str):
+    for name, value in (("identitytoken", token), ("auth", encoded)):
+        if value is not None and not isinstance(value, str):
+            raise CredentialsError(f"{where}: \"{name}\" is not a string")
+    if not encoded:
+        if isinstance(entry.get("username"), str) and isinstance(entry.get("password"), str):
+            return Credentials(entry["username"], entry["password"], where, identity_token=token or None)
         return None
     try:
-        user, colon, password = base64.b64decode(encoded, validate=True).decode("utf-8").partition(":")
+        decoded = base64.b64decode(encoded, validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
+        raise CredentialsError(f"{where}: \"auth\" is not base64 of user:password") from None
+    user, colon, password = decoded.partition(":")
+    password = password.strip("\x00")
+    if not colon or not (user or password or token):   # nothing at all: as no entry
         return None
-    return (user, password) if colon else None
+    return Credentials(user, password, where, identity_token=token or None)
 
 
 def _from_helper(name: str, reference: ImageReference, where: str, *,
