@@ -640,14 +640,68 @@ def test_digest_only_mirrors_and_blocked_registries(home: Path) -> None:
     assert [(e.name, e.mirror) for e in by_digest] == [("m.example/r/app", True), ("internal.example/r-team/app",
                                                                                    False)]
     assert [e.name for e in found.endpoints(parse_reference("r.io/other:v1"))] == ["r.io/other"]
-    with pytest.raises(RegistryConfigError) as caught:
-        found.endpoints(parse_reference("bad.io/app:v1"))
-    assert str(caught.value) == f"bad.io/app:v1: pulling from bad.io is blocked by {conf}"
+    assert found.endpoints(parse_reference("bad.io/app:v1")) == [
+        Endpoint("bad.io/app", insecure=False, blocked_by=f"bad.io is blocked in {conf}")]
+    assert refusal("docker://bad.io/app:v1") == f"docker://bad.io/app:v1: registry bad.io is blocked in {conf}"
     conf.write_text('[[registry]]\nlocation = "https://r.io"\n')
     with pytest.raises(RegistryConfigError) as caught:
         registries_conf()
     assert str(caught.value) == f"{conf}: [[registry]] #1: 'https://r.io': a location has no scheme (write " \
         "host[:port][/path])"
+
+
+def test_a_blocked_source_with_mirrors_is_pulled_from_its_mirrors_only(ca: CA, home: Path, bundle_dir: Path,
+                                                                        tmp_path: Path) -> None:
+    """What OpenShift's ImageDigestMirrorSet writes for mirrorSourcePolicy NeverContactSource: the source blocked,
+    its mirrors tried, as containers/image checks blocked per attempt; the source itself is never asked."""
+    with Registry(ca) as source, Registry(plain_http=True) as mirror:
+        trust(home, ca, source)
+        digest = push_bundle(source, bundle_dir, tmp_path)
+        push_bundle(mirror, bundle_dir, tmp_path, repo="m/op/demo-bundle")
+        conf = Path(os.environ["CONTAINERS_REGISTRIES_CONF"])
+        conf.write_text(f'[[registry]]\nlocation = "{source.host}/op"\nblocked = true\nmirror-by-digest-only = true\n'
+                        f'[[registry.mirror]]\nlocation = "{mirror.host}/m/op"\ninsecure = true\n')
+        bundle = load_bundle(f"docker://{source.host}/op/demo-bundle@{digest}")
+        assert bundle.package_name == "demo" and source.requests == []
+        assert refusal(f"docker://{source.ref('op/demo-bundle', 'v1')}") == (   # by tag: no mirror, the source blocked
+            f"docker://{source.host}/op/demo-bundle:v1: registry {source.host}/op is blocked in {conf}")
+        assert source.requests == []
+
+
+def test_registries_conf_entries_are_checked_and_matched_as_containers_image_540_does(home: Path) -> None:
+    conf = Path(os.environ["CONTAINERS_REGISTRIES_CONF"])
+
+    def refused(text: str) -> str:
+        conf.write_text(text)
+        with pytest.raises(RegistryConfigError) as caught:
+            registries_conf().endpoints(parse_reference("r.io/org/app:v1"))
+        return str(caught.value).removeprefix(f"{conf}: ")
+
+    assert refused('[[registry]]\nprefix = "r.io"\n') == (
+        "[[registry]] #1: prefix 'r.io' without a location (only a wildcard prefix, *.example.com, may go without one)")
+    assert refused('[[registry]]\nprefix = "*.r.io/org"\n') == (
+        "[[registry]] #1: wildcard prefix '*.r.io/org' is not of the form *.example.com")
+    assert refused('[[registry]]\nlocation = "r.io"\npull-from-mirror = "all"\n') == (
+        "[[registry]] #1: pull-from-mirror is a mirror's setting, not a registry's")
+    assert refused('[[registry]]\nlocation = "r.io"\nmirror-by-digest-only = true\n[[registry.mirror]]\n'
+                   'location = "m.io"\npull-from-mirror = "all"\n') == (
+        "[[registry]] #1 mirror #1: pull-from-mirror cannot be set with the registry's mirror-by-digest-only")
+    assert refused('[[registry]]\nprefix = "r.io/a"\nlocation = "m.io"\n[[registry]]\nprefix = "r.io/b"\n'
+                   'location = "m.io"\ninsecure = true\n') == (
+        "registry 'm.io' is defined several times with conflicting 'insecure' settings")
+    assert refused('[[registry]]\nprefix = "r.io/org"\nlocation = "docker.io"\n') == (   # docker.io/app: not canonical
+        "r.io/org/app:v1: registries.conf rewrites it to 'docker.io/app:v1', which is no canonical image reference (it "
+        "would be 'docker.io/library/app:v1')")
+    conf.write_text('[[registry]]\nprefix = "*.example.com"\nlocation = "m.io/w"\n'   # a wildcard may relocate
+                    '[[registry]]\nprefix = "r.io/org"\nlocation = "first.io"\n'
+                    '[[registry]]\nprefix = "r.io/org"\nlocation = "second.io"\n'   # the first of a prefix wins
+                    '[[registry]]\nlocation = "example.com"\ninsecure = true\n')
+    found = registries_conf()
+    assert [e.name for e in found.endpoints(parse_reference("a.example.com/x/y:v1"))] == ["m.io/w/x/y"]
+    assert [e.name for e in found.endpoints(parse_reference("r.io/org/app:v1"))] == ["first.io/app"]
+    # containers/image's prefix quirk: "example.com" also matches "example.com:5000"
+    assert found.endpoints(parse_reference("example.com:5000/z:v1")) == [Endpoint("example.com:5000/z",
+                                                                                    insecure=True)]
 
 
 def test_an_insecure_registry_over_plain_http(home: Path, bundle_dir: Path, tmp_path: Path) -> None:

@@ -1008,6 +1008,8 @@ def pulled(text: str, limits: Limits, report: Report | None = None) -> Iterator[
         for endpoint in endpoints:
             session = _Session(endpoint, reference, credential_helpers=conf.credential_helpers)
             try:
+                if endpoint.blocked_by:   # as containers/image checks each attempt: a blocked mirror is passed over
+                    raise session.fail(f"registry {endpoint.blocked_by}")
                 chosen, canonical, choice = _fetch(session, cache, reference, limits, report, check)
             except ImagePullError as exc:
                 if endpoint is endpoints[-1]:

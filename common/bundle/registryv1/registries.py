@@ -5,12 +5,16 @@ same way here, with nothing to configure twice.
 - ``registries.conf``, found as containers/image v5.40 finds it (:mod:`.configfile`: the first of the user's,
   ``/etc``'s and ``/usr/share``'s file, or ``$CONTAINERS_REGISTRIES_CONF`` alone; the ``registries.conf.d`` drop-ins
   of all three, rootful or rootless ones included, in name order; ``$CONTAINERS_REGISTRIES_CONF_OVERRIDE`` last),
-  a later ``[[registry]]`` replacing an earlier one of the same prefix: per registry or repository prefix,
-  ``location`` (where it really is), ``insecure`` (plain HTTP, or TLS without verification), ``blocked``, and
-  ``[[registry.mirror]]`` (tried first, in order, each with its ``pull-from-mirror``: ``all``, ``digest-only``,
-  ``tag-only``). The version 1 tables ``[registries.insecure]`` and ``[registries.block]`` are read too (as
-  containers/image up to v5.39 reads them; v5.40 refuses them). The longest matching prefix wins (``*.example.com``
-  matches its subdomains).
+  a later file's ``[[registry]]`` replacing an earlier file's of the same prefix (within a file, the first
+  wins): per registry or repository prefix, ``location`` (where it really is), ``insecure`` (plain HTTP, or TLS
+  without verification), ``blocked``, and ``[[registry.mirror]]`` (tried first, in order, each with its
+  ``pull-from-mirror``: ``all``, ``digest-only``, ``tag-only``; or all by the registry's
+  ``mirror-by-digest-only``). Entries are checked and matched as containers/image v5.40's sysregistriesv2 checks
+  and matches them: the longest matching prefix wins, a wildcard ``*.example.com`` (its subdomains) as long as any
+  other; ``blocked`` is checked on each place tried, under the name it is tried with, so a blocked source with
+  mirrors is pulled from its mirrors only (OpenShift's ``NeverContactSource``). The version 1 tables
+  ``[registries.insecure]`` and ``[registries.block]`` are read too (as containers/image up to v5.39 reads them;
+  v5.40 refuses them).
 - certificates: the first ``HOST[:PORT]`` directory of the ``certs.d`` drop-in directories (:mod:`.configfile`: the
   user's, ``/etc/containers``'s, ``/usr/share/containers``'s) or of ``/etc/docker/certs.d``: ``*.crt`` files are
   trusted CAs (beside the system's), a ``NAME.cert`` with its ``NAME.key`` is a client certificate.
@@ -48,7 +52,7 @@ from common.bundle.registryv1.configfile import (
     search_paths,
     user_config_dir,
 )
-from common.bundle.registryv1.imageref import DOCKER_HUB, ImageReference
+from common.bundle.registryv1.imageref import DOCKER_HUB, ImageReference, parse_reference
 from common.bundle.registryv1.model import BundleInputError
 
 PULL_FROM_MIRROR: Final = ("all", "digest-only", "tag-only")
@@ -95,24 +99,27 @@ def _config_home() -> Path:
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """One place to try: ``name`` (``host[:port]/repository``) there, over TLS unless ``insecure``."""
+    """One place to try: ``name`` (``host[:port]/repository``) there, over TLS unless ``insecure``; ``blocked_by``
+    says which registries.conf entry forbids pulling from that name (``PREFIX is blocked in FILE``: the attempt
+    fails, the next is tried)."""
 
     name: str
     insecure: bool
     mirror: bool = False
+    blocked_by: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class _Mirror:
     location: str
     insecure: bool
-    pull_from_mirror: str
+    pull_from_mirror: str   # "" (all), "all", "digest-only" or "tag-only"
 
 
 @dataclass(frozen=True, slots=True)
 class _Registry:
     prefix: str
-    location: str
+    location: str   # "" only beside a wildcard prefix: the name stays as it is
     insecure: bool = False
     blocked: bool = False
     mirrors: tuple[_Mirror, ...] = ()
@@ -130,51 +137,72 @@ class RegistriesConf:
     credential_helpers: tuple[str, ...] = (AUTH_FILE_HELPER,)
 
     def endpoints(self, reference: ImageReference) -> list[Endpoint]:
-        """Where to pull ``reference`` from, in order: the mirrors that serve it, then its (relocated)
-        registry. Raises :class:`RegistryConfigError` when its registry is blocked."""
-        entry = self._match(reference.name)
+        """Where to pull ``reference`` from, in order, as containers/image v5.40 derives them
+        (``PullSourcesFromReference``): the mirrors that serve it (by its digest or tag), then its registry, each
+        rewritten from the entry's prefix to its location; each marked blocked when the entry that matches the
+        rewritten name says ``blocked`` (as containers/image checks each attempt). Raises
+        :class:`RegistryConfigError` when a rewritten name is no image reference."""
+        full = str(reference)
+        entry = self.find(reference.name)
+        sources: list[tuple[str, bool, bool]] = []   # (rewritten reference, insecure, mirror)
         if entry is None:
-            return [Endpoint(reference.name, insecure=False)]
-        if entry.blocked:
-            raise RegistryConfigError(f"{reference}: pulling from {entry.prefix} is blocked by {entry.source}")
-        rest = _rest(reference.name, entry.prefix)
-        found: list[Endpoint] = []
-        for mirror in entry.mirrors:
-            wanted = "digest-only" if entry.mirror_by_digest_only else mirror.pull_from_mirror
-            if (wanted == "digest-only" and reference.digest is None) or (
-                    wanted == "tag-only" and reference.digest is not None):
-                continue
-            found.append(Endpoint(mirror.location + rest, mirror.insecure, mirror=True))
-        # a wildcard prefix without a location rewrites nothing: its settings apply to the name as it is
-        found.append(Endpoint(entry.location + rest if entry.location else reference.name, entry.insecure))
+            sources.append((full, False, False))
+        else:
+            digested = reference.digest is not None
+            for mirror in entry.mirrors:
+                wanted = "digest-only" if entry.mirror_by_digest_only else mirror.pull_from_mirror
+                if (wanted == "digest-only" and not digested) or (wanted == "tag-only" and digested):
+                    continue
+                sources.append((_rewritten(full, entry, mirror.location), mirror.insecure, True))
+            sources.append((_rewritten(full, entry, entry.location), entry.insecure, False))
+        found = []
+        for text, insecure, from_mirror in sources:
+            try:
+                physical = parse_reference(text, default_tag=False)
+            except BundleInputError as exc:
+                raise RegistryConfigError(f"{reference}: registries.conf rewrites it to {text!r}, which is no image "
+                                          f"reference: {exc}") from None
+            if str(physical) != text:   # containers/image's ParseNamed takes canonical names only
+                raise RegistryConfigError(f"{reference}: registries.conf rewrites it to {text!r}, which is no "
+                                          f"canonical image reference (it would be {str(physical)!r})")
+            blocker = self.find(physical.name)
+            found.append(Endpoint(physical.name, insecure, from_mirror,
+                                  f"{blocker.prefix} is blocked in {blocker.source}" if blocker and blocker.blocked
+                                  else ""))
         return found
 
-    def _match(self, name: str) -> _Registry | None:
+    def find(self, name: str) -> _Registry | None:
+        """The entry for ``name`` (``host[:port]/repository``): the longest matching prefix, the first in prefix
+        order among equally long ones (containers/image's ``FindRegistry``: a wildcard is not outranked by an
+        exact prefix of its length)."""
         best: _Registry | None = None
-        for prefix, entry in self.registries.items():
-            if _matches(name, prefix) and (best is None or _rank(prefix) > _rank(best.prefix)):
-                best = entry
+        for prefix in sorted(self.registries):
+            if _matching_prefix(name, prefix) >= 0 and (best is None or len(prefix) > len(best.prefix)):
+                best = self.registries[prefix]
         return best
 
 
-def _rank(prefix: str) -> tuple[int, int]:
-    """Exact prefixes beat wildcards; longer beats shorter."""
-    return (0 if prefix.startswith("*.") else 1, len(prefix))
-
-
-def _matches(name: str, prefix: str) -> bool:
+def _matching_prefix(ref: str, prefix: str) -> int:
+    """How much of ``ref`` (a name, or a reference with its tag or digest) ``prefix`` matches, or -1
+    (containers/image's ``refMatchingPrefix``, with its quirks: ``example.com`` matches ``example.com:5000/...``;
+    ``*.example.com`` is looked for once, at its first occurrence, before the first slash)."""
     if prefix.startswith("*."):
-        host = name.split("/", 1)[0].split(":", 1)[0]
-        return host.endswith(prefix[1:])
-    return name == prefix or name.startswith(prefix + "/") or (
-        "/" not in prefix and name.split("/", 1)[0] == prefix)
+        index = ref.find(prefix[1:])
+        if index < 0 or "/" in ref[:index]:
+            return -1
+        index += len(prefix) - 1
+        return index if index == len(ref) or ref[index] in ":/@" else -1
+    if len(ref) < len(prefix) or not ref.startswith(prefix):
+        return -1
+    return len(prefix) if len(ref) == len(prefix) or ref[len(prefix)] in ":/@" else -1
 
 
-def _rest(name: str, prefix: str) -> str:
-    """What follows ``prefix`` in ``name`` (a wildcard prefix replaces the host)."""
-    if prefix.startswith("*."):
-        return name[len(name.split("/", 1)[0]):]
-    return name[len(prefix):]
+def _rewritten(full: str, entry: _Registry, location: str) -> str:
+    """``full`` (the reference with its tag or digest) with the entry's prefix replaced by ``location``; a
+    wildcard entry without a location leaves it as it is."""
+    if not location:
+        return full
+    return location + full[_matching_prefix(full, entry.prefix):]
 
 
 def conf_files(root: Path | None = None) -> list[Path]:
@@ -200,13 +228,17 @@ def _str(value: Any, where: str) -> str:
 
 
 def _location(value: str, where: str) -> str:
-    """A location as registries.conf allows it: no scheme, no trailing slash."""
-    if "://" in value:
+    """A location or prefix as containers/image's ``parseLocation`` takes it: trailing slashes dropped, no
+    ``http://`` or ``https://``."""
+    trimmed = value.rstrip("/")
+    if trimmed.startswith(("http://", "https://")):
         raise RegistryConfigError(f"{where}: {value!r}: a location has no scheme (write host[:port][/path])")
-    return value.rstrip("/")
+    return trimmed
 
 
 def _read_conf(path: Path, conf: RegistriesConf) -> None:
+    """One registries.conf file into ``conf``, checked as containers/image v5.40 checks it (postProcessRegistries):
+    a later file's entry replaces an earlier file's of the same prefix; within a file, the first wins."""
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -231,32 +263,58 @@ def _read_conf(path: Path, conf: RegistriesConf) -> None:
     entries = document.get("registry", [])
     if not isinstance(entries, list):
         raise RegistryConfigError(f"{path}: [[registry]] must be an array of tables")
+    read: dict[str, _Registry] = {}
+    by_location: dict[str, list[_Registry]] = {}
     for position, entry in enumerate(entries):
-        where = f"{path}: [[registry]] #{position + 1}"
-        if not isinstance(entry, dict):
-            raise RegistryConfigError(f"{where}: not a table")
-        location = _location(_str(entry.get("location", ""), f"{where} location"), where)
-        prefix = _str(entry.get("prefix") or location, f"{where} prefix").rstrip("/")
-        if not prefix:
+        registry = _registry(entry, f"{path}: [[registry]] #{position + 1}", str(path))
+        by_location.setdefault(registry.location or registry.prefix, []).append(registry)
+        read.setdefault(registry.prefix, registry)   # the first of a prefix wins, as in containers/image
+    for location, same in by_location.items():
+        for setting in ("insecure", "blocked"):
+            if len({getattr(r, setting) for r in same}) > 1:
+                raise RegistryConfigError(f"{path}: registry {location!r} is defined several times with conflicting "
+                                          f"{setting!r} settings")
+    conf.registries.update(read)
+
+
+def _registry(entry: Any, where: str, source: str) -> _Registry:
+    if not isinstance(entry, dict):
+        raise RegistryConfigError(f"{where}: not a table")
+    location = _location(_str(entry.get("location", ""), f"{where} location"), where)
+    prefix = _location(_str(entry.get("prefix", ""), f"{where} prefix"), where)
+    wildcard = prefix.startswith("*.")
+    if not prefix:
+        if not location:
             raise RegistryConfigError(f"{where}: neither prefix nor location")
-        mirrors = []
-        for index, mirror in enumerate(entry.get("mirror", []) or []):
-            at = f"{where} mirror #{index + 1}"
-            if not isinstance(mirror, dict):
-                raise RegistryConfigError(f"{at}: not a table")
-            how = _str(mirror.get("pull-from-mirror", "all") or "all", f"{at} pull-from-mirror")
-            if how not in PULL_FROM_MIRROR:
-                raise RegistryConfigError(f"{at} pull-from-mirror: {how!r} (one of {', '.join(PULL_FROM_MIRROR)})")
-            mirrors.append(_Mirror(_location(_str(mirror.get("location"), f"{at} location"), at),
-                                   _bool(mirror.get("insecure", False), f"{at} insecure"), how))
-        if prefix.startswith("*.") and location:
-            raise RegistryConfigError(f"{where}: a wildcard prefix {prefix!r} cannot have a location")
-        conf.registries[prefix] = _Registry(
-            prefix, location if location or prefix.startswith("*.") else prefix,
-            _bool(entry.get("insecure", False), f"{where} insecure"), _bool(entry.get("blocked", False),
-                                                                            f"{where} blocked"),
-            tuple(mirrors), str(path), _bool(entry.get("mirror-by-digest-only", False),
-                                             f"{where} mirror-by-digest-only"))
+        prefix = location
+    elif not wildcard and not location:
+        raise RegistryConfigError(f"{where}: prefix {prefix!r} without a location (only a wildcard prefix, "
+                                  "*.example.com, may go without one)")
+    if wildcard and any(c in prefix for c in "/@:"):
+        raise RegistryConfigError(f"{where}: wildcard prefix {prefix!r} is not of the form *.example.com")
+    if _str(entry.get("pull-from-mirror", ""), f"{where} pull-from-mirror"):
+        raise RegistryConfigError(f"{where}: pull-from-mirror is a mirror's setting, not a registry's")
+    by_digest = _bool(entry.get("mirror-by-digest-only", False), f"{where} mirror-by-digest-only")
+    mirrors = []
+    listed = entry.get("mirror", [])
+    if not isinstance(listed, list):
+        raise RegistryConfigError(f"{where} mirror: must be an array of tables")
+    for index, mirror in enumerate(listed):
+        at = f"{where} mirror #{index + 1}"
+        if not isinstance(mirror, dict):
+            raise RegistryConfigError(f"{at}: not a table")
+        mirror_location = _location(_str(mirror.get("location", ""), f"{at} location"), at)
+        if not mirror_location:
+            raise RegistryConfigError(f"{at}: no location")
+        how = _str(mirror.get("pull-from-mirror", ""), f"{at} pull-from-mirror")
+        if how and by_digest:
+            raise RegistryConfigError(f"{at}: pull-from-mirror cannot be set with the registry's "
+                                      "mirror-by-digest-only")
+        if how and how not in PULL_FROM_MIRROR:
+            raise RegistryConfigError(f"{at} pull-from-mirror: {how!r} (one of {', '.join(PULL_FROM_MIRROR)})")
+        mirrors.append(_Mirror(mirror_location, _bool(mirror.get("insecure", False), f"{at} insecure"), how))
+    return _Registry(prefix, location, _bool(entry.get("insecure", False), f"{where} insecure"),
+                     _bool(entry.get("blocked", False), f"{where} blocked"), tuple(mirrors), source, by_digest)
 
 
 def registries_conf() -> RegistriesConf:
