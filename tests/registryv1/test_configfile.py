@@ -3,6 +3,7 @@ v1.63, read by containers/image v5.40) looks: the search paths, the files read, 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,8 @@ def test_the_environment_names_the_main_file_alone_and_the_override_comes_last(
 
 
 @pytest.mark.parametrize(("value", "uid"), [("1000", 1000), ("+5", 5), ("007", 7), ("-3", -3), ("abc", 0),
-                                            ("5 ", 0), ("٣", 0), ("99999999999999999999", 2 ** 63 - 1)])
+                                            ("5 ", 0), ("٣", 0), ("99999999999999999999", 2 ** 63 - 1),
+                                            ("9" * 5000, 2 ** 63 - 1), ("-" + "9" * 5000, -(2 ** 63))])
 def test_the_rootless_uid_podman_passes_is_read_as_go_atoi_reads_it(monkeypatch: pytest.MonkeyPatch, value: str,
                                                                     uid: int) -> None:
     monkeypatch.setenv("_CONTAINERS_ROOTLESS_UID", value)
@@ -168,3 +170,17 @@ def test_a_client_key_or_certificate_without_its_pair_is_refused(tmp_path: Path)
     (host / "client.key").write_text("")
     assert certificates("reg.example.com", tmp_path).client_pairs == ((str(host / "client.cert"),
                                                                       str(host / "client.key")),)
+
+
+def test_no_home_at_all_is_said_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An arbitrary uid in a container, with HOME unset and no password database entry."""
+    monkeypatch.delenv("HOME")
+
+    def no_entry() -> Path:
+        raise KeyError("getpwuid(): uid not found")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_entry))
+    with pytest.raises(ConfigFileError) as refused:
+        search_paths(POLICY_JSON)
+    assert str(refused.value) == (f"cannot tell the home directory: $HOME is not set and uid {os.getuid()} has no "
+                                  "entry in the password database (set HOME)")

@@ -374,6 +374,34 @@ def test_an_auth_file_entry_is_read_as_containers_image_540_reads_it(tmp_path: P
     assert str(caught.value) == f'{first} (auths r.io): "auth" is not base64 of user:password'
 
 
+def test_auth_files_are_decoded_as_go_decodes_them(tmp_path: Path, home: Path) -> None:
+    first, second = home / ".config/containers/auth.json", home / ".docker/config.json"
+    write_auth(second, {"r.io": basic_entry("docker", "2")})
+    first.parent.mkdir(parents=True, exist_ok=True)
+    first.write_text("null")   # Go decodes null into an empty file
+    assert (found := credentials(parse_reference("r.io/app"))) is not None and found.username == "docker"
+    first.write_text(json.dumps({"auths": {"r.io": {"auth": base64.b64encode(b"u:p").decode()[:4] + "\n" +
+                                                    base64.b64encode(b"u:p").decode()[4:]}}}))
+    assert (found := credentials(parse_reference("r.io/app"))) is not None and found.username == "u"   # a line break
+    for text, problem in (("", "not valid JSON"),
+                          (json.dumps({"auths": {"q.io": {"auth": 5}}}), '(auths q.io): "auth" is not a string'),
+                          (json.dumps({"auths": []}), '"auths" is not an object')):
+        first.write_text(text)   # refused whole, as Go's decoder refuses it, whichever entry is looked up
+        with pytest.raises(CredentialsError) as caught:
+            credentials(parse_reference("r.io/app"))
+        assert str(caught.value) == f"{first}{'' if problem.startswith('(') else ':'} {problem}"
+
+
+def test_a_helper_answering_an_empty_user_and_secret_has_nothing(tmp_path: Path, home: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    _helper(tmp_path / "bin", "empty", 'echo \'{"Username":"","Secret":""}\'')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    (home / ".config/containers").mkdir(parents=True, exist_ok=True)
+    (home / ".config/containers/auth.json").write_text(json.dumps({"credHelpers": {"r.io": "empty"}}))
+    write_auth(home / ".docker/config.json", {"r.io": basic_entry("docker", "2")})
+    assert (found := credentials(parse_reference("r.io/app"))) is not None and found.username == "docker"
+
+
 def test_a_credhelper_without_credentials_passes_to_the_next_file(tmp_path: Path, home: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     _helper(tmp_path / "bin", "none", 'echo "credentials not found in native keychain"; exit 1')
@@ -702,6 +730,71 @@ def test_registries_conf_entries_are_checked_and_matched_as_containers_image_540
     # containers/image's prefix quirk: "example.com" also matches "example.com:5000"
     assert found.endpoints(parse_reference("example.com:5000/z:v1")) == [Endpoint("example.com:5000/z",
                                                                                     insecure=True)]
+
+
+def test_each_place_tried_stands_alone_as_in_containers_image(ca: CA, home: Path, bundle_dir: Path,
+                                                              tmp_path: Path) -> None:
+    """A mirror whose certs.d is broken, and a blocked mirror, are attempts that fail: the next place is tried. A
+    stray .crt that is no PEM certificate is passed over, as Go's AppendCertsFromPEM passes it over."""
+    with Registry(ca) as primary:
+        trust(home, ca, primary)
+        certs = home / ".config/containers/certs.d" / primary.host
+        (certs / "old.crt").write_bytes(b"\x30\x82 not PEM")
+        push_bundle(primary, bundle_dir, tmp_path)
+        broken = home / ".config/containers/certs.d/broken.example:5000"
+        broken.mkdir()
+        (broken / "client.key").write_text("")
+        conf = Path(os.environ["CONTAINERS_REGISTRIES_CONF"])
+        conf.write_text(f'[[registry]]\nlocation = "{primary.host}"\n[[registry.mirror]]\n'
+                        'location = "broken.example:5000/m"\n[[registry.mirror]]\nlocation = "blocked.example/m"\n'
+                        '[[registry]]\nlocation = "blocked.example"\nblocked = true\n')
+        ref = f"docker://{primary.ref('op/demo-bundle', 'v1')}"
+        assert load_bundle(ref).package_name == "demo"
+        primary.fail_next(1, status=404)
+        assert refusal(ref).endswith(
+            f"; before it: {ref} (mirror broken.example:5000/m/op/demo-bundle): {broken}/client.key: a client key "
+            f"without its certificate client.cert; {ref} (mirror blocked.example/m/op/demo-bundle): registry "
+            f"blocked.example is blocked in {conf}")
+
+
+def test_a_source_relocated_into_a_blocked_registry_is_blocked_under_its_new_name(home: Path) -> None:
+    conf = Path(os.environ["CONTAINERS_REGISTRIES_CONF"])
+    conf.write_text('[[registry]]\nprefix = "r.io/org"\nlocation = "internal.example/org"\n'
+                    '[[registry]]\nlocation = "internal.example"\nblocked = true\n'
+                    '[[registry]]\nprefix = "q.io/org"\nlocation = "elsewhere.example/org"\nblocked = true\n')
+    found = registries_conf()
+    assert found.endpoints(parse_reference("r.io/org/app:v1")) == [
+        Endpoint("internal.example/org/app", insecure=False, blocked_by=f"internal.example is blocked in {conf}")]
+    # blocked, but tried under a name no blocked entry matches: containers/image pulls it
+    assert found.endpoints(parse_reference("q.io/org/app:v1")) == [Endpoint("elsewhere.example/org/app",
+                                                                            insecure=False)]
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ('[registries.search]\nregistries = ["docker.io"]\n',
+     "registries.conf must be in v2 format but is in v1 ([registries.search]), which containers/image v5.40 (OLM v1 "
+     "v1.11, podman 5.7) refuses: write a [[registry]] table per registry instead (location, insecure = true, "
+     "blocked = true; unqualified-search-registries for search), see containers-registries.conf(5)"),
+    ('[registries.block]\nregistries = "r.io"\n', "[registries.block] must be a table with a list of registries"),
+    ('short-name-mode = "prompt"\n', 'invalid short-name mode: "prompt"'),
+    ('unqualified-search-registries = ["docker.io/library"]\n',
+     'Invalid unqualified-search-registries entry "docker.io/library"'),
+    ('[aliases]\n"busybox" = "busybox"\n', 'invalid alias "busybox": must contain registry and repository'),
+    ('[aliases]\n"quay.io/x" = "quay.io/x/y"\n', 'invalid short name "quay.io/x": must not contain registry'),
+])
+def test_what_containers_image_540_refuses_in_registries_conf_is_refused(home: Path, text: str,
+                                                                         problem: str) -> None:
+    conf = Path(os.environ["CONTAINERS_REGISTRIES_CONF"])
+    conf.write_text(text)
+    with pytest.raises(RegistryConfigError) as caught:
+        registries_conf()
+    assert str(caught.value) == f"{conf}: {problem}"
+
+
+def test_a_registries_conf_with_a_byte_order_mark_is_read(home: Path) -> None:
+    conf = Path(os.environ["CONTAINERS_REGISTRIES_CONF"])
+    conf.write_bytes('\ufeff[[registry]]\nlocation = "r.io"\ninsecure = true\n'.encode())
+    assert registries_conf().endpoints(parse_reference("r.io/a:v1")) == [Endpoint("r.io/a", insecure=True)]
 
 
 def test_an_insecure_registry_over_plain_http(home: Path, bundle_dir: Path, tmp_path: Path) -> None:

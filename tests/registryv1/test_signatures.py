@@ -152,7 +152,14 @@ def test_a_payload_is_read_as_strictly_as_containers_image_reads_it(signed: Sign
     document = json.loads(payload(signed.digest, signed.identity))
     document["critical"]["extra"] = 1
     signed.publish(gpg.sign(trusted, json.dumps(document).encode()))
-    assert refused(signed.ref) == signed.refusal('Unexpected key "extra" in critical')
+    assert refused(signed.ref) == signed.refusal('Unknown key "extra"')   # ParanoidUnmarshalJSONObject's words
+    for critical, refusal in (([1], "JSON object expected, got 91"),   # %#v of json.Delim('[')
+                              ({"type": "atomic container signature", "image": {"docker-manifest-digest": "sha256:ab"},
+                                "identity": {"docker-reference": signed.identity}},
+                               'invalid docker-manifest-digest value "sha256:ab": invalid checksum digest length')):
+        document["critical"] = critical
+        signed.publish(gpg.sign(trusted, json.dumps(document).encode()))
+        assert refused(signed.ref) == signed.refusal(refusal)
     document = json.loads(payload(signed.digest, signed.identity))
     document["critical"]["type"] = SIGSTORE
     signed.publish(gpg.sign(trusted, json.dumps(document).encode()))
@@ -709,6 +716,14 @@ def test_a_rekor_entry_of_another_kind_is_refused_in_containers_images_words(kin
     with pytest.raises(x509chain.Untrusted) as refused_set:
         sigstore.verify_set([rekor.public_key()], raw_set, pem, "c2ln", b"payload")
     assert str(refused_set.value) == f"decoding the body of a Rekor SET payload: invalid kind value: {shown}"
+
+
+def test_strict_json_reads_lone_surrogate_escapes_as_go_does() -> None:
+    """Go decodes a lone surrogate escape to U+FFFD: two keys differing only there are the same key."""
+    with pytest.raises(x509chain.Untrusted) as duplicate:
+        sigstore.strict_json(b'{"\\ud800": 1, "\\udc80": 2}')
+    assert str(duplicate.value) == 'Duplicate key "\ufffd"'
+    assert sigstore.strict_json(b'{"a": ["x\\udfff"]}') == {"a": ["x\ufffd"]}
 
 
 def test_url_errors_quote_as_go_quotes_them() -> None:

@@ -57,6 +57,7 @@ class ConfigFile:
 
     @property
     def file_name(self) -> str:
+        """The main file's name (and the drop-in directories' stem): ``NAME.EXT``, or ``NAME``."""
         return f"{self.name}.{self.extension}" if self.extension_in_name else self.name
 
 
@@ -86,7 +87,9 @@ def rootless_uid() -> int:
     digits = named[1:] if named[0] in "+-" else named
     if not (digits.isascii() and digits.isdigit()):
         return 0
-    return max(-(2 ** 63), min(2 ** 63 - 1, int(named)))   # out of range: Atoi's clamped value
+    if len(digits.lstrip("0")) > 19:   # beyond int64 whatever the digits: Atoi's clamped value
+        return -(2 ** 63) if named[0] == "-" else 2 ** 63 - 1
+    return max(-(2 ** 63), min(2 ** 63 - 1, int(named)))
 
 
 def user_config_dir() -> Path:
@@ -95,10 +98,23 @@ def user_config_dir() -> Path:
     config_home = os.environ.get("XDG_CONFIG_HOME")
     if config_home is not None:
         return Path(config_home, "containers")
-    return Path(os.environ.get("HOME") or Path.home(), ".config", "containers")
+    return home_dir() / ".config" / "containers"
+
+
+def home_dir() -> Path:
+    """``$HOME``, else the password database's home for this user (containers/storage's ``HomeDir``); a
+    :class:`ConfigFileError` when there is neither (an arbitrary uid in a container, with HOME unset)."""
+    if home := os.environ.get("HOME"):
+        return Path(home)
+    try:
+        return Path.home()
+    except (RuntimeError, KeyError):
+        raise ConfigFileError(f"cannot tell the home directory: $HOME is not set and uid {os.getuid()} has no "
+                              "entry in the password database (set HOME)") from None
 
 
 def _under(root: Path | None, directory: str) -> Path:
+    """``directory`` (absolute) below ``root``, as containers/image's RootForImplicitAbsolutePaths puts it."""
     return Path(directory) if root is None else root / directory.lstrip("/")
 
 

@@ -55,7 +55,9 @@ from common.bundle.registryv1.registries import (
     AUTH_FILE_HELPER,
     Certificates,
     Credentials,
+    CredentialsError,
     Endpoint,
+    RegistryConfigError,
     certificates,
     credential_sources,
     credentials,
@@ -73,6 +75,7 @@ from common.bundle.registryv1.signatures import (
     from_blob,
     verify,
 )
+from common.bundle.registryv1.x509chain import pem_decode
 from common.contract.useragent import user_agent
 
 Report = Callable[[str], None]
@@ -297,6 +300,32 @@ def _registry_errors(body: bytes) -> str:
     return _shown("; ".join(f for f in found if f))
 
 
+def _trust_pem_certificates(context: ssl.SSLContext, path: Path) -> None:
+    """The CA certificates of a certs.d ``*.crt`` file trusted, as Go's ``AppendCertsFromPEM`` takes them: each
+    ``CERTIFICATE`` block without headers that parses; anything else in the file (a DER file, a key, text) is passed
+    over, not refused. A file gone since the directory was listed is none."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    while True:
+        block, data = pem_decode(data)
+        if block is None:
+            return
+        if block.label != "CERTIFICATE" or block.headers:
+            continue
+        try:
+            context.load_verify_locations(cadata=block.der)
+        except ssl.SSLError:
+            continue
+
+
+def _attempt_error(asked: ImageReference, endpoint: Endpoint, problem: str) -> ImagePullError:
+    """Why pulling ``asked`` from ``endpoint`` failed, naming the mirror when it was one."""
+    where = f" (mirror {endpoint.name})" if endpoint.mirror else ""
+    return ImagePullError(f"docker://{asked}{where}: {problem}")
+
+
 @dataclass
 class _Session:
     """Requests to one registry endpoint for one repository, with the authentication it asks for."""
@@ -323,8 +352,7 @@ class _Session:
         return f"{self.host}/{self.repository}"
 
     def fail(self, problem: str) -> ImagePullError:
-        where = f" (mirror {self.endpoint.name})" if self.endpoint.mirror else ""
-        return ImagePullError(f"docker://{self.asked}{where}: {problem}")
+        return _attempt_error(self.asked, self.endpoint, problem)
 
     def _context(self, verify: bool) -> ssl.SSLContext:
         context = ssl.create_default_context()
@@ -333,7 +361,7 @@ class _Session:
             context.verify_mode = ssl.CERT_NONE
         try:
             for ca in self.certs.ca_files:
-                context.load_verify_locations(cafile=ca)
+                _trust_pem_certificates(context, Path(ca))
             for cert, key in self.certs.client_pairs:
                 context.load_cert_chain(cert, key)
         except (ssl.SSLError, OSError) as exc:
@@ -1006,11 +1034,19 @@ def pulled(text: str, limits: Limits, report: Report | None = None) -> Iterator[
     try:
         failures: list[str] = []
         for endpoint in endpoints:
-            session = _Session(endpoint, reference, credential_helpers=conf.credential_helpers)
             try:
-                if endpoint.blocked_by:   # as containers/image checks each attempt: a blocked mirror is passed over
+                # each place tried stands alone, as in containers/image: its certificates, its credentials and its
+                # blocked setting failing is that attempt failing, and the next place is tried
+                try:
+                    session = _Session(endpoint, reference, credential_helpers=conf.credential_helpers)
+                except (RegistryConfigError, CredentialsError) as exc:
+                    raise _attempt_error(reference, endpoint, str(exc)) from None
+                if endpoint.blocked_by:
                     raise session.fail(f"registry {endpoint.blocked_by}")
-                chosen, canonical, choice = _fetch(session, cache, reference, limits, report, check)
+                try:
+                    chosen, canonical, choice = _fetch(session, cache, reference, limits, report, check)
+                except (RegistryConfigError, CredentialsError) as exc:
+                    raise session.fail(str(exc)) from None
             except ImagePullError as exc:
                 if endpoint is endpoints[-1]:
                     if failures:

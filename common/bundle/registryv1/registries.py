@@ -12,9 +12,10 @@ same way here, with nothing to configure twice.
   ``mirror-by-digest-only``). Entries are checked and matched as containers/image v5.40's sysregistriesv2 checks
   and matches them: the longest matching prefix wins, a wildcard ``*.example.com`` (its subdomains) as long as any
   other; ``blocked`` is checked on each place tried, under the name it is tried with, so a blocked source with
-  mirrors is pulled from its mirrors only (OpenShift's ``NeverContactSource``). The version 1 tables
-  ``[registries.insecure]`` and ``[registries.block]`` are read too (as containers/image up to v5.39 reads them;
-  v5.40 refuses them).
+  mirrors is pulled from its mirrors only (OpenShift's ``NeverContactSource``). What v5.40 refuses is refused,
+  naming the file: the version 1 format (``[registries.search]``, ``.insecure``, ``.block``), and wrong
+  short-name settings (``short-name-mode``, ``unqualified-search-registries``, ``[aliases]``), although cosctl
+  never resolves short names (a ``docker://`` name is always qualified).
 - certificates: the first ``HOST[:PORT]`` directory of the ``certs.d`` drop-in directories (:mod:`.configfile`: the
   user's, ``/etc/containers``'s, ``/usr/share/containers``'s) or of ``/etc/docker/certs.d``: ``*.crt`` files are
   trusted CAs (beside the system's), a ``NAME.cert`` with its ``NAME.key`` is a client certificate.
@@ -36,6 +37,7 @@ import base64
 import binascii
 import json
 import os
+import re
 import subprocess
 import tomllib
 from collections.abc import Callable, Iterator
@@ -49,9 +51,11 @@ from common.bundle.registryv1.configfile import (
     REGISTRIES_CONF,
     ConfigFileError,
     config_files,
+    home_dir,
     search_paths,
     user_config_dir,
 )
+from common.bundle.registryv1.gotext import go_quote
 from common.bundle.registryv1.imageref import DOCKER_HUB, ImageReference, parse_reference
 from common.bundle.registryv1.model import BundleInputError
 
@@ -85,8 +89,9 @@ def read_bounded(path: Path, limit: int, fail: Callable[[str], Exception]) -> by
 
 
 def home() -> Path:
-    """``$HOME``, as the containers tools read it (the password database only without it)."""
-    return Path(os.environ.get("HOME") or Path.home())
+    """``$HOME``, as the containers tools read it (the password database only without it); a
+    :class:`~.configfile.ConfigFileError` naming what to set when there is neither."""
+    return home_dir()
 
 
 def _config_home() -> Path:
@@ -216,12 +221,14 @@ def conf_files(root: Path | None = None) -> list[Path]:
 
 
 def _bool(value: Any, where: str) -> bool:
+    """A TOML boolean, or the refusal naming ``where`` (Go's decoder refuses another type)."""
     if not isinstance(value, bool):
         raise RegistryConfigError(f"{where}: must be true or false")
     return value
 
 
 def _str(value: Any, where: str) -> str:
+    """A TOML string, or the refusal naming ``where``."""
     if not isinstance(value, str):
         raise RegistryConfigError(f"{where}: must be a string")
     return value
@@ -239,8 +246,8 @@ def _location(value: str, where: str) -> str:
 def _read_conf(path: Path, conf: RegistriesConf) -> None:
     """One registries.conf file into ``conf``, checked as containers/image v5.40 checks it (postProcessRegistries):
     a later file's entry replaces an earlier file's of the same prefix; within a file, the first wins."""
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    try:   # a byte order mark is skipped, as Go's TOML decoder skips it
+        document = tomllib.loads(path.read_text(encoding="utf-8").removeprefix("\ufeff"))
     except (OSError, UnicodeDecodeError) as exc:
         raise RegistryConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     except tomllib.TOMLDecodeError as exc:
@@ -251,15 +258,8 @@ def _read_conf(path: Path, conf: RegistriesConf) -> None:
         if not isinstance(helpers, list) or not all(isinstance(h, str) and h for h in helpers):
             raise RegistryConfigError(f"{path}: credential-helpers must be a list of helper names")
         conf.credential_helpers = tuple(helpers) or (AUTH_FILE_HELPER,)
-    v1 = document.get("registries")
-    if isinstance(v1, dict):   # version 1: lists of registries per table
-        for table, flag in (("insecure", "insecure"), ("block", "blocked")):
-            names = v1.get(table, {}).get("registries", []) if isinstance(v1.get(table), dict) else []
-            for position, name in enumerate(names if isinstance(names, list) else []):
-                host = _location(_str(name, f"{path}: registries.{table}.registries[{position}]"), str(path))
-                old = conf.registries.get(host, _Registry(host, host, source=str(path)))
-                conf.registries[host] = _Registry(host, old.location, old.insecure or flag == "insecure",
-                                                  old.blocked or flag == "blocked", old.mirrors, str(path))
+    _refuse_v1(document.get("registries"), path)
+    _check_short_names(document, path)
     entries = document.get("registry", [])
     if not isinstance(entries, list):
         raise RegistryConfigError(f"{path}: [[registry]] must be an array of tables")
@@ -275,6 +275,79 @@ def _read_conf(path: Path, conf: RegistriesConf) -> None:
                 raise RegistryConfigError(f"{path}: registry {location!r} is defined several times with conflicting "
                                           f"{setting!r} settings")
     conf.registries.update(read)
+
+
+_DOMAIN_COMPONENT: Final = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN: Final = re.compile(rf"{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?")   # reference.DomainRegexp
+SHORT_NAME_MODES: Final = ("disabled", "enforcing", "permissive")
+
+
+def _refuse_v1(v1: Any, path: Path) -> None:
+    """containers/image v5.40 refuses the version 1 format (``[registries.search]``, ``.insecure``, ``.block``)
+    outright; so does cosctl, saying how to write it now."""
+    if v1 is None:
+        return
+    if not isinstance(v1, dict):
+        raise RegistryConfigError(f"{path}: registries must be a table")
+    for table in ("search", "insecure", "block"):
+        listed = v1.get(table)
+        if listed is None:
+            continue
+        if not isinstance(listed, dict) or not isinstance(listed.get("registries", []), list):
+            raise RegistryConfigError(f"{path}: [registries.{table}] must be a table with a list of registries")
+        if "registries" in listed:
+            raise RegistryConfigError(
+                f"{path}: registries.conf must be in v2 format but is in v1 ([registries.{table}]), which "
+                "containers/image v5.40 (OLM v1 v1.11, podman 5.7) refuses: write a [[registry]] table per registry "
+                "instead (location, insecure = true, blocked = true; unqualified-search-registries for search), "
+                "see containers-registries.conf(5)")
+
+
+def _check_short_names(document: dict[str, Any], path: Path) -> None:
+    """What containers/image checks of the settings for short names, which cosctl does not use (``docker://``
+    names are never short) but which make every podman pull fail when wrong."""
+    mode = document.get("short-name-mode", "")
+    if not isinstance(mode, str):
+        raise RegistryConfigError(f"{path}: short-name-mode must be a string")
+    if mode and mode not in SHORT_NAME_MODES:
+        raise RegistryConfigError(f"{path}: invalid short-name mode: {go_quote(mode)}")
+    search = document.get("unqualified-search-registries", [])
+    if not isinstance(search, list) or not all(isinstance(r, str) for r in search):
+        raise RegistryConfigError(f"{path}: unqualified-search-registries must be a list of registries")
+    for registry in search:
+        if not _DOMAIN.fullmatch(_location(registry, str(path))):
+            raise RegistryConfigError(f"{path}: Invalid unqualified-search-registries entry "
+                                      f"{go_quote(registry.rstrip('/'))}")
+    aliases = document.get("aliases", {})
+    if not isinstance(aliases, dict) or not all(isinstance(v, str) for v in aliases.values()):
+        raise RegistryConfigError(f"{path}: [aliases] must be a table of strings")
+    for name, value in aliases.items():
+        if problem := _alias_problem(name, value):
+            raise RegistryConfigError(f"{path}: {problem}")
+
+
+def _alias_problem(name: str, value: str) -> str:
+    """Why containers/image refuses the alias ``name = value``: a short name is a repository without a registry,
+    tag or digest; an alias (unless empty, which resets one) names its registry and repository, no tag or digest."""
+    for text, what in ((name, "short name"), (value, "alias")):
+        if what == "alias" and not value:
+            break
+        try:
+            parsed = parse_reference(text, default_tag=False)
+        except BundleInputError:
+            return f"cannot parse {what}: {go_quote(text)}: invalid reference format"
+        first, slash, _ = text.partition("/")
+        registry = first if slash and _DOMAIN.fullmatch(first) else ""
+        qualified = "." in registry or ":" in registry or registry == "localhost"
+        if parsed.digest is not None:
+            return f"invalid {what} {go_quote(text)}: must not contain digest"
+        if parsed.tag is not None:
+            return f"invalid {what} {go_quote(text)}: must not contain tag"
+        if what == "short name" and qualified:
+            return f"invalid short name {go_quote(text)}: must not contain registry"
+        if what == "alias" and not qualified:
+            return f"invalid alias {go_quote(text)}: must contain registry and repository"
+    return ""
 
 
 def _registry(entry: Any, where: str, source: str) -> _Registry:
@@ -464,6 +537,7 @@ def _normalised(key: str, legacy: bool = False) -> str:
 
 
 def _hub(registry: str) -> str:
+    """Docker Hub's names as one (containers/image's ``normalizeRegistry``)."""
     return "index.docker.io" if registry in ("registry-1.docker.io", DOCKER_HUB) else registry
 
 
@@ -511,20 +585,14 @@ def _from_auth_file(auth: AuthFile, reference: ImageReference) -> Credentials | 
     a namespace above it or the registry, the most specific first (in ``~/.dockercfg``, the registry's), else one
     whose key names the registry as a URL; then, as docker does, a ``credsStore``."""
     path = auth.path
-    document = _auth_document(path)
+    document = _auth_document(path, auth.legacy)   # ~/.dockercfg: the entries at the top
     if document is None:
         return None
-    if auth.legacy:   # ~/.dockercfg: the entries at the top
-        document = {"auths": document}
     auths = document.get("auths") or {}
-    if not isinstance(auths, dict):
-        raise CredentialsError(f"{path}: \"auths\" is not an object")
     registry = reference.registry
     helpers = document.get("credHelpers") or {}
-    if isinstance(helpers, dict):
-        for name in (registry, DOCKER_HUB_AUTH_KEY) if registry == DOCKER_HUB else (registry,):
-            if isinstance(helpers.get(name), str):
-                return _from_helper(helpers[name], reference, f"{path} (credHelpers {name})")
+    if isinstance(helpers, dict) and isinstance(helpers.get(registry), str):
+        return _from_helper(helpers[registry], reference, f"{path} (credHelpers {registry})")
     key = next((k for k in ([registry] if auth.legacy else _keys(reference)) if k in auths), None)
     if key is None:
         key = next((k for k in auths if isinstance(k, str) and _normalised(k, auth.legacy) == _hub(registry)), None)
@@ -532,25 +600,43 @@ def _from_auth_file(auth: AuthFile, reference: ImageReference) -> Credentials | 
         return found
     store = document.get("credsStore")   # docker's; an empty entry above is docker login's mark for it
     if isinstance(store, str) and store:
-        return _from_helper(store, reference, f"{path} (credsStore)", missing_ok=True)
+        return _from_helper(store, reference, f"{path} (credsStore)", missing_ok=True,
+                            server=DOCKER_HUB_AUTH_KEY if registry == DOCKER_HUB else registry)
     return None
 
 
-def _auth_document(path: Path) -> dict[str, Any] | None:
+def _auth_document(path: Path, legacy: bool = False) -> dict[str, Any] | None:
+    """The auth file at ``path`` as containers/image decodes it (None when it does not exist): JSON, ``null`` an
+    empty file, every ``auths`` entry an object whose ``auth`` and ``identitytoken`` are strings, ``credHelpers``
+    strings; a file Go cannot decode into that is refused whole, naming it (never its content)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CredentialsError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or type(exc).__name__}") \
-            from None
-    try:
-        document = json.loads(text) if text.strip() else {}
+    except OSError as exc:
+        raise CredentialsError(f"{path}: cannot read: {exc.strerror or type(exc).__name__}") from None
+    try:   # Go's decoder puts U+FFFD for bytes that are not UTF-8
+        document = json.loads(data.decode("utf-8", "replace"))
     except ValueError:
         raise CredentialsError(f"{path}: not valid JSON") from None
+    if document is None:
+        return {}
     if not isinstance(document, dict):
         raise CredentialsError(f"{path}: not a JSON object")
-    return document
+    auths = document if legacy else document.get("auths")
+    if auths is not None and not isinstance(auths, dict):
+        raise CredentialsError(f"{path}: \"auths\" is not an object")
+    for key, entry in (auths or {}).items():
+        if entry is not None and not isinstance(entry, dict):
+            raise CredentialsError(f"{path} (auths {key}): not an object")
+        for name in ("auth", "identitytoken"):
+            if entry and entry.get(name) is not None and not isinstance(entry[name], str):
+                raise CredentialsError(f"{path} (auths {key}): \"{name}\" is not a string")
+    helpers = None if legacy else document.get("credHelpers")
+    if helpers is not None and not (isinstance(helpers, dict)
+                                    and all(isinstance(v, str) or v is None for v in helpers.values())):
+        raise CredentialsError(f"{path}: \"credHelpers\" is not an object of helper names")
+    return {"auths": auths or {}} if legacy else document
 
 
 def _from_entry(entry: Any, where: str) -> Credentials | None:
@@ -558,19 +644,17 @@ def _from_entry(entry: Any, where: str) -> Credentials | None:
     dropped, as containers/image decodes it), with the ``identitytoken`` beside it; docker's ``username`` and
     ``password`` without ``auth``. None for an entry that holds none (``{}``, docker login's mark for a credential
     store; an ``auth`` without a colon; a token alone): containers/image then reads the next file."""
-    if not isinstance(entry, dict):
-        raise CredentialsError(f"{where}: not an object")
+    if not entry:   # {} or null
+        return None
     token = entry.get("identitytoken")
     encoded = entry.get("auth")
-    for name, value in (("identitytoken", token), ("auth", encoded)):
-        if value is not None and not isinstance(value, str):
-            raise CredentialsError(f"{where}: \"{name}\" is not a string")
     if not encoded:
         if isinstance(entry.get("username"), str) and isinstance(entry.get("password"), str):
             return Credentials(entry["username"], entry["password"], where, identity_token=token or None)
         return None
     try:
-        decoded = base64.b64decode(encoded, validate=True).decode("utf-8")
+        # Go's base64 decoder skips line breaks
+        decoded = base64.b64decode(encoded.replace("\r", "").replace("\n", ""), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
         raise CredentialsError(f"{where}: \"auth\" is not base64 of user:password") from None
     user, colon, password = decoded.partition(":")
@@ -580,10 +664,12 @@ def _from_entry(entry: Any, where: str) -> Credentials | None:
     return Credentials(user, password, where, identity_token=token or None)
 
 
-def _from_helper(name: str, reference: ImageReference, where: str, *,
-                 missing_ok: bool = False) -> Credentials | None:
+def _from_helper(name: str, reference: ImageReference, where: str, *, missing_ok: bool = False,
+                 server: str | None = None) -> Credentials | None:
+    """``docker-credential-NAME get`` for ``server`` (the registry, as containers/image asks; docker's
+    ``credsStore`` asks Docker Hub's by docker's key); None when it has nothing for it (an empty answer too)."""
     program = f"docker-credential-{name}"
-    server = DOCKER_HUB_AUTH_KEY if reference.registry == DOCKER_HUB else reference.registry
+    server = server or reference.registry
     try:
         done = subprocess.run([program, "get"], input=server.encode(), capture_output=True,
                               timeout=CREDENTIAL_HELPER_TIMEOUT, check=False)
@@ -605,4 +691,6 @@ def _from_helper(name: str, reference: ImageReference, where: str, *,
         raise CredentialsError(f"{where}: credential helper {program} answered no Username and Secret")
     if username == "<token>":   # docker's credential helper protocol: the secret is an identity token
         return Credentials("", "", where, identity_token=secret) if secret else None
+    if not (username or secret):   # containers/image: an empty answer is no credentials, the next source is read
+        return None
     return Credentials(username, secret, where)

@@ -38,6 +38,7 @@ import binascii
 import datetime
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -53,7 +54,6 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 
 from .gotext import go_decoded_string, go_quote
 from .imageref import ImageReference, parse_named
-from .oci import digest_parts
 from .policy import (
     EXACT_REFERENCE,
     EXACT_REPOSITORY,
@@ -398,23 +398,39 @@ def _accept_payload(payload: bytes, kind: str, identity: SignedIdentity, intende
             if "timestamp" in optional and (not isinstance(timestamp, int | float) or isinstance(timestamp, bool)
                                             or not _integral(timestamp)):
                 raise Rejected("Field optional.timestamp is not an integer")
-        kind_found, image, claimed_identity = exact_fields(critical, ("type", "image", "identity"), where="critical")
+        kind_found, image, claimed_identity = exact_fields(critical, ("type", "image", "identity"))
         if kind_found != kind:
             raise Rejected(f"Unrecognized signature type {kind_found}")
-        (digest,) = exact_fields(image, ("docker-manifest-digest",), where="critical.image")
-        (reference,) = exact_fields(claimed_identity, ("docker-reference",), where="critical.identity")
+        (digest,) = exact_fields(image, ("docker-manifest-digest",))
+        (reference,) = exact_fields(claimed_identity, ("docker-reference",))
         if not isinstance(digest, str) or not isinstance(reference, str):
             raise Rejected("JSON string expected")
     except Untrusted as exc:
         raise Rejected(str(exc)) from None
-    parts = digest_parts(digest)
-    if parts is None:
-        raise Rejected(f"invalid docker-manifest-digest value {go_quote(digest)}")
-    algorithm, hexdigest = parts
+    if problem := _go_digest_problem(digest):
+        raise Rejected(f"invalid docker-manifest-digest value {go_quote(digest)}: {problem}")
+    algorithm, _, hexdigest = digest.partition(":")
     if hashlib.new(algorithm, manifest).hexdigest() != hexdigest:
         raise Rejected(f"Signature for digest {digest} does not match")
     if not identity_matches(identity, intended, reference):
         raise Rejected(f"Signature for identity {go_quote(reference)} is not accepted")
+
+
+_GO_DIGEST: Final = re.compile(r"[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+")   # go-digest's DigestRegexp
+_GO_DIGEST_LENGTHS: Final = {"sha256": 64, "sha384": 96, "sha512": 128}   # the algorithms containers/image links
+
+
+def _go_digest_problem(digest: str) -> str:
+    """Why go-digest's ``Parse`` refuses ``digest``, in its words, or ""."""
+    index = digest.find(":")
+    if index <= 0 or index + 1 == len(digest):
+        return "invalid checksum digest format"
+    algorithm, encoded = digest[:index], digest[index + 1:]
+    if algorithm not in _GO_DIGEST_LENGTHS:
+        return "unsupported digest algorithm" if _GO_DIGEST.fullmatch(digest) else "invalid checksum digest format"
+    if len(encoded) != _GO_DIGEST_LENGTHS[algorithm]:
+        return "invalid checksum digest length"
+    return "" if re.fullmatch(r"[a-f0-9]+", encoded) else "invalid checksum digest format"
 
 
 def _integral(value: float) -> bool:

@@ -39,7 +39,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from .gotext import go_quote, go_quote_list
+from .gotext import go_decoded_string, go_quote, go_quote_list, go_v_float
 from .x509chain import Untrusted, chain_intermediates, chain_problem, parse_leaf, pem_decode
 from .x509names import email_addresses, hostname_problem
 
@@ -73,15 +73,22 @@ def canonical_json(value: Any) -> bytes:
 
 def strict_json(data: bytes | str, what: str = "") -> Any:
     """``data`` read as containers/image's paranoid JSON reading reads a signature's parts: no key twice, no NaN
-    or Infinity; :class:`Untrusted` (prefixed with ``what``) otherwise."""
+    or Infinity; :class:`Untrusted` (prefixed with ``what``) otherwise. Strings are Go's (a lone surrogate escape
+    is U+FFFD, so two keys that differ only there are the same key, as in Go)."""
     prefix = f"{what}: " if what else ""
+
+    def go_value(value: Any) -> Any:
+        if isinstance(value, str):
+            return go_decoded_string(value)
+        return [go_value(v) for v in value] if isinstance(value, list) else value
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         found: dict[str, Any] = {}
-        for key, value in items:
+        for raw_key, value in items:
+            key = go_decoded_string(raw_key)
             if key in found:
                 raise Untrusted(f"{prefix}Duplicate key {go_quote(key)}")
-            found[key] = value
+            found[key] = go_value(value)
         return found
 
     def constant(name: str) -> Any:
@@ -101,16 +108,28 @@ def _shown(value: Any) -> str:
     return go_quote(value) if isinstance(value, str) else json.dumps(value)
 
 
-def exact_fields(value: Any, fields: tuple[str, ...], what: str = "", where: str = "") -> tuple[Any, ...]:
+def _go_token(value: Any) -> str:
+    """``%#v`` of the first JSON token Go's decoder reads of ``value`` (not an object)."""
+    if isinstance(value, list):
+        return "91"   # json.Delim('[') printed as the rune it is
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "<nil>"
+    return go_v_float(float(value))
+
+
+def exact_fields(value: Any, fields: tuple[str, ...], what: str = "") -> tuple[Any, ...]:
     """The values of exactly ``fields`` of the object ``value`` (containers/image's
-    ParanoidUnmarshalJSONObjectExactFields, in its words; prefixed with ``what``, an unexpected key placed
-    ``where``); :class:`Untrusted` otherwise."""
+    ParanoidUnmarshalJSONObjectExactFields, in its words; prefixed with ``what``); :class:`Untrusted` otherwise."""
     prefix = f"{what}: " if what else ""
     if not isinstance(value, dict):
-        raise Untrusted(f"{prefix}JSON object expected")
+        raise Untrusted(f"{prefix}JSON object expected, got {_go_token(value)}")
     for key in value:
         if key not in fields:
-            raise Untrusted(f"{prefix}Unexpected key {go_quote(key)}" + (f" in {where}" if where else ""))
+            raise Untrusted(f"{prefix}Unknown key {go_quote(key)}")
     for key in fields:
         if key not in value:
             raise Untrusted(f"{prefix}Key {go_quote(key)} missing in a JSON object")
