@@ -936,6 +936,25 @@ def test_registries_d_directories_are_those_containers_image_reads_for_root_and_
                                        tmp_path / "containers/registries.d"]
 
 
+@pytest.mark.parametrize(("lookaside", "url"), [
+    ("https://sigs.example/s/", "https://sigs.example/s//org/app"),   # Path + "/" + repository, as it is
+    ("https://sigs.example/a%2Fb", "https://sigs.example/a/b/org/app"),   # unescaped, escaped again: a slash
+    ("https://sigs.example/\u00fcn", "https://sigs.example/%C3%BCn/org/app"),
+    ("file:///var/sig%20s", "file:///var/sig%20s/org/app"),
+])
+def test_a_lookaside_url_is_built_as_containers_image_builds_it(tmp_path: Path, lookaside: str, url: str) -> None:
+    (tmp_path / "a.yaml").write_text(f'default-docker:\n  lookaside: "{lookaside}"\n')
+    assert read_registries_d(tmp_path).storage(parse_reference("r.io/org/app:v1")).lookaside == url
+
+
+def test_a_lookaside_url_go_cannot_parse_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text('default-docker:\n  lookaside: "https://sigs.example/%zz"\n')
+    with pytest.raises(RegistriesDError) as refused:
+        read_registries_d(tmp_path).storage(parse_reference("r.io/org/app:v1"))
+    assert str(refused.value) == ('registries.d: Invalid signature storage URL https://sigs.example/%zz: parse '
+                                  '"https://sigs.example/%zz": invalid URL escape "%zz"')
+
+
 def test_registries_d_directories_are_merged_a_later_file_replacing_one_of_the_same_name(tmp_path: Path) -> None:
     low, high = tmp_path / "etc", tmp_path / "user"
     low.mkdir()

@@ -38,10 +38,8 @@ from .imageref import ImageReference
 from .model import BundleInputError
 from .policy import scopes
 from .registries import home, read_bounded
+from .x509names import go_url_host
 
-VENDOR_DIR: Final = Path("/usr/share/containers/registries.d")
-SYSTEM_DIR: Final = Path("/etc/containers/registries.d")
-USER_DIR: Final = Path("containers/registries.d")   # below $XDG_CONFIG_HOME, else ~/.config
 ROOT_LOOKASIDE: Final = "file:///var/lib/containers/sigstore"
 USER_LOOKASIDE: Final = Path(".local/share/containers/sigstore")
 FILE_MAX_BYTES: Final = 1 << 20
@@ -89,13 +87,24 @@ class RegistriesD:
             candidates.append(self.default)
         base = next((c.lookaside for c in candidates if c.lookaside), "") or _builtin_lookaside()
         attachments = next((c.attachments for c in candidates if c.attachments is not None), False)
-        # the repository's path appended as containers/image appends it (url.URL.Path + "/" + repository)
-        try:
-            parts = urllib.parse.urlsplit(base)
-        except ValueError as exc:
-            raise RegistriesDError(f"registries.d: Invalid signature storage URL {base}: {exc}") from None
-        return SignatureStorage(urllib.parse.urlunsplit(parts._replace(path=f"{parts.path}/{reference.repository}")),
-                                attachments)
+        # the repository's path appended as containers/image appends it: url.Parse, Path + "/" + repository (the
+        # path unescaped), String() (the path escaped again, as Go escapes a path)
+        _host, problem = go_url_host(base)
+        if problem:
+            raise RegistriesDError(f"registries.d: Invalid signature storage URL {base}: {problem}")
+        parts = urllib.parse.urlsplit(base)
+        path = _go_path_escape(urllib.parse.unquote_to_bytes(parts.path) + b"/" + reference.repository.encode())
+        return SignatureStorage(urllib.parse.urlunsplit(parts._replace(path=path)), attachments)
+
+
+_PATH_SAFE: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~$&+,/:;=@")
+
+
+def _go_path_escape(path: bytes) -> str:
+    """Go's url escape of a path (``encodePath``): what is neither unreserved nor a reserved character a path may
+    hold is %XX, upper-case; so an escaped slash in a lookaside URL is a slash again, as containers/image builds
+    the URL."""
+    return "".join(chr(b) if b in _PATH_SAFE else f"%{b:02X}" for b in path)
 
 
 def _builtin_lookaside() -> str:
