@@ -96,6 +96,14 @@ def test_the_users_policy_comes_before_the_systems_and_the_systems_before_the_ve
     ('{"default": [{"type": "sigstoreSigned"}]}',
      "default: a sigstoreSigned requirement needs exactly one of keyPath, keyPaths, keyData, keyDatas, fulcio, pki"),
     ('{"default": [{"type": "signedBaseLayer"}]}', "default: a signedBaseLayer requirement needs baseLayerIdentity"),
+    ('{"default": [{"type": "signedBaseLayer", "baseLayerIdentity": {}}]}',   # read as a signedIdentity is
+     "default: a signedBaseLayer requirement has a signedIdentity without a type"),
+    ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "/k", "keyData": ""}]}',   # "" is data
+     "default: a signedBy requirement needs exactly one of keyPath, keyPaths, keyData"),
+    ('{"default": [{"type": "signedBy", "keyType": "GPGKeys", "keyPath": "", "keyData": "AA=="}]}',   # both written
+     "default: a signedBy requirement needs exactly one of keyPath, keyPaths, keyData"),
+    ('{"default": [{"type": "sigstoreSigned", "keyData": [256]}]}',
+     "default: a sigstoreSigned requirement has a keyData array that is not of bytes (0 to 255)"),
     ('{"default": [{"type": "reject"}], "transports": {"docker-archive": {"relative/path": [{"type": "reject"}]}}}',
      'transports.docker-archive "relative/path": the scope is not "" (the only scope docker-archive takes)'),
     ('{"default": [{"type": "reject"}], "transports": {"sif": {"/a/../b": [{"type": "reject"}]}}}',
@@ -224,3 +232,17 @@ def test_an_invalid_policy_refuses_every_pull_naming_the_file(registry: Registry
                                  "enclosed in double quotes): no image is pulled until it is fixed, as podman and "
                                  "skopeo pull none")
     assert registry.requests == []
+
+
+@pytest.mark.parametrize("requirement", [
+    '{"type": "signedBy", "keyType": "GPGKeys", "keyData": ""}',   # Go's []byte{}: a key source holding no key
+    '{"type": "sigstoreSigned", "keyData": [48, 89], "signedIdentity": {"type": "matchRepository"}}',   # bytes
+    '{"type": "sigstoreSigned", "keyPath": "", "keyData": "AA==", "signedIdentity": {"type": "matchRepository"}}',
+    '{"type": "signedBaseLayer", "baseLayerIdentity": {"type": "matchRepoDigestOrExact"}}',
+])
+def test_what_containers_image_540_accepts_in_a_policy_is_accepted(tmp_path: Path, requirement: str) -> None:
+    """Judged against NewPolicyFromBytes: a source counts by its Go value (a keyPath not "", data not null), and
+    signedBy alone also wants exactly one source written."""
+    path = tmp_path / "policy.json"
+    path.write_text(f'{{"default": [{requirement}]}}')
+    assert len(read_policy(path).requirements(parse_reference("r.io/a:v1"))[1]) == 1

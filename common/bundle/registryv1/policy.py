@@ -314,18 +314,23 @@ def _requirement(kind: str, item: dict[str, Any]) -> Requirement:
     if kind == SIGNED_BASE_LAYER:
         if not isinstance(item.get("baseLayerIdentity"), dict):
             raise _Invalid("needs baseLayerIdentity")
+        _identity(item["baseLayerIdentity"])   # read as strictly as a signedIdentity, as containers/image reads it
         return Requirement(kind)
     if kind not in _KEY_SOURCES:
         return Requirement(kind)
     if kind == SIGNED_BY and item.get("keyType") not in _KEY_TYPES:
         raise _Invalid(f"needs keyType, one of {', '.join(_KEY_TYPES)}")
-    # a source counts when given non-empty (Go's zero values are "not given"); signedBy takes an empty keyPaths
-    # (its keyring then holds no key: "No public keys imported"), sigstoreSigned refuses it
+    # a source counts when its Go value is not the zero one: a keyPath not "", a list or data not null (an empty
+    # keyData is data: no key, refused when a signature is checked); signedBy takes an empty keyPaths (its keyring
+    # then holds no key: "No public keys imported"), sigstoreSigned refuses it. signedBy also wants exactly one of
+    # its sources written at all, whatever its value.
     sources = _KEY_SOURCES[kind]
     for key in ("fulcio", "pki"):   # Go's decoder hands a null to their UnmarshalJSON, which wants an object
         if key in sources and key in item and item[key] is None:
             raise _Invalid(f"has a {key} that is not an object")
-    given = [key for key in sources if key in item and item[key] not in ("", None)]
+    if kind == SIGNED_BY and len([key for key in sources if key in item]) != 1:
+        raise _Invalid(f"needs exactly one of {', '.join(sources)}")
+    given = [key for key in sources if key in item and item[key] is not None and (key != "keyPath" or item[key])]
     if len(given) != 1:
         raise _Invalid(f"needs exactly one of {', '.join(sources)}")
     paths: tuple[str, ...] = ()
@@ -436,7 +441,12 @@ def _entries(value: Any, field: str, *, empty: bool = False) -> list[Any]:
 
 
 def _base64(value: Any, field: str) -> bytes:
-    """A ``[]byte`` field of Go's JSON: standard base64 with padding."""
+    """A ``[]byte`` field of Go's JSON: standard base64 with padding, or (as Go's decoder also takes it) an array
+    of numbers from 0 to 255."""
+    if isinstance(value, list):
+        if not all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 255 for b in value):
+            raise _Invalid(f"has a {field} array that is not of bytes (0 to 255)")
+        return bytes(value)
     try:   # Go's decoder skips line breaks
         return base64.b64decode(_text(value, field).replace("\r", "").replace("\n", ""), validate=True)
     except binascii.Error:
