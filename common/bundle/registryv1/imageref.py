@@ -24,8 +24,8 @@ DEFAULT_TAG: Final = "latest"
 MAX_NAME_LENGTH: Final = 255  # distribution's NameTotalLengthMax (registry and repository, with the slash)
 
 _COMPONENT: Final = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_DOMAIN_PART: Final = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
-_DOMAIN: Final = re.compile(rf"{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?|\[[a-fA-F0-9:]+\](?::[0-9]+)?")
+DOMAIN_COMPONENT: Final = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"   # one label of a registry's name
+_DOMAIN: Final = re.compile(rf"{DOMAIN_COMPONENT}(?:\.{DOMAIN_COMPONENT})*(?::[0-9]+)?|\[[a-fA-F0-9:]+\](?::[0-9]+)?")
 _PATH: Final = re.compile(rf"{_COMPONENT}(?:/{_COMPONENT})*")
 _TAG: Final = re.compile(r"[\w][\w.-]{0,127}", re.ASCII)
 

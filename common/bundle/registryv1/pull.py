@@ -47,6 +47,7 @@ from typing import Any, Final
 
 import urllib3
 
+from common.bundle.registryv1.configfile import home_dir
 from common.bundle.registryv1.imageref import ImageReference, parse_reference
 from common.bundle.registryv1.model import BundleInputError
 from common.bundle.registryv1.oci import INDEX_TYPES, MANIFEST_TYPES, OCI_LAYOUT, Limits, digest_parts
@@ -61,7 +62,6 @@ from common.bundle.registryv1.registries import (
     certificates,
     credential_sources,
     credentials,
-    home,
     registries_conf,
     usual_cert_dirs,
 )
@@ -140,7 +140,7 @@ def cache_dir() -> Path:
     explicit = os.environ.get("COSCTL_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    return Path(os.environ.get("XDG_CACHE_HOME") or home() / ".cache") / "cosctl"
+    return Path(os.environ.get("XDG_CACHE_HOME") or home_dir() / ".cache") / "cosctl"
 
 
 def _digest_parts(digest: Any, what: str) -> tuple[str, str]:

@@ -56,7 +56,7 @@ from common.bundle.registryv1.configfile import (
     user_config_dir,
 )
 from common.bundle.registryv1.gotext import go_quote
-from common.bundle.registryv1.imageref import DOCKER_HUB, ImageReference, parse_reference
+from common.bundle.registryv1.imageref import DOCKER_HUB, DOMAIN_COMPONENT, ImageReference, parse_reference
 from common.bundle.registryv1.model import BundleInputError
 
 PULL_FROM_MIRROR: Final = ("all", "digest-only", "tag-only")
@@ -88,15 +88,9 @@ def read_bounded(path: Path, limit: int, fail: Callable[[str], Exception]) -> by
     return data
 
 
-def home() -> Path:
-    """``$HOME``, as the containers tools read it (the password database only without it); a
-    :class:`~.configfile.ConfigFileError` naming what to set when there is neither."""
-    return home_dir()
-
-
 def _config_home() -> Path:
     """Where auth.json is looked for (``$XDG_CONFIG_HOME``, else ``~/.config``), as containers/image looks."""
-    return Path(os.environ.get("XDG_CONFIG_HOME") or home() / ".config")
+    return Path(os.environ.get("XDG_CONFIG_HOME") or home_dir() / ".config")
 
 
 # --- registries.conf -------------------------------------------------------------------------------------------
@@ -277,8 +271,8 @@ def _read_conf(path: Path, conf: RegistriesConf) -> None:
     conf.registries.update(read)
 
 
-_DOMAIN_COMPONENT: Final = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
-_DOMAIN: Final = re.compile(rf"{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?")   # reference.DomainRegexp
+# containers/image's fork of reference.DomainRegexp: no bracketed IPv6 address, unlike imageref's
+_DOMAIN: Final = re.compile(rf"{DOMAIN_COMPONENT}(?:\.{DOMAIN_COMPONENT})*(?::[0-9]+)?")
 SHORT_NAME_MODES: Final = ("disabled", "enforcing", "permissive")
 
 
@@ -504,8 +498,8 @@ def auth_files() -> list[AuthFile]:
         files.append(AuthFile(Path(runtime) / "containers" / "auth.json"))
     files.append(AuthFile(_config_home() / "containers" / "auth.json"))
     docker = os.environ.get("DOCKER_CONFIG")
-    files.append(AuthFile(Path(docker) / "config.json" if docker else home() / ".docker" / "config.json"))
-    files.append(AuthFile(home() / ".dockercfg", legacy=True))
+    files.append(AuthFile(Path(docker) / "config.json" if docker else home_dir() / ".docker" / "config.json"))
+    files.append(AuthFile(home_dir() / ".dockercfg", legacy=True))
     return files
 
 

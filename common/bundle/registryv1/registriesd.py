@@ -33,11 +33,11 @@ from typing import Any, Final
 
 import yaml
 
-from .configfile import REGISTRIES_D, ConfigFileError, drop_in_files, search_paths
+from .configfile import REGISTRIES_D, ConfigFileError, drop_in_files, home_dir, search_paths
 from .imageref import ImageReference
 from .model import BundleInputError
 from .policy import scopes
-from .registries import home, read_bounded
+from .registries import read_bounded
 from .x509names import go_url_host
 
 ROOT_LOOKASIDE: Final = "file:///var/lib/containers/sigstore"
@@ -110,7 +110,7 @@ def _go_path_escape(path: bytes) -> str:
 def _builtin_lookaside() -> str:
     if os.geteuid() == 0:
         return ROOT_LOOKASIDE
-    return "file://" + str(home() / USER_LOOKASIDE)
+    return "file://" + str(home_dir() / USER_LOOKASIDE)
 
 
 def registries_d_dirs(uid: int | None = None, root: Path | None = None) -> list[Path]:
