@@ -131,7 +131,6 @@ class RegistriesConf:
     """What the registries.conf files say, by prefix."""
 
     registries: dict[str, _Registry] = field(default_factory=dict)
-    files: list[str] = field(default_factory=list)
     # where credentials are looked for, in order: AUTH_FILE_HELPER (the auth files) or a docker-credential-NAME
     credential_helpers: tuple[str, ...] = (AUTH_FILE_HELPER,)
 
@@ -246,7 +245,6 @@ def _read_conf(path: Path, conf: RegistriesConf) -> None:
         raise RegistryConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise RegistryConfigError(f"{path}: not valid TOML: {exc}") from None
-    conf.files.append(str(path))
     if "credential-helpers" in document:   # a later file's list replaces an earlier one's; [] is the default
         helpers = document["credential-helpers"]
         if not isinstance(helpers, list) or not all(isinstance(h, str) and h for h in helpers):
