@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from common.bundle.registryv1 import sigstore, x509chain, x509names
+from common.bundle.registryv1 import gourl, sigstore, x509chain, x509names
 from common.bundle.registryv1.imageref import parse_reference
 from common.bundle.registryv1.policy import SignedIdentity
 from common.bundle.registryv1.pull import host_platform
@@ -728,11 +728,11 @@ def test_strict_json_reads_lone_surrogate_escapes_as_go_does() -> None:
 
 def test_url_errors_quote_as_go_quotes_them() -> None:
     """Go's %q: printable non-ASCII as it is, an undecodable byte as \\xNN, a control character by its escape."""
-    assert x509names.go_url_host("https://\u00e9 x/") == ("", 'parse "https://\u00e9 x/": invalid character " " '
-                                                             "in host name")
-    assert x509names.go_url_host("https://a/%\udcc3") == ("", 'parse "https://a/%\\xc3": invalid URL escape '
-                                                              '"%\\xc3"')
-    assert x509names.go_url_host("a\x7fb") == ("", 'parse "a\\x7fb": net/url: invalid control character in URL')
+    assert gourl.go_url_host("https://\u00e9 x/") == ("", 'parse "https://\u00e9 x/": invalid character " " '
+                                                         "in host name")
+    assert gourl.go_url_host("https://a/%\udcc3") == ("", 'parse "https://a/%\\xc3": invalid URL escape '
+                                                          '"%\\xc3"')
+    assert gourl.go_url_host("a\x7fb") == ("", 'parse "a\\x7fb": net/url: invalid control character in URL')
 
 
 def test_a_name_constraint_go_cannot_read_makes_the_certificate_unreadable() -> None:

@@ -13,7 +13,8 @@ renderer produces for the same install namespace, configuration and certificate 
   :mod:`.signatures` (verifying them as containers/image does: GPG through ``gpg``, sigstore public keys) and
   :mod:`.sigstore` (Rekor SETs, Fulcio certificates and those of a policy's own CA), on
   :mod:`.x509chain`, :mod:`.x509names` and :mod:`.x509policies` (X.509 chains, names and
-  certificate policies as Go's crypto/x509 checks them);
+  certificate policies as Go's crypto/x509 checks them), and :mod:`.gourl` (URLs as Go's ``url.Parse`` reads
+  them, for certificate URIs and lookaside URLs);
   :mod:`.documents`: reading YAML and JSON files (manifests, configurations) as kubectl reads them;
 - :mod:`.config`: the configuration schema derived from the CSV's install modes, and the steps from a
   configuration file to what the renderer uses; :mod:`.configerrors`: strict validation against that schema,

@@ -34,11 +34,11 @@ from typing import Any, Final
 import yaml
 
 from .configfile import REGISTRIES_D, ConfigFileError, drop_in_files, home_dir, search_paths
+from .gourl import go_url_host
 from .imageref import ImageReference
 from .model import BundleInputError
 from .policy import scopes
 from .registries import read_bounded
-from .x509names import go_url_host
 
 ROOT_LOOKASIDE: Final = "file:///var/lib/containers/sigstore"
 USER_LOOKASIDE: Final = Path(".local/share/containers/sigstore")
