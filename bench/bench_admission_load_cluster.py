@@ -23,7 +23,13 @@ and set-up it prints the median over rounds of each round's p50 and p99 with the
 p50 and p99 of all rounds' requests pooled, the ratios to the no-op webhook and to the CRD alone, and what
 the webhooks saw themselves (reviews answered, their server-side p50/p99, connections the API server held).
 
-Target (issue 18): every class within 1.1x of the no-op webhook's p50 and p99.
+Target (issue 18): every class within 1.1x of the no-op webhook's p50 and p99, judged on the pooled requests.
+A round holds a few dozen requests of a class (8 clients, four classes, 15-20 s), and the nearest-rank p99 of
+fewer than 100 samples is their maximum: the median of the rounds' "p99" is the median of their single worst
+requests, which the shared machine decides more than the webhook does (it moved by +-20% between rounds of the
+same set-up). The pooled samples (all rounds, the set-ups taking turns within each round so the machine's busy
+moments fall on all of them) give a p99 that is one; with fewer than ``MIN_P99_SAMPLES`` pooled requests the
+verdict is ``null`` (too few to say).
 Run: python bench/bench_admission_load_cluster.py [--kubeconfig F] [--rounds N] [--seconds S] [--clients C]
      [--workers N --threads N] [--port P]
 Without a cluster it prints why and exits 0. The API server must reach this machine's loopback.
@@ -61,6 +67,7 @@ from tests.webhook.support import CA, Server
 SETUPS = ("crd_only", "cos_webhook", "noop_webhook")
 CLASSES = ("small", "large", "denied", "secret")
 TARGET_RATIO_TO_NOOP = 1.1
+MIN_P99_SAMPLES = 100  # below this a nearest-rank p99 is the maximum, not a percentile
 SECRET_NAMESPACE = "default"
 SECRETS_PATH = f"/api/v1/namespaces/{SECRET_NAMESPACE}/secrets"
 DEPLOYMENT = ROOT / "deploy" / "base" / "webhook" / "deployment.yaml"
@@ -199,7 +206,7 @@ def summary(per_round: list[list[tuple[str, int, float]]]) -> dict[str, dict[str
             "p50": round(statistics.median(p50s)), "p50_range": [round(min(p50s)), round(max(p50s))],
             "p99": round(statistics.median(p99s)), "p99_range": [round(min(p99s)), round(max(p99s))],
             "pooled_p50": round(percentile(pooled, 50)), "pooled_p99": round(percentile(pooled, 99)),
-            "n": len(pooled),
+            "n": len(pooled), "n_per_round": [len(r) for r in rounds],
         }
     return out
 
@@ -337,19 +344,22 @@ def main(argv: list[str] | None = None) -> int:
 
     table = {setup: summary(rounds) for setup, rounds in per_round.items()}
     by_class: dict[str, Any] = {}
-    within: dict[str, bool] = {}
+    within: dict[str, bool | None] = {}
     for cls in CLASSES:
         row: dict[str, Any] = {setup: table[setup][cls] for setup in SETUPS}
         ours, noop, crd = table["cos_webhook"][cls], table["noop_webhook"][cls], table["crd_only"][cls]
         row["cos_to_noop"] = {q: round(ours[q] / noop[q], 2) for q in ("p50", "p99", "pooled_p50", "pooled_p99")}
         row["cos_to_crd_only"] = {q: round(ours[q] / crd[q], 2) for q in ("p50", "p99")}
         row["noop_to_crd_only"] = {q: round(noop[q] / crd[q], 2) for q in ("p50", "p99")}
-        within[cls] = all(row["cos_to_noop"][q] <= TARGET_RATIO_TO_NOOP for q in ("p50", "p99"))
+        enough = min(ours["n"], noop["n"]) >= MIN_P99_SAMPLES
+        within[cls] = all(row["cos_to_noop"][q] <= TARGET_RATIO_TO_NOOP
+                          for q in ("pooled_p50", "pooled_p99")) if enough else None
         by_class[cls] = row
     print(compact_json({
         "bench": "admission_load_cluster", "server": version, "rounds": args.rounds, "seconds": args.seconds,
         "clients": args.clients, "webhook_workers": int(workers), "webhook_threads": int(threads),
-        "ms": by_class, "target_ratio_to_noop": TARGET_RATIO_TO_NOOP, "within_target": within,
+        "ms": by_class, "target_ratio_to_noop": TARGET_RATIO_TO_NOOP,
+        "within_target": within, "judged_on": f"pooled p50 and p99 (null: fewer than {MIN_P99_SAMPLES} requests)",
         "webhook_calls_as_the_api_server_saw_them": {setup: calls_seen(h) for setup, h in api_side.items()},
         "webhook_server_side": {setup: server_side(records) for setup, records in server_records.items()},
         "webhook_cpu_ms_per_review": {
