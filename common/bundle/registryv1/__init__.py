@@ -9,7 +9,8 @@ renderer produces for the same install namespace, configuration and certificate 
   :mod:`.imageref` (references as docker normalises them) and :mod:`.registries` (the containers configuration:
   mirrors, insecure registries, certificates, credentials; found where :mod:`.configfile` says, as for the
   signature files); the only network access of this package; the
-  signature policy it holds to: :mod:`.policy` (policy.json), :mod:`.registriesd` (where signatures are kept),
+  signature policy it holds to: :mod:`.policy` (policy.json), :mod:`.registriesd` (where signatures are kept,
+  its YAML decoded as Go's yaml.v3 decodes it: :mod:`.goyaml`),
   :mod:`.signatures` (verifying them as containers/image does: GPG through ``gpg``, sigstore public keys) and
   :mod:`.sigstore` (Rekor SETs, Fulcio certificates and those of a policy's own CA), on
   :mod:`.x509chain`, :mod:`.x509names` and :mod:`.x509policies` (X.509 chains, names and

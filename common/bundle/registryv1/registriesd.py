@@ -12,7 +12,9 @@ configures that place once, for every containers tool, in ``registries.d`` (RHEL
   operator-controller builds it; releases up to 5.36 read the user's directory alone when it exists, a subset of
   this). ``default-docker``
   may appear in one file only, and each ``docker`` namespace in one file only, as containers/image refuses
-  otherwise (naming both files); a key given twice in one file is refused, as Go's YAML refuses it.
+  otherwise (naming both files). Each file is decoded as containers/image decodes it, with yaml.v3 into its
+  structs (:mod:`.goyaml`: YAML 1.1's ``yes``/``y`` for booleans, any scalar's text for a URL, a key given twice
+  refused, only the first document read).
 - For an image, the most specific ``docker`` namespace that sets it wins (the reference, the repository, its
   parent namespaces, the registry, ``*.domain`` wildcards: the policy's scopes), then ``default-docker``;
   ``lookaside`` (or its old name ``sigstore``) is the storage's base URL, ``use-sigstore-attachments`` whether
@@ -29,10 +31,11 @@ import os
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import yaml
 
+from . import goyaml
 from .configfile import REGISTRIES_D, ConfigFileError, drop_in_files, home_dir, search_paths
 from .gourl import go_url_host
 from .imageref import ImageReference
@@ -146,60 +149,38 @@ def read_registries_d(*directories: Path) -> RegistriesD:
 
 
 def _read_file(path: Path) -> tuple[_Namespace | None, dict[str, _Namespace]]:
+    """One file as containers/image decodes it (yaml.v3 into its registryConfiguration struct: :mod:`.goyaml`):
+    ``default-docker`` (None when absent or null) and the ``docker`` namespaces (a null one is there, empty)."""
     data = read_bounded(path, FILE_MAX_BYTES, lambda problem: RegistriesDError(f"registries.d {path}: {problem}"))
     try:
-        value = yaml.load(data, Loader=_StrictLoader)   # a SafeLoader that refuses duplicate keys
-    except _DuplicateKey as exc:
-        raise RegistriesDError(f"registries.d {path}: the key {exc} is given twice (as podman and skopeo refuse "
-                               "it)") from None
+        node = goyaml.first_document(data)
     except RecursionError:
         raise RegistriesDError(f"registries.d {path}: not YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         raise RegistriesDError(f"registries.d {path}: not YAML: {exc}") from None
-    if value is None:
-        return None, {}
-    if not isinstance(value, dict):
-        raise RegistriesDError(f"registries.d {path}: not a mapping")
-    default = _namespace(value["default-docker"], path, "default-docker") \
-        if value.get("default-docker") is not None else None
-    docker = value.get("docker") or {}
-    if not isinstance(docker, dict):
-        raise RegistriesDError(f'registries.d {path}: "docker" is not a mapping')
-    return default, {str(name): _namespace(entry, path, f"docker {name!r}") for name, entry in docker.items()
-                     if entry is not None}
+    try:
+        top = goyaml.struct_fields(node, ("default-docker", "docker"), "the file", "registryConfiguration") \
+            if node is not None else None
+        if top is None:
+            return None, {}
+        default = _namespace(top["default-docker"], "default-docker") if "default-docker" in top else None
+        entries = goyaml.map_entries(top["docker"], "docker", "map[string]registryNamespace") \
+            if "docker" in top else None
+        docker = {name: _namespace(entry, f"docker {name!r}") or _Namespace() for name, entry in entries or []}
+    except goyaml.GoYAMLError as exc:
+        raise RegistriesDError(f"registries.d {path}: {exc}") from None
+    return default, docker
 
 
-class _DuplicateKey(Exception):
-    """A mapping key given twice (Go's yaml.v3 refuses the file; PyYAML would keep the last)."""
+_FIELDS: Final = ("lookaside", "lookaside-staging", "sigstore", "sigstore-staging", "use-sigstore-attachments")
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a key given twice in one mapping."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, str | int | float | bool):
-                if key in seen:
-                    raise _DuplicateKey(repr(key))
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _namespace(value: Any, path: Path, where: str) -> _Namespace:
-    if not isinstance(value, dict):
-        raise RegistriesDError(f"registries.d {path}: {where} is not a mapping")
-
-    def text(key: str) -> str:
-        found = value.get(key)
-        if found is None:
-            return ""
-        if not isinstance(found, str):
-            raise RegistriesDError(f"registries.d {path}: {where}: {key} is not a string")
-        return found
-
-    attachments = value.get("use-sigstore-attachments")
-    if attachments is not None and not isinstance(attachments, bool):
-        raise RegistriesDError(f"registries.d {path}: {where}: use-sigstore-attachments is not true or false")
-    return _Namespace(text("lookaside") or text("sigstore"), attachments)
+def _namespace(node: yaml.Node, where: str) -> _Namespace | None:
+    """A registryNamespace (None when null); the staging URLs are type-checked as Go does, and not used."""
+    fields = goyaml.struct_fields(node, _FIELDS, where, "registryNamespace")
+    if fields is None:
+        return None
+    text = {key: goyaml.string(fields[key], f"{where}: {key}") or "" for key in _FIELDS[:4] if key in fields}
+    attachments = goyaml.boolean(fields["use-sigstore-attachments"], f"{where}: use-sigstore-attachments") \
+        if "use-sigstore-attachments" in fields else None
+    return _Namespace(text.get("lookaside") or text.get("sigstore", ""), attachments)

@@ -1,0 +1,211 @@
+"""gopkg.in/yaml.v3's ``Unmarshal`` into Go's typed fields, for the files containers/image decodes with it
+(registries.d, :mod:`.registriesd`).
+
+Why: what Go's decoder accepts is neither PyYAML's YAML 1.1 nor plain YAML 1.2, and a file podman reads must be
+read the same way by cosctl (the same accepted, the same refused, the same values):
+
+- a string field takes any scalar as its literal text (``lookaside: 123`` is ``"123"``, ``yes`` is ``"yes"``);
+- a boolean field takes ``true``/``false`` (``True``, ``TRUE``...) unquoted, and YAML 1.1's ``y``, ``yes``,
+  ``on``, ``n``, ``no``, ``off`` (three spellings each) quoted or not; ``"true"`` quoted is refused;
+- null (``~``, ``null``, nothing) leaves a field unset, but makes a map entry exist (with the zero value);
+- a mapping holding one key twice (the keys' literal text compared) is refused, even an unknown one; the values
+  of keys a struct does not know are never looked at; ``<<`` merges mappings (the mapping's own keys first, then
+  the merged ones in order, the first winning);
+- only the first document of a stream is read (a broken second one does not matter);
+- a mapping, sequence or scalar where the field's type wants another is refused.
+
+Only the shapes registries.d needs: structs of string and boolean fields (:func:`struct_fields`, :func:`string`,
+:func:`boolean`) and maps of string keys (:func:`map_entries`). Pure functions over PyYAML's node graph
+(aliases resolved by its composer); imports nothing of this package.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Collection
+from typing import Any, Final
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+NULLS: Final = frozenset(("", "~", "null", "Null", "NULL"))
+TRUE: Final = frozenset(("true", "True", "TRUE"))
+FALSE: Final = frozenset(("false", "False", "FALSE"))
+# what yaml.v3 takes into a typed bool besides true/false ("compatibility with the 1.1 spec")
+LEGACY_TRUE: Final = frozenset(("y", "Y", "yes", "Yes", "YES", "on", "On", "ON"))
+LEGACY_FALSE: Final = frozenset(("n", "N", "no", "No", "NO", "off", "Off", "OFF"))
+
+_PLAIN: Final = "!<plain>"   # an untagged plain scalar: resolved by its text, as yaml.v3's resolve() does
+_QUOTED: Final = "!<quoted>"  # an untagged quoted, literal or folded scalar: a string
+_STR, _BOOL, _NULL, _BINARY = (f"tag:yaml.org,2002:{t}" for t in ("str", "bool", "null", "binary"))
+_MERGE: Final = "<<"
+
+
+class GoYAMLError(ValueError):
+    """What yaml.v3 refuses, in words naming the line and the field; never a value of the file."""
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's scanner, parser and composer, with the tag of an untagged scalar kept as "plain" or "quoted"
+    (PyYAML would resolve it by YAML 1.1's rules, which are not yaml.v3's)."""
+
+    def resolve(self, kind: type[Node], value: Any, implicit: Any) -> str:
+        if kind is ScalarNode:
+            return _PLAIN if implicit and implicit[0] else _QUOTED
+        return str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]
+
+
+def first_document(data: bytes) -> Node | None:
+    """The first document of ``data`` as a node graph (None when there is none). Raises ``yaml.YAMLError`` for
+    what YAML's grammar refuses in it; what follows the first document is not read."""
+    loader = _Loader(data)
+    try:
+        if loader.check_node():
+            node: Node | None = loader.get_node()
+            return node
+        return None
+    finally:
+        loader.dispose()
+
+
+def _line(node: Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+def _short(node: Node) -> str:
+    """The tag yaml.v3 names a node by in its refusals."""
+    if isinstance(node, MappingNode):
+        return "!!map"
+    if isinstance(node, SequenceNode):
+        return "!!seq"
+    tag = node.tag
+    if tag == _PLAIN:
+        value = node.value
+        return "!!null" if value in NULLS else "!!bool" if value in TRUE | FALSE else "!!str"
+    if tag == _QUOTED:
+        return "!!str"
+    return "!!" + tag.rpartition(":")[2] if tag.startswith("tag:yaml.org,2002:") else tag
+
+
+def is_null(node: Node) -> bool:
+    """Whether yaml.v3 reads ``node`` as null: leaves a field unset, makes a map entry with the zero value."""
+    if not isinstance(node, ScalarNode):
+        return False
+    return (node.tag == _PLAIN and node.value in NULLS) or node.tag == _NULL
+
+
+def _scalar_text(node: ScalarNode, where: str) -> str:
+    """A non-null scalar's text as a Go string: its literal text (``!!binary`` decoded); an explicit core tag the
+    text does not match is refused, as yaml.v3's resolve() refuses it."""
+    tag, value = node.tag, str(node.value)
+    if tag == _BINARY:
+        try:
+            return base64.b64decode(value.replace("\n", ""), validate=True).decode("utf-8", "surrogateescape")
+        except (binascii.Error, ValueError):
+            raise GoYAMLError(f"line {_line(node)}: {where}: !!binary value contains invalid base64 data") from None
+    if tag == _BOOL and value not in TRUE | FALSE:
+        raise GoYAMLError(f"line {_line(node)}: {where}: cannot decode !!str `{value}` as a !!bool")
+    if tag == _NULL and value not in NULLS:
+        raise GoYAMLError(f"line {_line(node)}: {where}: cannot decode !!str `{value}` as a !!null")
+    return value
+
+
+def string(node: Node, where: str) -> str | None:
+    """A Go ``string`` field: None when null, else the scalar's literal text; a mapping or sequence refused."""
+    if is_null(node):
+        return None
+    if not isinstance(node, ScalarNode):
+        raise GoYAMLError(f"line {_line(node)}: {where}: cannot unmarshal {_short(node)} into string")
+    return _scalar_text(node, where)
+
+
+def boolean(node: Node, where: str) -> bool | None:
+    """A Go ``*bool`` field: None when null; true/false unquoted, or YAML 1.1's y/yes/on/n/no/off quoted or not."""
+    if is_null(node):
+        return None
+    if isinstance(node, ScalarNode):
+        tag, value = node.tag, node.value
+        if tag in (_PLAIN, _BOOL) and value in TRUE:
+            return True
+        if tag in (_PLAIN, _BOOL) and value in FALSE:
+            return False
+        if tag not in (_BOOL, _NULL):   # a string (plain, quoted, !!str or a tag yaml.v3 does not resolve)
+            text = _scalar_text(node, where)
+            if text in LEGACY_TRUE:
+                return True
+            if text in LEGACY_FALSE:
+                return False
+        else:
+            _scalar_text(node, where)   # refuses a !!bool or !!null tag on other text, as Go does
+    shown = f" `{node.value}`" if isinstance(node, ScalarNode) else ""
+    raise GoYAMLError(f"line {_line(node)}: {where}: cannot unmarshal {_short(node)}{shown} into bool")
+
+
+def _pairs(node: MappingNode, where: str) -> tuple[list[tuple[str, Node]], Node | None]:
+    """A mapping's (key, value) pairs decoded as string keys, null keys skipped, and its ``<<`` value; a key given
+    twice (its literal text, as yaml.v3 compares them) refused."""
+    seen: dict[tuple[str, str], int] = {}
+    for key_node, _ in node.value:
+        ident = ("scalar", str(key_node.value)) if isinstance(key_node, ScalarNode) else (_short(key_node), "")
+        if ident in seen:
+            raise GoYAMLError(f'line {_line(key_node)}: {where}: mapping key "{ident[1]}" already defined at line '
+                              f"{seen[ident]}")
+        seen[ident] = _line(key_node)
+    pairs: list[tuple[str, Node]] = []
+    merge: Node | None = None
+    for key_node, value_node in node.value:
+        if isinstance(key_node, ScalarNode) and key_node.tag == _PLAIN and key_node.value == _MERGE:
+            merge = value_node
+            continue
+        key = string(key_node, where)   # a null key is skipped, as yaml.v3 skips it
+        if key is not None:
+            pairs.append((key, value_node))
+    return pairs, merge
+
+
+def _merged(node: Node, where: str) -> list[tuple[str, Node]]:
+    """The pairs a ``<<`` brings: of a mapping, or of each mapping of a sequence in order."""
+    sources = node.value if isinstance(node, SequenceNode) else [node]
+    out: list[tuple[str, Node]] = []
+    for source in sources:
+        if not isinstance(source, MappingNode):
+            raise GoYAMLError(f"line {_line(source)}: {where}: map merge requires map or sequence of maps as the "
+                              "value")
+        pairs, inner = _pairs(source, where)
+        out += pairs + (_merged(inner, where) if inner is not None else [])
+    return out
+
+
+def _mapping(node: Node, where: str, into: str) -> list[tuple[str, Node]] | None:
+    if is_null(node):
+        return None
+    if not isinstance(node, MappingNode):
+        shown = f" `{node.value}`" if isinstance(node, ScalarNode) else ""
+        raise GoYAMLError(f"line {_line(node)}: {where}: cannot unmarshal {_short(node)}{shown} into {into}")
+    pairs, merge = _pairs(node, where)
+    if merge is None:
+        return pairs
+    # the mapping's own keys win over merged ones; among merged mappings, the first
+    own = {key for key, _ in pairs}
+    out = list(pairs)
+    for key, value in _merged(merge, where):
+        if key not in own:
+            own.add(key)
+            out.append((key, value))
+    return out
+
+
+def struct_fields(node: Node, known: Collection[str], where: str, go_type: str) -> dict[str, Node] | None:
+    """A Go struct: the nodes of its ``known`` fields by name (None when the node is null); other keys are not
+    looked at; anything but a mapping refused (as ``cannot unmarshal ... into <go_type>``)."""
+    pairs = _mapping(node, where, go_type)
+    if pairs is None:
+        return None
+    return {key: value for key, value in pairs if key in known}
+
+
+def map_entries(node: Node, where: str, go_type: str) -> list[tuple[str, Node]] | None:
+    """A Go ``map[string]T``: its (key, value node) entries in the file's order (None when the node is null); a
+    null value is an entry with T's zero value (:func:`is_null` tells)."""
+    return _mapping(node, where, go_type)
