@@ -47,13 +47,19 @@ class GoYAMLError(ValueError):
 
 
 class _Loader(yaml.SafeLoader):
-    """PyYAML's scanner, parser and composer, with the tag of an untagged scalar kept as "plain" or "quoted"
-    (PyYAML would resolve it by YAML 1.1's rules, which are not yaml.v3's)."""
+    """PyYAML's scanner, parser and composer, with an untagged scalar's tag kept as "plain" (unquoted: yaml.v3
+    resolves it by its text) or "quoted" (quoted, literal or folded: a string); PyYAML would resolve both by YAML
+    1.1's rules, which are not yaml.v3's."""
 
-    def resolve(self, kind: type[Node], value: Any, implicit: Any) -> str:
-        if kind is ScalarNode:
-            return _PLAIN if implicit and implicit[0] else _QUOTED
-        return str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]
+    def compose_scalar_node(self, anchor: Any) -> ScalarNode:
+        event = self.get_event()  # type: ignore[no-untyped-call]
+        tag = event.tag
+        if tag in (None, "!"):   # "!" is no tag at all to yaml.v3
+            tag = _PLAIN if event.style is None else _QUOTED
+        node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+        if anchor is not None:
+            self.anchors[anchor] = node
+        return node
 
 
 def first_document(data: bytes) -> Node | None:
@@ -92,16 +98,17 @@ def is_null(node: Node) -> bool:
     """Whether yaml.v3 reads ``node`` as null: leaves a field unset, makes a map entry with the zero value."""
     if not isinstance(node, ScalarNode):
         return False
-    return (node.tag == _PLAIN and node.value in NULLS) or node.tag == _NULL
+    return node.tag in (_PLAIN, _NULL) and node.value in NULLS
 
 
 def _scalar_text(node: ScalarNode, where: str) -> str:
-    """A non-null scalar's text as a Go string: its literal text (``!!binary`` decoded); an explicit core tag the
-    text does not match is refused, as yaml.v3's resolve() refuses it."""
+    """A non-null scalar's text as a Go string: its literal text (``!!binary`` decoded); ``!!bool`` or ``!!null``
+    on a text that is neither is refused, as yaml.v3's resolve() refuses it (other core tags are not checked)."""
     tag, value = node.tag, str(node.value)
     if tag == _BINARY:
         try:
-            return base64.b64decode(value.replace("\n", ""), validate=True).decode("utf-8", "surrogateescape")
+            data = value.replace("\n", "").replace("\r", "")   # what Go's StdEncoding skips
+            return base64.b64decode(data, validate=True).decode("utf-8", "surrogateescape")
         except (binascii.Error, ValueError):
             raise GoYAMLError(f"line {_line(node)}: {where}: !!binary value contains invalid base64 data") from None
     if tag == _BOOL and value not in TRUE | FALSE:
