@@ -38,12 +38,13 @@ LEGACY_FALSE: Final = frozenset(("n", "N", "no", "No", "NO", "off", "Off", "OFF"
 
 _PLAIN: Final = "!<plain>"   # an untagged plain scalar: resolved by its text, as yaml.v3's resolve() does
 _QUOTED: Final = "!<quoted>"  # an untagged quoted, literal or folded scalar: a string
-_STR, _BOOL, _NULL, _BINARY = (f"tag:yaml.org,2002:{t}" for t in ("str", "bool", "null", "binary"))
+_BOOL, _NULL, _BINARY = (f"tag:yaml.org,2002:{t}" for t in ("bool", "null", "binary"))
 _MERGE: Final = "<<"
 
 
 class GoYAMLError(ValueError):
-    """What yaml.v3 refuses, in words naming the line and the field; never a value of the file."""
+    """What yaml.v3 refuses, in its words, naming the line and the field; as in Go's, a scalar where a boolean or a
+    mapping belongs is shown (a string field never shows its value)."""
 
 
 class _Loader(yaml.SafeLoader):

@@ -159,17 +159,21 @@ def _read_file(path: Path) -> tuple[_Namespace | None, dict[str, _Namespace]]:
     except yaml.YAMLError as exc:
         raise RegistriesDError(f"registries.d {path}: not YAML: {exc}") from None
     try:
-        top = goyaml.struct_fields(node, ("default-docker", "docker"), "the file", "registryConfiguration") \
-            if node is not None else None
-        if top is None:
-            return None, {}
-        default = _namespace(top["default-docker"], "default-docker") if "default-docker" in top else None
-        entries = goyaml.map_entries(top["docker"], "docker", "map[string]registryNamespace") \
-            if "docker" in top else None
-        docker = {name: _namespace(entry, f"docker {name!r}") or _Namespace() for name, entry in entries or []}
+        return _decode(node)
+    except RecursionError:   # a mapping merged into itself through an alias (Go: "... value contains itself")
+        raise RegistriesDError(f"registries.d {path}: an alias refers to a mapping that holds it") from None
     except goyaml.GoYAMLError as exc:
         raise RegistriesDError(f"registries.d {path}: {exc}") from None
-    return default, docker
+
+
+def _decode(node: yaml.Node | None) -> tuple[_Namespace | None, dict[str, _Namespace]]:
+    top = goyaml.struct_fields(node, ("default-docker", "docker"), "the file", "registryConfiguration") \
+        if node is not None else None
+    if top is None:
+        return None, {}
+    default = _namespace(top["default-docker"], "default-docker") if "default-docker" in top else None
+    entries = goyaml.map_entries(top["docker"], "docker", "map[string]registryNamespace") if "docker" in top else None
+    return default, {name: _namespace(entry, f"docker {name!r}") or _Namespace() for name, entry in entries or []}
 
 
 _FIELDS: Final = ("lookaside", "lookaside-staging", "sigstore", "sigstore-staging", "use-sigstore-attachments")
