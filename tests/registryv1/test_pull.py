@@ -797,6 +797,27 @@ def test_a_registries_conf_with_a_byte_order_mark_is_read(home: Path) -> None:
     assert registries_conf().endpoints(parse_reference("r.io/a:v1")) == [Endpoint("r.io/a", insecure=True)]
 
 
+def test_registries_conf_keys_are_matched_as_go_matches_struct_fields(home: Path) -> None:
+    """BurntSushi/toml (containers/image's decoder) takes a key equal to a field's name but for case, by
+    strings.EqualFold (which folds the Kelvin sign into k): podman reads these, and so does cosctl."""
+    conf = Path(os.environ["CONTAINERS_REGISTRIES_CONF"])
+    conf.write_text('[[Registry]]\nPrefix = "r.io/org"\nLOCATION = "r.io/org"\n"bloc\u212aed" = true\n')
+    assert registries_conf().endpoints(parse_reference("r.io/org/app:v1")) == [
+        Endpoint("r.io/org/app", insecure=False, blocked_by=f"r.io/org is blocked in {conf}")]
+    conf.write_text('[[REGISTRY]]\nlocation = "q.io"\nInsecure = true\n[[REGISTRY.Mirror]]\nLocation = "qm.io"\n'
+                    'Pull-From-Mirror = "tag-only"\n')
+    assert registries_conf().endpoints(parse_reference("q.io/x:v1")) == [
+        Endpoint("qm.io/x", insecure=False, mirror=True), Endpoint("q.io/x", insecure=True)]
+    conf.write_text('[Registries.Search]\nRegistries = []\n')   # the v1 format, in any case, even empty
+    with pytest.raises(RegistryConfigError) as caught:
+        registries_conf()
+    assert "must be in v2 format but is in v1 ([registries.search])" in str(caught.value)
+    conf.write_text("additional-layer-store-auth-helper = 1\n")   # a field Go decodes, so types
+    with pytest.raises(RegistryConfigError) as caught:
+        registries_conf()
+    assert str(caught.value) == f"{conf}: additional-layer-store-auth-helper must be a string"
+
+
 def test_an_insecure_registry_over_plain_http(home: Path, bundle_dir: Path, tmp_path: Path) -> None:
     with Registry(plain_http=True) as registry:
         push_bundle(registry, bundle_dir, tmp_path)

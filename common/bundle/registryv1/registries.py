@@ -15,7 +15,8 @@ same way here, with nothing to configure twice.
   mirrors is pulled from its mirrors only (OpenShift's ``NeverContactSource``). What v5.40 refuses is refused,
   naming the file: the version 1 format (``[registries.search]``, ``.insecure``, ``.block``), and wrong
   short-name settings (``short-name-mode``, ``unqualified-search-registries``, ``[aliases]``), although cosctl
-  never resolves short names (a ``docker://`` name is always qualified).
+  never resolves short names (a ``docker://`` name is always qualified). Keys are matched to settings as
+  BurntSushi/toml matches Go struct fields: exactly, else equal but for case (``Location``, ``[[Registry]]``).
 - certificates: the first ``HOST[:PORT]`` directory of the ``certs.d`` drop-in directories (:mod:`.configfile`: the
   user's, ``/etc/containers``'s, ``/usr/share/containers``'s) or of ``/etc/docker/certs.d``: ``*.crt`` files are
   trusted CAs (beside the system's), a ``NAME.cert`` with its ``NAME.key`` is a client certificate.
@@ -213,6 +214,23 @@ def conf_files(root: Path | None = None) -> list[Path]:
         raise RegistryConfigError(str(exc)) from None
 
 
+# Go's strings.EqualFold folds these two into ASCII letters (k and s); every other fold of an ASCII letter is ASCII
+_GO_FOLDS: Final = {0x212A: "k", 0x17F: "s"}
+
+
+def _field(table: dict[str, Any], name: str, default: Any = None) -> Any:
+    """The value of the struct field ``name`` in a TOML ``table`` as BurntSushi/toml (containers/image's decoder)
+    finds it: the key written exactly, else a key equal to it but for case (strings.EqualFold: ``Location``,
+    ``INSECURE``). Where both are written Go takes either, by its map order; cosctl takes the exact one."""
+    if name in table:
+        return table[name]
+    for key, value in table.items():
+        if len(key) == len(name) and "".join(c.lower() if c.isascii() else c
+                                             for c in key.translate(_GO_FOLDS)) == name:
+            return value
+    return default
+
+
 def _bool(value: Any, where: str) -> bool:
     """A TOML boolean, or the refusal naming ``where`` (Go's decoder refuses another type)."""
     if not isinstance(value, bool):
@@ -245,14 +263,16 @@ def _read_conf(path: Path, conf: RegistriesConf) -> None:
         raise RegistryConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise RegistryConfigError(f"{path}: not valid TOML: {exc}") from None
-    if "credential-helpers" in document:   # a later file's list replaces an earlier one's; [] is the default
-        helpers = document["credential-helpers"]
+    helpers = _field(document, "credential-helpers")
+    if helpers is not None:   # a later file's list replaces an earlier one's; [] is the default
         if not isinstance(helpers, list) or not all(isinstance(h, str) and h for h in helpers):
             raise RegistryConfigError(f"{path}: credential-helpers must be a list of helper names")
         conf.credential_helpers = tuple(helpers) or (AUTH_FILE_HELPER,)
-    _refuse_v1(document.get("registries"), path)
+    _refuse_v1(_field(document, "registries"), path)
+    if not isinstance(_field(document, "additional-layer-store-auth-helper", ""), str):   # decoded, so type-checked
+        raise RegistryConfigError(f"{path}: additional-layer-store-auth-helper must be a string")
     _check_short_names(document, path)
-    entries = document.get("registry", [])
+    entries = _field(document, "registry", [])
     if not isinstance(entries, list):
         raise RegistryConfigError(f"{path}: [[registry]] must be an array of tables")
     read: dict[str, _Registry] = {}
@@ -282,12 +302,12 @@ def _refuse_v1(v1: Any, path: Path) -> None:
     if not isinstance(v1, dict):
         raise RegistryConfigError(f"{path}: registries must be a table")
     for table in ("search", "insecure", "block"):
-        listed = v1.get(table)
+        listed = _field(v1, table)
         if listed is None:
             continue
-        if not isinstance(listed, dict) or not isinstance(listed.get("registries", []), list):
+        if not isinstance(listed, dict) or not isinstance(_field(listed, "registries", []), list):
             raise RegistryConfigError(f"{path}: [registries.{table}] must be a table with a list of registries")
-        if "registries" in listed:
+        if _field(listed, "registries") is not None:
             raise RegistryConfigError(
                 f"{path}: registries.conf must be in v2 format but is in v1 ([registries.{table}]), which "
                 "containers/image v5.40 (OLM v1 v1.11, podman 5.7) refuses: write a [[registry]] table per registry "
@@ -298,19 +318,19 @@ def _refuse_v1(v1: Any, path: Path) -> None:
 def _check_short_names(document: dict[str, Any], path: Path) -> None:
     """What containers/image checks of the settings for short names, which cosctl does not use (``docker://``
     names are never short) but which make every podman pull fail when wrong."""
-    mode = document.get("short-name-mode", "")
+    mode = _field(document, "short-name-mode", "")
     if not isinstance(mode, str):
         raise RegistryConfigError(f"{path}: short-name-mode must be a string")
     if mode and mode not in SHORT_NAME_MODES:
         raise RegistryConfigError(f"{path}: invalid short-name mode: {go_quote(mode)}")
-    search = document.get("unqualified-search-registries", [])
+    search = _field(document, "unqualified-search-registries", [])
     if not isinstance(search, list) or not all(isinstance(r, str) for r in search):
         raise RegistryConfigError(f"{path}: unqualified-search-registries must be a list of registries")
     for registry in search:
         if not _DOMAIN.fullmatch(_location(registry, str(path))):
             raise RegistryConfigError(f"{path}: Invalid unqualified-search-registries entry "
                                       f"{go_quote(registry.rstrip('/'))}")
-    aliases = document.get("aliases", {})
+    aliases = _field(document, "aliases", {})
     if not isinstance(aliases, dict) or not all(isinstance(v, str) for v in aliases.values()):
         raise RegistryConfigError(f"{path}: [aliases] must be a table of strings")
     for name, value in aliases.items():
@@ -345,8 +365,8 @@ def _alias_problem(name: str, value: str) -> str:
 def _registry(entry: Any, where: str, source: str) -> _Registry:
     if not isinstance(entry, dict):
         raise RegistryConfigError(f"{where}: not a table")
-    location = _location(_str(entry.get("location", ""), f"{where} location"), where)
-    prefix = _location(_str(entry.get("prefix", ""), f"{where} prefix"), where)
+    location = _location(_str(_field(entry, "location", ""), f"{where} location"), where)
+    prefix = _location(_str(_field(entry, "prefix", ""), f"{where} prefix"), where)
     wildcard = prefix.startswith("*.")
     if not prefix:
         if not location:
@@ -357,29 +377,29 @@ def _registry(entry: Any, where: str, source: str) -> _Registry:
                                   "*.example.com, may go without one)")
     if wildcard and any(c in prefix for c in "/@:"):
         raise RegistryConfigError(f"{where}: wildcard prefix {prefix!r} is not of the form *.example.com")
-    if _str(entry.get("pull-from-mirror", ""), f"{where} pull-from-mirror"):
+    if _str(_field(entry, "pull-from-mirror", ""), f"{where} pull-from-mirror"):
         raise RegistryConfigError(f"{where}: pull-from-mirror is a mirror's setting, not a registry's")
-    by_digest = _bool(entry.get("mirror-by-digest-only", False), f"{where} mirror-by-digest-only")
+    by_digest = _bool(_field(entry, "mirror-by-digest-only", False), f"{where} mirror-by-digest-only")
     mirrors = []
-    listed = entry.get("mirror", [])
+    listed = _field(entry, "mirror", [])
     if not isinstance(listed, list):
         raise RegistryConfigError(f"{where} mirror: must be an array of tables")
     for index, mirror in enumerate(listed):
         at = f"{where} mirror #{index + 1}"
         if not isinstance(mirror, dict):
             raise RegistryConfigError(f"{at}: not a table")
-        mirror_location = _location(_str(mirror.get("location", ""), f"{at} location"), at)
+        mirror_location = _location(_str(_field(mirror, "location", ""), f"{at} location"), at)
         if not mirror_location:
             raise RegistryConfigError(f"{at}: no location")
-        how = _str(mirror.get("pull-from-mirror", ""), f"{at} pull-from-mirror")
+        how = _str(_field(mirror, "pull-from-mirror", ""), f"{at} pull-from-mirror")
         if how and by_digest:
             raise RegistryConfigError(f"{at}: pull-from-mirror cannot be set with the registry's "
                                       "mirror-by-digest-only")
         if how and how not in PULL_FROM_MIRROR:
             raise RegistryConfigError(f"{at} pull-from-mirror: {how!r} (one of {', '.join(PULL_FROM_MIRROR)})")
-        mirrors.append(_Mirror(mirror_location, _bool(mirror.get("insecure", False), f"{at} insecure"), how))
-    return _Registry(prefix, location, _bool(entry.get("insecure", False), f"{where} insecure"),
-                     _bool(entry.get("blocked", False), f"{where} blocked"), tuple(mirrors), source, by_digest)
+        mirrors.append(_Mirror(mirror_location, _bool(_field(mirror, "insecure", False), f"{at} insecure"), how))
+    return _Registry(prefix, location, _bool(_field(entry, "insecure", False), f"{where} insecure"),
+                     _bool(_field(entry, "blocked", False), f"{where} blocked"), tuple(mirrors), source, by_digest)
 
 
 def registries_conf() -> RegistriesConf:
