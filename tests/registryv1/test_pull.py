@@ -392,6 +392,31 @@ def test_auth_files_are_decoded_as_go_decodes_them(tmp_path: Path, home: Path) -
         assert str(caught.value) == f"{first}{'' if problem.startswith('(') else ':'} {problem}"
 
 
+def test_auth_file_keys_are_matched_as_encoding_json_matches_struct_fields(tmp_path: Path, home: Path) -> None:
+    """containers/image decodes an auth file with encoding/json: a key equal to a field's name but for case is
+    that field (the Kelvin sign folding into k), the same field given twice is decoded twice in order (a map adds
+    entries, null empties it, a string is replaced); the registries' keys are exact."""
+    auth_file = home / ".config/containers/auth.json"
+    auth_file.parent.mkdir(parents=True, exist_ok=True)
+
+    def found(text: str, ref: str = "r.io/app") -> tuple[str, str, str] | None:
+        auth_file.write_text(text)
+        got = credentials(parse_reference(ref))
+        return None if got is None else (got.username, got.password, got.source)
+
+    u1, u2 = (base64.b64encode(f"u{i}:p{i}".encode()).decode() for i in (1, 2))
+    assert found(f'{{"AUTHS": {{"r.io": {{"Auth": "{u1}"}}}}}}') == ("u1", "p1", f"{auth_file} (auths r.io)")
+    assert found(f'{{"auths": {{"r.io": {{"auth": "{u1}", "AUTH": "{u2}"}}}}}}') == ("u2", "p2",
+                                                                                   f"{auth_file} (auths r.io)")
+    # two auths fields: the second adds to the first's map; null before it empties nothing after it
+    assert found(f'{{"auths": {{"q.io": {{"auth": "{u1}"}}}}, "Auths": {{"r.io": {{"auth": "{u2}"}}}}}}',
+                 "q.io/app") == ("u1", "p1", f"{auth_file} (auths q.io)")
+    assert found(f'{{"auths": {{"r.io": {{"auth": "{u1}"}}}}, "auths": null}}') is None
+    assert found(f'{{"auths": {{"R.IO": {{"auth": "{u1}"}}}}}}') is None   # map keys are not folded
+    assert found(f'{{"auths": {{"r.io": {{"identityto\u212aen": "t", "auth": "{u1}"}}}}}}') is not None
+    assert credentials(parse_reference("r.io/app")).identity_token == "t"   # type: ignore[union-attr]
+
+
 def test_a_helper_answering_an_empty_user_and_secret_has_nothing(tmp_path: Path, home: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     _helper(tmp_path / "bin", "empty", 'echo \'{"Username":"","Secret":""}\'')

@@ -224,11 +224,7 @@ def _field(table: dict[str, Any], name: str, default: Any = None) -> Any:
     ``INSECURE``). Where both are written Go takes either, by its map order; cosctl takes the exact one."""
     if name in table:
         return table[name]
-    for key, value in table.items():
-        if len(key) == len(name) and "".join(c.lower() if c.isascii() else c
-                                             for c in key.translate(_GO_FOLDS)) == name:
-            return value
-    return default
+    return next((value for key, value in table.items() if _go_fold(key) == name), default)
 
 
 def _bool(value: Any, where: str) -> bool:
@@ -618,9 +614,11 @@ def _from_auth_file(auth: AuthFile, reference: ImageReference) -> Credentials | 
 
 
 def _auth_document(path: Path, legacy: bool = False) -> dict[str, Any] | None:
-    """The auth file at ``path`` as containers/image decodes it (None when it does not exist): JSON, ``null`` an
-    empty file, every ``auths`` entry an object whose ``auth`` and ``identitytoken`` are strings, ``credHelpers``
-    strings; a file Go cannot decode into that is refused whole, naming it (never its content)."""
+    """The auth file at ``path`` as containers/image decodes it with encoding/json (None when it does not exist):
+    ``auths`` and ``credHelpers`` (their keys matched as Go matches struct fields: exactly, else equal but for
+    case), each entry's ``auth`` and ``identitytoken`` likewise; a key given twice adds to (a map) or replaces (a
+    string) what came before, ``null`` empties a map; a value of the wrong type refuses the file whole, naming it
+    (never its content). Docker's ``credsStore`` and an entry's ``username``/``password`` are kept beside them."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -628,27 +626,81 @@ def _auth_document(path: Path, legacy: bool = False) -> dict[str, Any] | None:
     except OSError as exc:
         raise CredentialsError(f"{path}: cannot read: {exc.strerror or type(exc).__name__}") from None
     try:   # Go's decoder puts U+FFFD for bytes that are not UTF-8
-        document = json.loads(data.decode("utf-8", "replace"))
+        document = json.loads(data.decode("utf-8", "replace"), object_pairs_hook=_JSONObject)
     except ValueError:
         raise CredentialsError(f"{path}: not valid JSON") from None
     if document is None:
-        return {}
-    if not isinstance(document, dict):
+        return {"auths": {}}
+    if not isinstance(document, _JSONObject):
         raise CredentialsError(f"{path}: not a JSON object")
-    auths = document if legacy else document.get("auths")
-    if auths is not None and not isinstance(auths, dict):
-        raise CredentialsError(f"{path}: \"auths\" is not an object")
-    for key, entry in (auths or {}).items():
-        if entry is not None and not isinstance(entry, dict):
-            raise CredentialsError(f"{path} (auths {key}): not an object")
-        for name in ("auth", "identitytoken"):
-            if entry and entry.get(name) is not None and not isinstance(entry[name], str):
+    if legacy:   # ~/.dockercfg: the whole document is the auths map
+        return {"auths": _auths_map(path, [document]) or {}}
+    fields = _go_json_fields(document, ("auths", "credHelpers", "credsStore"))
+    helpers: dict[str, Any] | None = None
+    for value in fields["credHelpers"]:
+        if value is None:
+            helpers = None
+        elif not isinstance(value, _JSONObject) or not all(isinstance(v, str) or v is None for _, v in value):
+            raise CredentialsError(f"{path}: \"credHelpers\" is not an object of helper names")
+        else:
+            helpers = (helpers or {}) | dict(value)
+    store = next((v for v in reversed(fields["credsStore"]) if isinstance(v, str)), None)
+    return {"auths": _auths_map(path, fields["auths"]) or {}, "credHelpers": helpers or {},
+            **({"credsStore": store} if store is not None else {})}
+
+
+class _JSONObject(list[tuple[str, Any]]):
+    """A JSON object as its (key, value) pairs in the file's order, a key given twice kept twice (Go's decoder
+    reads them all, in order)."""
+
+
+def _go_json_fields(obj: _JSONObject, names: tuple[str, ...]) -> dict[str, list[Any]]:
+    """The values of each struct field ``names`` in ``obj``, in the file's order, as encoding/json assigns keys to
+    fields: the exact name, else one equal to it but for case (strings.EqualFold); other keys are not read."""
+    out: dict[str, list[Any]] = {name: [] for name in names}
+    folded = {_go_fold(name): name for name in names}
+    for key, value in obj:
+        name = key if key in out else folded.get(_go_fold(key))
+        if name is not None:
+            out[name].append(value)
+    return out
+
+
+def _go_fold(text: str) -> str:
+    """``text`` folded as strings.EqualFold compares it, for the ASCII names of Go fields."""
+    return "".join(c.lower() if c.isascii() else c for c in text.translate(_GO_FOLDS))
+
+
+def _auths_map(path: Path, values: list[Any]) -> dict[str, Any] | None:
+    """An ``auths`` map decoded from each of its values in turn, as Go decodes into one map field: ``null`` empties
+    it, an object adds its entries (each entry decoded afresh); anything else refuses the file."""
+    auths: dict[str, Any] | None = None
+    for value in values:
+        if value is None:
+            auths = None
+            continue
+        if not isinstance(value, _JSONObject):
+            raise CredentialsError(f"{path}: \"auths\" is not an object")
+        auths = auths if auths is not None else {}
+        for key, entry in value:
+            auths[key] = _auth_entry(path, key, entry)
+    return auths
+
+
+def _auth_entry(path: Path, key: str, entry: Any) -> dict[str, Any]:
+    """One ``auths`` entry as Go decodes it into dockerAuthConfig (``null``: an entry holding nothing)."""
+    if entry is None:
+        return {}
+    if not isinstance(entry, _JSONObject):
+        raise CredentialsError(f"{path} (auths {key}): not an object")
+    out: dict[str, Any] = {}
+    for name, values in _go_json_fields(entry, ("auth", "identitytoken", "username", "password")).items():
+        for value in values:
+            if name in ("auth", "identitytoken") and value is not None and not isinstance(value, str):
                 raise CredentialsError(f"{path} (auths {key}): \"{name}\" is not a string")
-    helpers = None if legacy else document.get("credHelpers")
-    if helpers is not None and not (isinstance(helpers, dict)
-                                    and all(isinstance(v, str) or v is None for v in helpers.values())):
-        raise CredentialsError(f"{path}: \"credHelpers\" is not an object of helper names")
-    return {"auths": auths or {}} if legacy else document
+            if isinstance(value, str):
+                out[name] = value
+    return out
 
 
 def _from_entry(entry: Any, where: str) -> Credentials | None:
