@@ -214,8 +214,14 @@ def conf_files(root: Path | None = None) -> list[Path]:
         raise RegistryConfigError(str(exc)) from None
 
 
-# Go's strings.EqualFold folds these two into ASCII letters (k and s); every other fold of an ASCII letter is ASCII
+# Go's strings.EqualFold folds these two into ASCII letters (k and s); every other fold of an ASCII letter is
+# ASCII. Both of containers/image's decoders (BurntSushi/toml, encoding/json) match struct fields with it.
 _GO_FOLDS: Final = {0x212A: "k", 0x17F: "s"}
+
+
+def _go_fold(text: str) -> str:
+    """``text`` folded as strings.EqualFold compares it, for the ASCII names of Go fields."""
+    return "".join(c.lower() if c.isascii() else c for c in text.translate(_GO_FOLDS))
 
 
 def _field(table: dict[str, Any], name: str, default: Any = None) -> Any:
@@ -664,11 +670,6 @@ def _go_json_fields(obj: _JSONObject, names: tuple[str, ...]) -> dict[str, list[
         if name is not None:
             out[name].append(value)
     return out
-
-
-def _go_fold(text: str) -> str:
-    """``text`` folded as strings.EqualFold compares it, for the ASCII names of Go fields."""
-    return "".join(c.lower() if c.isascii() else c for c in text.translate(_GO_FOLDS))
 
 
 def _auths_map(path: Path, values: list[Any]) -> dict[str, Any] | None:
