@@ -1016,6 +1016,7 @@ def test_registries_d_is_decoded_as_go_yaml_v3_decodes_it(tmp_path: Path, text: 
     ("docker:\n  r.io: x\n", "line 2: docker 'r.io': cannot unmarshal !!str `x` into registryNamespace"),
     ("docker:\n  '1': {}\n  1: {}\n", 'line 3: docker: mapping key "1" already defined at line 2'),
     ("- a\n", "line 1: the file: cannot unmarshal !!seq into registryConfiguration"),
+    ("%YAML 1.2\n---\ndocker: {}\n", "not YAML: found incompatible YAML document (yaml.v3 reads %YAML 1.1 only)"),
     ("docker:\n  r.io: &x\n    <<: *x\n", "an alias refers to a mapping that holds it"),   # Go: "... contains itself"
 ])
 def test_registries_d_go_yaml_v3_refuses_is_refused(tmp_path: Path, text: str, message: str) -> None:

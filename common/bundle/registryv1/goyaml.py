@@ -68,10 +68,12 @@ def first_document(data: bytes) -> Node | None:
     what YAML's grammar refuses in it; what follows the first document is not read."""
     loader = _Loader(data)
     try:
-        if loader.check_node():
-            node: Node | None = loader.get_node()
-            return node
-        return None
+        if not loader.check_node():
+            return None
+        node: Node | None = loader.get_node()
+        if getattr(loader, "yaml_version", None) not in (None, (1, 1)):   # PyYAML only warns for 1.2
+            raise yaml.YAMLError("found incompatible YAML document (yaml.v3 reads %YAML 1.1 only)")
+        return node
     finally:
         loader.dispose()
 
