@@ -822,6 +822,14 @@ def test_a_registries_conf_with_a_byte_order_mark_is_read(home: Path) -> None:
     assert registries_conf().endpoints(parse_reference("r.io/a:v1")) == [Endpoint("r.io/a", insecure=True)]
 
 
+def test_a_registries_conf_in_toml_1_1_is_read(home: Path) -> None:
+    """BurntSushi/toml (containers/image's decoder) reads TOML 1.1: an inline table over several lines with a
+    trailing comma, \\xHH escapes; podman reads such a file, and so does cosctl."""
+    conf = Path(os.environ["CONTAINERS_REGISTRIES_CONF"])
+    conf.write_text('registry = [{\n  location = "r\\x2eio",\n  insecure = true,\n}]\n')
+    assert registries_conf().endpoints(parse_reference("r.io/a:v1")) == [Endpoint("r.io/a", insecure=True)]
+
+
 def test_registries_conf_keys_are_matched_as_go_matches_struct_fields(home: Path) -> None:
     """BurntSushi/toml (containers/image's decoder) takes a key equal to a field's name but for case, by
     strings.EqualFold (which folds the Kelvin sign into k): podman reads these, and so does cosctl."""

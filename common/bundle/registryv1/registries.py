@@ -40,11 +40,12 @@ import json
 import os
 import re
 import subprocess
-import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+import tomli
 
 from common.bundle.registryv1.configfile import (
     ADMIN_DIR,
@@ -259,11 +260,11 @@ def _location(value: str, where: str) -> str:
 def _read_conf(path: Path, conf: RegistriesConf) -> None:
     """One registries.conf file into ``conf``, checked as containers/image v5.40 checks it (postProcessRegistries):
     a later file's entry replaces an earlier file's of the same prefix; within a file, the first wins."""
-    try:   # a byte order mark is skipped, as Go's TOML decoder skips it
-        document = tomllib.loads(path.read_text(encoding="utf-8").removeprefix("\ufeff"))
+    try:   # TOML 1.1, as BurntSushi/toml reads it (tomllib reads 1.0); a byte order mark is skipped, as there
+        document = tomli.loads(path.read_text(encoding="utf-8").removeprefix("\ufeff"))
     except (OSError, UnicodeDecodeError) as exc:
         raise RegistryConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except tomli.TOMLDecodeError as exc:
         raise RegistryConfigError(f"{path}: not valid TOML: {exc}") from None
     helpers = _field(document, "credential-helpers")
     if helpers is not None:   # a later file's list replaces an earlier one's; [] is the default
