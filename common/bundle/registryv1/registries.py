@@ -57,7 +57,7 @@ from common.bundle.registryv1.configfile import (
     search_paths,
     user_config_dir,
 )
-from common.bundle.registryv1.gotext import go_quote
+from common.bundle.registryv1.gotext import go_decoded_string, go_quote
 from common.bundle.registryv1.imageref import DOCKER_HUB, DOMAIN_COMPONENT, ImageReference, parse_reference
 from common.bundle.registryv1.model import BundleInputError
 
@@ -632,8 +632,9 @@ def _auth_document(path: Path, legacy: bool = False) -> dict[str, Any] | None:
         return None
     except OSError as exc:
         raise CredentialsError(f"{path}: cannot read: {exc.strerror or type(exc).__name__}") from None
-    try:   # Go's decoder puts U+FFFD for bytes that are not UTF-8
-        document = json.loads(data.decode("utf-8", "replace"), object_pairs_hook=_JSONObject)
+    try:   # Go's decoder puts U+FFFD for bytes that are not UTF-8 (and for lone surrogate escapes), refuses NaN
+        document = json.loads(data.decode("utf-8", "replace"), object_pairs_hook=_json_object,
+                              parse_constant=_no_constant)
     except ValueError:
         raise CredentialsError(f"{path}: not valid JSON") from None
     if document is None:
@@ -659,6 +660,14 @@ def _auth_document(path: Path, legacy: bool = False) -> dict[str, Any] | None:
 class _JSONObject(list[tuple[str, Any]]):
     """A JSON object as its (key, value) pairs in the file's order, a key given twice kept twice (Go's decoder
     reads them all, in order)."""
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> _JSONObject:
+    return _JSONObject((go_decoded_string(k), go_decoded_string(v) if isinstance(v, str) else v) for k, v in pairs)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")   # NaN, Infinity: Python's extension, refused by Go
 
 
 def _go_json_fields(obj: _JSONObject, names: tuple[str, ...]) -> dict[str, list[Any]]:
