@@ -415,6 +415,10 @@ def test_auth_file_keys_are_matched_as_encoding_json_matches_struct_fields(tmp_p
     assert found(f'{{"auths": {{"R.IO": {{"auth": "{u1}"}}}}}}') is None   # map keys are not folded
     assert found(f'{{"auths": {{"r.io": {{"identityto\u212aen": "t", "auth": "{u1}"}}}}}}') is not None
     assert credentials(parse_reference("r.io/app")).identity_token == "t"   # type: ignore[union-attr]
+    # a null helper is Go's zero value, an empty helper name, which is asked (and fails), not passed over
+    with pytest.raises(CredentialsError) as caught:
+        found(f'{{"auths": {{"r.io": {{"auth": "{u1}"}}}}, "credHelpers": {{"r.io": null}}}}')
+    assert str(caught.value).startswith(f"{auth_file} (credHelpers r.io): credential helper docker-credential- ")
     # JSON as Go's decoder reads it: a lone surrogate escape is U+FFFD, NaN is no JSON
     assert found(f'{{"auths": {{"r.io": {{"auth": "{u1}", "identitytoken": "\\ud800"}}}}}}') is not None
     assert credentials(parse_reference("r.io/app")).identity_token == "\ufffd"   # type: ignore[union-attr]

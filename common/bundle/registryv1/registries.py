@@ -651,7 +651,7 @@ def _auth_document(path: Path, legacy: bool = False) -> dict[str, Any] | None:
         elif not isinstance(value, _JSONObject) or not all(isinstance(v, str) or v is None for _, v in value):
             raise CredentialsError(f"{path}: \"credHelpers\" is not an object of helper names")
         else:
-            helpers = (helpers or {}) | dict(value)
+            helpers = (helpers or {}) | {k: "" if v is None else v for k, v in value}   # null: Go's zero, ""
     store = next((v for v in reversed(fields["credsStore"]) if isinstance(v, str)), None)
     return {"auths": _auths_map(path, fields["auths"]) or {}, "credHelpers": helpers or {},
             **({"credsStore": store} if store is not None else {})}
