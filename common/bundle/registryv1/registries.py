@@ -57,7 +57,7 @@ from common.bundle.registryv1.configfile import (
     search_paths,
     user_config_dir,
 )
-from common.bundle.registryv1.gotext import go_decoded_string, go_quote
+from common.bundle.registryv1.gotext import go_decoded_string, go_fold, go_quote
 from common.bundle.registryv1.imageref import DOCKER_HUB, DOMAIN_COMPONENT, ImageReference, parse_reference
 from common.bundle.registryv1.model import BundleInputError
 
@@ -215,23 +215,14 @@ def conf_files(root: Path | None = None) -> list[Path]:
         raise RegistryConfigError(str(exc)) from None
 
 
-# Go's strings.EqualFold folds these two into ASCII letters (k and s); every other fold of an ASCII letter is
-# ASCII. Both of containers/image's decoders (BurntSushi/toml, encoding/json) match struct fields with it.
-_GO_FOLDS: Final = {0x212A: "k", 0x17F: "s"}
-
-
-def _go_fold(text: str) -> str:
-    """``text`` folded as strings.EqualFold compares it, for the ASCII names of Go fields."""
-    return "".join(c.lower() if c.isascii() else c for c in text.translate(_GO_FOLDS))
-
-
 def _field(table: dict[str, Any], name: str, default: Any = None) -> Any:
     """The value of the struct field ``name`` in a TOML ``table`` as BurntSushi/toml (containers/image's decoder)
     finds it: the key written exactly, else a key equal to it but for case (strings.EqualFold: ``Location``,
     ``INSECURE``). Where both are written Go takes either, by its map order; cosctl takes the exact one."""
     if name in table:
         return table[name]
-    return next((value for key, value in table.items() if _go_fold(key) == name), default)
+    folded = go_fold(name)
+    return next((value for key, value in table.items() if go_fold(key) == folded), default)
 
 
 def _bool(value: Any, where: str) -> bool:
@@ -674,9 +665,9 @@ def _go_json_fields(obj: _JSONObject, names: tuple[str, ...]) -> dict[str, list[
     """The values of each struct field ``names`` in ``obj``, in the file's order, as encoding/json assigns keys to
     fields: the exact name, else one equal to it but for case (strings.EqualFold); other keys are not read."""
     out: dict[str, list[Any]] = {name: [] for name in names}
-    folded = {_go_fold(name): name for name in names}
+    folded = {go_fold(name): name for name in names}
     for key, value in obj:
-        name = key if key in out else folded.get(_go_fold(key))
+        name = key if key in out else folded.get(go_fold(key))
         if name is not None:
             out[name].append(value)
     return out
