@@ -594,18 +594,18 @@ def _from_auth_file(auth: AuthFile, reference: ImageReference) -> Credentials | 
     document = _auth_document(path, auth.legacy)   # ~/.dockercfg: the entries at the top
     if document is None:
         return None
-    auths = document.get("auths") or {}
+    auths = document["auths"]
     registry = reference.registry
-    helpers = document.get("credHelpers") or {}
-    if isinstance(helpers, dict) and isinstance(helpers.get(registry), str):
+    helpers = document.get("credHelpers", {})
+    if registry in helpers:
         return _from_helper(helpers[registry], reference, f"{path} (credHelpers {registry})")
     key = next((k for k in ([registry] if auth.legacy else _keys(reference)) if k in auths), None)
     if key is None:
-        key = next((k for k in auths if isinstance(k, str) and _normalised(k, auth.legacy) == _hub(registry)), None)
+        key = next((k for k in auths if _normalised(k, auth.legacy) == _hub(registry)), None)
     if key is not None and (found := _from_entry(auths[key], f"{path} (auths {key})")) is not None:
         return found
     store = document.get("credsStore")   # docker's; an empty entry above is docker login's mark for it
-    if isinstance(store, str) and store:
+    if store:
         return _from_helper(store, reference, f"{path} (credsStore)", missing_ok=True,
                             server=DOCKER_HUB_AUTH_KEY if registry == DOCKER_HUB else registry)
     return None
