@@ -51,7 +51,6 @@ import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
 from decimal import Decimal
 from typing import Any, NoReturn
 
@@ -67,6 +66,16 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from common.bundle.yamlscalars import (
+    GO_FLOAT_AFTER_DOT,
+    HINT,
+    INT64_MAX,
+    INT64_MIN,
+    Uint64,
+    is_timestamp,
+    parse_float,
+    resolve_number,
+)
 from common.contract.gotext import go_float32_g
 
 __all__ = ["Document", "SafeDumper", "Stream", "YAMLReadError", "load", "read_stream", "reads_back_as_string",
@@ -83,9 +92,6 @@ STR, INT, FLOAT, BOOL, NULL, TIMESTAMP = (_P + t for t in ("str", "int", "float"
 BINARY, MERGE = _P + "binary", _P + "merge"
 _CHECKED_TAGS = {INT, FLOAT, BOOL, NULL, TIMESTAMP}
 
-INT64_MIN, INT64_MAX, UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
-
-
 class YAMLReadError(Exception):
     """A document kubectl would not read (or would read other than it says); ``line``/``column`` are 1-based
     positions in the whole stream, or 0 when unknown. The message never quotes content."""
@@ -96,10 +102,6 @@ class YAMLReadError(Exception):
 
     def __str__(self) -> str:
         return f"{self.message} at line {self.line} column {self.column}" if self.line else self.message
-
-
-class _Uint64(int):
-    """An integer go-yaml holds as uint64 (above int64): a JSON number that loses precision, an invalid key."""
 
 
 class RoundedUint64(int):
@@ -139,90 +141,12 @@ _BOOL_NULL: dict[str, Any] = {
     **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
 }
 _NOT_FOUND = object()
-# go-yaml looks at the first character: only these can start anything but a string.
-_HINT = {**dict.fromkeys("+-", "S"), **dict.fromkeys("0123456789", "D"), **dict.fromkeys("yYnNtTfFoO~", "M"),
-         ".": "."}
-_GO_FLOAT_AFTER_DOT = re.compile(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?")
-_YAML_STYLE_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
-_DIGITS = {2: re.compile("[01]+"), 8: re.compile("[0-7]+"), 10: re.compile("[0-9]+"),
-           16: re.compile("[0-9a-fA-F]+")}
-_MAX_DIGITS = {2: 64, 8: 22, 10: 20, 16: 16}  # more significant digits than this overflow 64 bits
-
-
-def _parse_uint(text: str, base: int) -> int | None:
-    """Go's ``strconv.ParseUint(text, base, 64)`` for base 0 (prefixes 0b/0o/0x, or 0 for octal) or 2."""
-    if base == 0:
-        base = 10
-        if text[:1] == "0":
-            prefix = text[1:2].lower()
-            if len(text) >= 3 and prefix in ("b", "o", "x"):
-                base, text = {"b": 2, "o": 8, "x": 16}[prefix], text[2:]
-            else:
-                base, text = 8, text[1:]
-                if not text:
-                    return 0
-    if not _DIGITS[base].fullmatch(text):
-        return None
-    significant = text.lstrip("0")
-    if len(significant) > _MAX_DIGITS[base]:
-        return None
-    value = int(significant or "0", base)
-    return value if value <= UINT64_MAX else None
-
-
-def _parse_int(text: str, base: int) -> int | None:
-    """Go's ``strconv.ParseInt(text, base, 64)``: an optional sign, then ``_parse_uint``, within int64."""
-    negative = text[:1] == "-"
-    digits = text[1:] if text[:1] in ("+", "-") else text
-    if not digits:
-        return None
-    magnitude = _parse_uint(digits, base)
-    if magnitude is None:
-        return None
-    value = -magnitude if negative else magnitude
-    return value if INT64_MIN <= value <= INT64_MAX else None
-
-
-def _parse_float(text: str) -> float | None:
-    """Go's ``strconv.ParseFloat`` on text already known to be decimal: None when it overflows."""
-    value = float(text)
-    return None if math.isinf(value) else value
-
-
-def _resolve_number(text: str) -> Any:
-    """go-yaml's reading of a plain scalar starting with a digit or a sign (timestamps are strings anyway)."""
-    plain = text.replace("_", "")
-    value = _parse_int(plain, 0)
-    if value is not None:
-        return value
-    unsigned = _parse_uint(plain, 0)
-    if unsigned is not None:
-        return _Uint64(unsigned)
-    if _YAML_STYLE_FLOAT.fullmatch(plain):
-        number = _parse_float(plain)
-        if number is not None:
-            return number
-    # go-yaml's own binary fallback, reached only by forms ParseInt's prefix handling refused ("0b-101").
-    if plain.startswith("0b"):
-        value = _parse_int(plain[2:], 2)
-        if value is not None:
-            return value
-        unsigned = _parse_uint(plain[2:], 2) if plain[2:3] not in ("+", "-") else None
-        if unsigned is not None:
-            return _Uint64(unsigned)
-    elif plain.startswith("-0b"):
-        value = _parse_int("-" + plain[3:], 2)
-        if value is not None:
-            return value
-    return text
-
-
 def resolve_plain(text: str) -> Any:
-    """The Go value go-yaml v2 gives an untagged plain scalar: str, bool, None, int, :class:`_Uint64` or
+    """The Go value go-yaml v2 gives an untagged plain scalar: str, bool, None, int, :class:`Uint64` or
     float (possibly NaN or infinite: :func:`_json_value` and :func:`_json_key` decide what JSON makes of it)."""
     if not text:
         return None
-    hint = _HINT.get(text[0])
+    hint = HINT.get(text[0])
     if hint is None:
         return text
     found = _BOOL_NULL.get(text, _NOT_FOUND)
@@ -231,35 +155,12 @@ def resolve_plain(text: str) -> Any:
     if hint == "M":
         return text
     if hint == ".":
-        if _GO_FLOAT_AFTER_DOT.fullmatch(text):
-            number = _parse_float(text)
+        if GO_FLOAT_AFTER_DOT.fullmatch(text):
+            number = parse_float(text)
             if number is not None:
                 return number
         return text
-    return _resolve_number(text)
-
-
-_TIMESTAMP = re.compile(
-    r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})"
-    r"(?:(?:[Tt]([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2}))"
-    r"|(?: ([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})(?:\.[0-9]+)?))?")
-
-
-def _is_timestamp(text: str) -> bool:
-    """go-yaml's parseTimestamp: the four layouts it tries with Go's time.Parse, including its range checks."""
-    match = _TIMESTAMP.fullmatch(text)
-    if not match:
-        return False
-    year, month, day = (int(g) for g in match.group(1, 2, 3))
-    try:
-        date(year, month, day) if year else date(2000, month, day)  # year 0 is valid for Go, not for Python
-    except ValueError:
-        return False
-    clock = match.group(4, 5, 6) if match.group(4) else match.group(7, 8, 9)
-    if clock[0] is None:
-        return True
-    hour, minute, second = (int(g) for g in clock)
-    return hour < 24 and minute < 60 and second < 60
+    return resolve_number(text)
 
 
 def _go_tag_name(value: Any) -> str:
@@ -282,14 +183,14 @@ def _resolve_tagged(tag: str, text: str, node: Node) -> Any:
         return _binary(text, node)
     if tag not in _CHECKED_TAGS:
         return text  # go-yaml ignores tags it does not know: the value stays a string
-    if tag == TIMESTAMP and _is_timestamp(text):
+    if tag == TIMESTAMP and is_timestamp(text):
         return text  # go-yaml keeps a timestamp's text when decoding into an untyped value
     value: Any = resolve_plain(text) if text else None
     short = "!!" + tag[len(_P):]
     found = _go_tag_name(value)
     if found == short:
         return value
-    if tag == FLOAT and found == "!!int" and not isinstance(value, _Uint64):
+    if tag == FLOAT and found == "!!int" and not isinstance(value, Uint64):
         return float(value)
     raise _ValueProblem(f"a value tagged {short} is not a valid {short[2:]} (it reads as {found})", node)
 
@@ -322,7 +223,7 @@ def _json_value(value: Any, node: Node) -> Any:
         if not math.isfinite(value):
             raise _ValueProblem("not a finite number (.nan or .inf): JSON cannot hold it", node)
         return json_number(value)
-    if kind is _Uint64:
+    if kind is Uint64:
         return RoundedUint64(json_number(float(value)), int(value))  # below 2**64 < 1e21: always integral
     return value
 
@@ -345,7 +246,7 @@ def _json_key(value: Any, node: Node) -> str:
         return str(value)
     if kind is float:
         return _float32_text(value)
-    if kind is _Uint64:
+    if kind is Uint64:
         raise _ValueProblem("an integer key beyond the signed 64-bit range cannot be a JSON key", node)
     if value is None:
         raise _ValueProblem("a null mapping key cannot be a JSON key", node)

@@ -1,0 +1,123 @@
+"""go-yaml's ``resolve()``: what a plain YAML scalar's text is to Go (an int, a uint64, a float, a timestamp).
+
+Why a module of its own: the numbers and timestamps of a YAML scalar are read with Go's ``strconv`` and
+``time.Parse`` rules, which are neither Python's nor YAML's; the Go YAML decoders whose reading this project
+reproduces (go-yaml v2 under kubectl, :mod:`.k8syaml`) share that code, while which words are booleans is each
+decoder's own and stays with it.
+
+Pure functions over ``str``; no imports beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import date
+from typing import Any
+
+INT64_MIN, INT64_MAX, UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
+
+
+class Uint64(int):
+    """An integer go-yaml holds as uint64 (above int64): a JSON number that loses precision, an invalid key."""
+
+
+# go-yaml looks at the first character: only these can start anything but a string.
+HINT = {**dict.fromkeys("+-", "S"), **dict.fromkeys("0123456789", "D"), **dict.fromkeys("yYnNtTfFoO~", "M"),
+        ".": "."}
+GO_FLOAT_AFTER_DOT = re.compile(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?")
+_YAML_STYLE_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_DIGITS = {2: re.compile("[01]+"), 8: re.compile("[0-7]+"), 10: re.compile("[0-9]+"),
+           16: re.compile("[0-9a-fA-F]+")}
+_MAX_DIGITS = {2: 64, 8: 22, 10: 20, 16: 16}  # more significant digits than this overflow 64 bits
+
+
+def parse_uint(text: str, base: int) -> int | None:
+    """Go's ``strconv.ParseUint(text, base, 64)`` for base 0 (prefixes 0b/0o/0x, or 0 for octal) or 2."""
+    if base == 0:
+        base = 10
+        if text[:1] == "0":
+            prefix = text[1:2].lower()
+            if len(text) >= 3 and prefix in ("b", "o", "x"):
+                base, text = {"b": 2, "o": 8, "x": 16}[prefix], text[2:]
+            else:
+                base, text = 8, text[1:]
+                if not text:
+                    return 0
+    if not _DIGITS[base].fullmatch(text):
+        return None
+    significant = text.lstrip("0")
+    if len(significant) > _MAX_DIGITS[base]:
+        return None
+    value = int(significant or "0", base)
+    return value if value <= UINT64_MAX else None
+
+
+def parse_int(text: str, base: int) -> int | None:
+    """Go's ``strconv.ParseInt(text, base, 64)``: an optional sign, then ``parse_uint``, within int64."""
+    negative = text[:1] == "-"
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits:
+        return None
+    magnitude = parse_uint(digits, base)
+    if magnitude is None:
+        return None
+    value = -magnitude if negative else magnitude
+    return value if INT64_MIN <= value <= INT64_MAX else None
+
+
+def parse_float(text: str) -> float | None:
+    """Go's ``strconv.ParseFloat`` on text already known to be decimal: None when it overflows."""
+    value = float(text)
+    return None if math.isinf(value) else value
+
+
+def resolve_number(text: str) -> Any:
+    """go-yaml's reading of a plain scalar starting with a digit or a sign (timestamps are strings anyway)."""
+    plain = text.replace("_", "")
+    value = parse_int(plain, 0)
+    if value is not None:
+        return value
+    unsigned = parse_uint(plain, 0)
+    if unsigned is not None:
+        return Uint64(unsigned)
+    if _YAML_STYLE_FLOAT.fullmatch(plain):
+        number = parse_float(plain)
+        if number is not None:
+            return number
+    # go-yaml's own binary fallback, reached only by forms ParseInt's prefix handling refused ("0b-101").
+    if plain.startswith("0b"):
+        value = parse_int(plain[2:], 2)
+        if value is not None:
+            return value
+        unsigned = parse_uint(plain[2:], 2) if plain[2:3] not in ("+", "-") else None
+        if unsigned is not None:
+            return Uint64(unsigned)
+    elif plain.startswith("-0b"):
+        value = parse_int("-" + plain[3:], 2)
+        if value is not None:
+            return value
+    return text
+
+
+_TIMESTAMP = re.compile(
+    r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})"
+    r"(?:(?:[Tt]([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2}))"
+    r"|(?: ([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})(?:\.[0-9]+)?))?")
+
+
+def is_timestamp(text: str) -> bool:
+    """go-yaml's parseTimestamp: the four layouts it tries with Go's time.Parse, including its range checks."""
+    match = _TIMESTAMP.fullmatch(text)
+    if not match:
+        return False
+    year, month, day = (int(g) for g in match.group(1, 2, 3))
+    try:
+        date(year, month, day) if year else date(2000, month, day)  # year 0 is valid for Go, not for Python
+    except ValueError:
+        return False
+    clock = match.group(4, 5, 6) if match.group(4) else match.group(7, 8, 9)
+    if clock[0] is None:
+        return True
+    hour, minute, second = (int(g) for g in clock)
+    return hour < 24 and minute < 60 and second < 60
