@@ -67,13 +67,12 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from common.bundle.yamlscalars import (
-    GO_FLOAT_AFTER_DOT,
     HINT,
     INT64_MAX,
     INT64_MIN,
     Uint64,
     is_timestamp,
-    parse_float,
+    resolve_after_dot,
     resolve_number,
 )
 from common.contract.gotext import go_float32_g
@@ -155,10 +154,9 @@ def resolve_plain(text: str) -> Any:
     if hint == "M":
         return text
     if hint == ".":
-        if GO_FLOAT_AFTER_DOT.fullmatch(text):
-            number = parse_float(text)
-            if number is not None:
-                return number
+        number = resolve_after_dot(text)
+        if number is not None:
+            return number
         return text
     return resolve_number(text)
 

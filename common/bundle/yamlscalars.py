@@ -25,7 +25,9 @@ class Uint64(int):
 # go-yaml looks at the first character: only these can start anything but a string.
 HINT = {**dict.fromkeys("+-", "S"), **dict.fromkeys("0123456789", "D"), **dict.fromkeys("yYnNtTfFoO~", "M"),
         ".": "."}
-GO_FLOAT_AFTER_DOT = re.compile(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?")
+# strconv.ParseFloat's syntax for text starting with ".": an underscore only between two digits ("._5" and "5_"
+# are not numbers, ".5_5" is 0.55)
+_GO_FLOAT_AFTER_DOT = re.compile(r"\.[0-9](?:_?[0-9])*(?:[eE][-+]?[0-9](?:_?[0-9])*)?")
 _YAML_STYLE_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
 _DIGITS = {2: re.compile("[01]+"), 8: re.compile("[0-7]+"), 10: re.compile("[0-9]+"),
            16: re.compile("[0-9a-fA-F]+")}
@@ -72,6 +74,12 @@ def parse_float(text: str) -> float | None:
     return None if math.isinf(value) else value
 
 
+def resolve_after_dot(text: str) -> float | None:
+    """go-yaml's reading of a plain scalar starting with ``.`` that is not ``.inf`` or ``.nan``: Go's
+    ``strconv.ParseFloat(text, 64)``, None when it is no number or overflows."""
+    return parse_float(text.replace("_", "")) if _GO_FLOAT_AFTER_DOT.fullmatch(text) else None
+
+
 def resolve_number(text: str) -> Any:
     """go-yaml's reading of a plain scalar starting with a digit or a sign (timestamps are strings anyway)."""
     plain = text.replace("_", "")
@@ -100,10 +108,13 @@ def resolve_number(text: str) -> Any:
     return text
 
 
+# time.Parse of "2006-1-2T15:4:5.999999999Z07:00" (or "t"), "2006-1-2 15:4:5.999999999" and "2006-1-2": a space in
+# a layout takes any run of spaces, a fraction may follow "." or ",", the offset's hours and minutes are any two
+# digits up to 24 and 60 (range-checked below with the date and the clock).
 _TIMESTAMP = re.compile(
     r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})"
-    r"(?:(?:[Tt]([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2}))"
-    r"|(?: ([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})(?:\.[0-9]+)?))?")
+    r"(?:(?:[Tt]([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})(?:[.,][0-9]+)?(?:Z|[+-]([0-9]{2}):([0-9]{2})))"
+    r"|(?: +([0-9]{1,2}):([0-9]{1,2}):([0-9]{1,2})(?:[.,][0-9]+)?))?")
 
 
 def is_timestamp(text: str) -> bool:
@@ -116,8 +127,10 @@ def is_timestamp(text: str) -> bool:
         date(year, month, day) if year else date(2000, month, day)  # year 0 is valid for Go, not for Python
     except ValueError:
         return False
-    clock = match.group(4, 5, 6) if match.group(4) else match.group(7, 8, 9)
+    clock = match.group(4, 5, 6) if match.group(4) else match.group(9, 10, 11)
     if clock[0] is None:
         return True
     hour, minute, second = (int(g) for g in clock)
+    if match.group(7) and (int(match.group(7)) > 24 or int(match.group(8)) > 60):
+        return False
     return hour < 24 and minute < 60 and second < 60

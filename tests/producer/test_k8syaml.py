@@ -64,6 +64,9 @@ SCALARS: list[tuple[str, Any]] = [
     # too large for a float: go-yaml gives up and keeps the text
     ("1e400", "1e400"), ("-1e400", "-1e400"), ("0x10000000000000000", "0x10000000000000000"),
     (".", "."), (".e5", ".e5"), ("inf", "inf"), ("NaN", "NaN"), ("Infinity", "Infinity"),
+    # starting with ".": strconv.ParseFloat's syntax, which takes "_" between two digits (and only there)
+    (".5_5", 0.55), (".5e1_0", 5000000000), (".5E+1_0", 5000000000), ("-.5_5", -0.55), ("._5", "._5"),
+    (".5_", ".5_"), (".5__5", ".5__5"), (".5_e5", ".5_e5"), (".5e_5", ".5e_5"), (".5e999", ".5e999"),
     # beyond int64: the nearest float64, which Go writes with all its digits
     ("9223372036854775807", 9223372036854775807), ("9223372036854775808", 9223372036854776000),
     ("-9223372036854775808", -9223372036854775808), ("-9223372036854775809", -9223372036854776000),
@@ -83,6 +86,22 @@ SCALARS: list[tuple[str, Any]] = [
     ("!!bool 1", Refused("v: a value tagged !!bool is not a valid bool (it reads as !!int) at line 5 column 4")),
     ("!!null x", Refused("v: a value tagged !!null is not a valid null (it reads as !!str) at line 5 column 4")),
     ("!!timestamp 2024-13-01",
+     Refused("v: a value tagged !!timestamp is not a valid timestamp (it reads as !!str) at line 5 column 4")),
+    # timestamps are time.Parse's: any run of spaces where its layout has one, "," or "." before a fraction, an
+    # offset's hours and minutes up to 24 and 60
+    ("!!timestamp 2001-1-2  3:4:5", "2001-1-2  3:4:5"), ("!!timestamp 2001-1-2 3:4:5,5", "2001-1-2 3:4:5,5"),
+    ("!!timestamp 2001-1-2T3:4:5,5Z", "2001-1-2T3:4:5,5Z"),
+    ("!!timestamp 2001-1-2T3:4:5+24:60", "2001-1-2T3:4:5+24:60"),
+    ("!!timestamp 0000-02-29", "0000-02-29"),
+    ("!!timestamp 2001-1-2T3:4:5+25:00",
+     Refused("v: a value tagged !!timestamp is not a valid timestamp (it reads as !!str) at line 5 column 4")),
+    ("!!timestamp 2001-1-2T3:4:5+24:61",
+     Refused("v: a value tagged !!timestamp is not a valid timestamp (it reads as !!str) at line 5 column 4")),
+    ("!!timestamp 2001-1-2t3:4:5z",
+     Refused("v: a value tagged !!timestamp is not a valid timestamp (it reads as !!str) at line 5 column 4")),
+    ("!!timestamp 1900-02-29",
+     Refused("v: a value tagged !!timestamp is not a valid timestamp (it reads as !!str) at line 5 column 4")),
+    ("!!timestamp 2001-1-2 3:4",
      Refused("v: a value tagged !!timestamp is not a valid timestamp (it reads as !!str) at line 5 column 4")),
     ("!!binary aGVsbG8=", "hello"), ("!!binary /w==", "\ufffd"), ("!!binary 4oI=", "\ufffd\ufffd"),
     ("!!binary |\n  aGVs\n  bG8=", "hello"),
