@@ -2,8 +2,9 @@
 
 Why a module of its own: the numbers and timestamps of a YAML scalar are read with Go's ``strconv`` and
 ``time.Parse`` rules, which are neither Python's nor YAML's; the Go YAML decoders whose reading this project
-reproduces (go-yaml v2 under kubectl, :mod:`.k8syaml`) share that code, while which words are booleans is each
-decoder's own and stays with it.
+reproduces share that code: go-yaml v2 under kubectl (manifests and bundles, :mod:`.k8syaml`) and gopkg.in/yaml.v3
+under containers/image (registries.d, :mod:`.registryv1.goyaml`). Which words are booleans is each decoder's own
+(v2 takes YAML 1.1's ``yes`` and ``on``, v3 does not) and stays with it.
 
 Pure functions over ``str``; no imports beyond the standard library.
 """
@@ -35,7 +36,7 @@ _MAX_DIGITS = {2: 64, 8: 22, 10: 20, 16: 16}  # more significant digits than thi
 
 
 def parse_uint(text: str, base: int) -> int | None:
-    """Go's ``strconv.ParseUint(text, base, 64)`` for base 0 (prefixes 0b/0o/0x, or 0 for octal) or 2."""
+    """Go's ``strconv.ParseUint(text, base, 64)`` for base 0 (prefixes 0b/0o/0x, or 0 for octal), 2 or 8."""
     if base == 0:
         base = 10
         if text[:1] == "0":
@@ -80,8 +81,9 @@ def resolve_after_dot(text: str) -> float | None:
     return parse_float(text.replace("_", "")) if _GO_FLOAT_AFTER_DOT.fullmatch(text) else None
 
 
-def resolve_number(text: str) -> Any:
-    """go-yaml's reading of a plain scalar starting with a digit or a sign (timestamps are strings anyway)."""
+def resolve_number(text: str, *, v3: bool = False) -> Any:
+    """go-yaml's reading of a plain scalar starting with a digit or a sign, timestamps aside: an int, a
+    :class:`Uint64`, a float, or the text itself. ``v3``: gopkg.in/yaml.v3's, which adds an octal fallback."""
     plain = text.replace("_", "")
     value = parse_int(plain, 0)
     if value is not None:
@@ -103,6 +105,17 @@ def resolve_number(text: str) -> Any:
             return Uint64(unsigned)
     elif plain.startswith("-0b"):
         value = parse_int("-" + plain[3:], 2)
+        if value is not None:
+            return value
+    if v3 and plain.startswith("0o"):   # yaml.v3's like fallback for octal ("0o+7")
+        value = parse_int(plain[2:], 8)
+        if value is not None:
+            return value
+        unsigned = parse_uint(plain[2:], 8) if plain[2:3] not in ("+", "-") else None
+        if unsigned is not None:
+            return Uint64(unsigned)
+    elif v3 and plain.startswith("-0o"):
+        value = parse_int("-" + plain[3:], 8)
         if value is not None:
             return value
     return text

@@ -992,6 +992,16 @@ def test_registries_d_directories_are_merged_a_later_file_replacing_one_of_the_s
     ("default-docker: &d\n  lookaside: https://d/\ndocker:\n  r.io:\n    <<: *d\n    use-sigstore-attachments: on\n",
      "https://d//org/app", True),
     ("docker:\n  r.io:\n    lookaside: https://r/\n---\nnot: [yaml\n", "https://r//org/app", False),
+    ("base: &b\n  lookaside: https://m/\ndefault-docker:\n  !!merge <<: *b\n", "https://m//org/app", False),
+    ("base: &b\n  lookaside: https://m/\ndefault-docker:\n  '<<': *b\n", "file:///var/lib/containers/sigstore/org/app",
+     False),
+    # a core tag that fits its text is the text (!!float takes an int, !!int one beyond int64); keys Go skips are
+    # not looked at
+    ("default-docker:\n  lookaside: !!int 0o+7\n", "0o+7/org/app", False),
+    ("default-docker:\n  lookaside: !!float 12\n", "12/org/app", False),
+    ("default-docker:\n  lookaside: !!int 18446744073709551615\n", "18446744073709551615/org/app", False),
+    ("default-docker:\n  lookaside: !!timestamp 2001-12-14\n", "2001-12-14/org/app", False),
+    ("default-docker:\n  lookaside: https://d/\n  other: !!int x\n", "https://d//org/app", False),
 ])
 def test_registries_d_is_decoded_as_go_yaml_v3_decodes_it(tmp_path: Path, text: str, lookaside: str,
                                                           attachments: bool) -> None:
@@ -1014,6 +1024,20 @@ def test_registries_d_is_decoded_as_go_yaml_v3_decodes_it(tmp_path: Path, text: 
     ("default-docker:\n  lookaside-staging: [a]\n",
      "line 2: default-docker: lookaside-staging: cannot unmarshal !!seq into string"),
     ("docker:\n  r.io: x\n", "line 2: docker 'r.io': cannot unmarshal !!str `x` into registryNamespace"),
+    ("default-docker:\n  use-sigstore-attachments: 1\n",
+     "line 2: default-docker: use-sigstore-attachments: cannot unmarshal !!int `1` into bool"),
+    # a core tag that does not fit its text, wherever Go decodes it (keys included)
+    ("default-docker:\n  lookaside: !!int x\n",
+     "line 2: default-docker: lookaside: cannot decode !!str `x` as a !!int"),
+    ("default-docker:\n  lookaside: !!int ~\n",
+     "line 2: default-docker: lookaside: cannot decode !!null `~` as a !!int"),
+    ("default-docker:\n  lookaside: !!float 18446744073709551615\n",
+     "line 2: default-docker: lookaside: cannot decode !!int `18446744073709551615` as a !!float"),
+    ("default-docker:\n  lookaside: !!timestamp 2001-02-30\n",
+     "line 2: default-docker: lookaside: cannot decode !!str `2001-02-30` as a !!timestamp"),
+    ("default-docker:\n  use-sigstore-attachments: !!bool yes\n",
+     "line 2: default-docker: use-sigstore-attachments: cannot decode !!str `yes` as a !!bool"),
+    ("docker:\n  !!float r.io: {}\n", "line 2: docker: cannot decode !!str `r.io` as a !!float"),
     ("docker:\n  '1': {}\n  1: {}\n", 'line 3: docker: mapping key "1" already defined at line 2'),
     ("- a\n", "line 1: the file: cannot unmarshal !!seq into registryConfiguration"),
     ("%YAML 1.2\n---\ndocker: {}\n", "not YAML: found incompatible YAML document (yaml.v3 reads %YAML 1.1 only)"),

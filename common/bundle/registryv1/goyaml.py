@@ -9,14 +9,17 @@ read the same way by cosctl (the same accepted, the same refused, the same value
   ``on``, ``n``, ``no``, ``off`` (three spellings each) quoted or not; ``"true"`` quoted is refused;
 - null (``~``, ``null``, nothing) leaves a field unset, but makes a map entry exist (with the zero value);
 - a mapping holding one key twice (the keys' literal text compared) is refused, even an unknown one; the values
-  of keys a struct does not know are never looked at; ``<<`` merges mappings (the mapping's own keys first, then
-  the merged ones in order, the first winning);
+  of keys a struct does not know are never looked at; ``<<`` (or ``!!merge <<``) merges mappings (the mapping's
+  own keys first, then the merged ones in order, the first winning);
+- a core tag must fit its text wherever Go decodes the scalar, keys included (``!!int x``, ``!!bool yes``,
+  ``!!timestamp 2001-02-30`` are refused; ``!!float 1`` is fine), numbers and dates read as Go's strconv and
+  time.Parse read them (:mod:`common.bundle.yamlscalars`, shared with kubectl's go-yaml v2);
 - only the first document of a stream is read (a broken second one does not matter);
 - a mapping, sequence or scalar where the field's type wants another is refused.
 
 Only the shapes registries.d needs: structs of string and boolean fields (:func:`struct_fields`, :func:`string`,
 :func:`boolean`) and maps of string keys (:func:`map_entries`). Pure functions over PyYAML's node graph
-(aliases resolved by its composer); imports nothing of this package.
+(aliases resolved by its composer); imports nothing of this package (only :mod:`common.bundle.yamlscalars`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from typing import Any, Final
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from common.bundle.yamlscalars import HINT, Uint64, is_timestamp, resolve_after_dot, resolve_number
+
 NULLS: Final = frozenset(("", "~", "null", "Null", "NULL"))
 TRUE: Final = frozenset(("true", "True", "TRUE"))
 FALSE: Final = frozenset(("false", "False", "FALSE"))
@@ -38,8 +43,14 @@ LEGACY_FALSE: Final = frozenset(("n", "N", "no", "No", "NO", "off", "Off", "OFF"
 
 _PLAIN: Final = "!<plain>"   # an untagged plain scalar: resolved by its text, as yaml.v3's resolve() does
 _QUOTED: Final = "!<quoted>"  # an untagged quoted, literal or folded scalar: a string
-_BOOL, _NULL, _BINARY = (f"tag:yaml.org,2002:{t}" for t in ("bool", "null", "binary"))
+_CORE: Final = "tag:yaml.org,2002:"
+_BOOL, _NULL, _BINARY, _MERGE_TAG = (_CORE + t for t in ("bool", "null", "binary", "merge"))
 _MERGE: Final = "<<"
+_CHECKED: Final = frozenset(("bool", "int", "float", "null", "timestamp"))   # tags resolve() holds a text to
+# the words yaml.v3 resolves by name (YAML 1.2's core schema: no yes/no/on/off)
+_WORDS: Final = {**dict.fromkeys(TRUE | FALSE, "bool"), **dict.fromkeys(NULLS, "null"),
+                 **dict.fromkeys((".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
+                                  "-.Inf", "-.INF"), "float"), "<<": "merge"}
 
 
 class GoYAMLError(ValueError):
@@ -78,6 +89,33 @@ def first_document(data: bytes) -> Node | None:
         loader.dispose()
 
 
+def resolved(tag: str, text: str) -> str:
+    """yaml.v3's resolve(): the core type ``text`` reads as under the short ``tag`` ("" untagged, "int"...):
+    "str", "bool", "null", "int", "float", "timestamp", "merge", or "uint" (an int above int64, which yaml.v3
+    does not turn into a float)."""
+    if not text:
+        return "null"
+    hint = HINT.get(text[0])
+    if hint is None or tag == "str":
+        return "str"
+    word = _WORDS.get(text)
+    if word is not None:
+        return word
+    if hint == ".":
+        return "float" if resolve_after_dot(text) is not None else "str"
+    if hint in ("D", "S"):
+        if tag in ("", "timestamp") and is_timestamp(text):
+            return "timestamp"
+        value = resolve_number(text, v3=True)
+        if isinstance(value, Uint64):
+            return "uint"
+        if isinstance(value, int):
+            return "int"
+        if isinstance(value, float):
+            return "float"
+    return "str"
+
+
 def _line(node: Node) -> int:
     return int(node.start_mark.line) + 1
 
@@ -90,8 +128,8 @@ def _short(node: Node) -> str:
         return "!!seq"
     tag = node.tag
     if tag == _PLAIN:
-        value = node.value
-        return "!!null" if value in NULLS else "!!bool" if value in TRUE | FALSE else "!!str"
+        found = resolved("", str(node.value))
+        return "!!int" if found == "uint" else f"!!{found}"
     if tag == _QUOTED:
         return "!!str"
     return "!!" + tag.rpartition(":")[2] if tag.startswith("tag:yaml.org,2002:") else tag
@@ -105,8 +143,9 @@ def is_null(node: Node) -> bool:
 
 
 def _scalar_text(node: ScalarNode, where: str) -> str:
-    """A non-null scalar's text as a Go string: its literal text (``!!binary`` decoded); ``!!bool`` or ``!!null``
-    on a text that is neither is refused, as yaml.v3's resolve() refuses it (other core tags are not checked)."""
+    """A non-null scalar's text as a Go string: its literal text (``!!binary`` decoded). A text that is not what
+    its tag says (``!!int x``, ``!!bool yes``, ``!!timestamp 2001-02-30``, ``!!float`` on an int above int64) is
+    refused, as yaml.v3's resolve() refuses it wherever it decodes a scalar."""
     tag, value = node.tag, str(node.value)
     if tag == _BINARY:
         try:
@@ -114,10 +153,12 @@ def _scalar_text(node: ScalarNode, where: str) -> str:
             return base64.b64decode(data, validate=True).decode("utf-8", "surrogateescape")
         except (binascii.Error, ValueError):
             raise GoYAMLError(f"line {_line(node)}: {where}: !!binary value contains invalid base64 data") from None
-    if tag == _BOOL and value not in TRUE | FALSE:
-        raise GoYAMLError(f"line {_line(node)}: {where}: cannot decode !!str `{value}` as a !!bool")
-    if tag == _NULL and value not in NULLS:
-        raise GoYAMLError(f"line {_line(node)}: {where}: cannot decode !!str `{value}` as a !!null")
+    short = tag[len(_CORE):] if tag.startswith(_CORE) else ""
+    if short in _CHECKED:
+        found = resolved(short, value)
+        if found != short and (found, short) not in (("uint", "int"), ("int", "float")):
+            shown = "int" if found == "uint" else found
+            raise GoYAMLError(f"line {_line(node)}: {where}: cannot decode !!{shown} `{value}` as a !!{short}")
     return value
 
 
@@ -165,7 +206,7 @@ def _pairs(node: MappingNode, where: str) -> tuple[list[tuple[str, Node]], Node 
     pairs: list[tuple[str, Node]] = []
     merge: Node | None = None
     for key_node, value_node in node.value:
-        if isinstance(key_node, ScalarNode) and key_node.tag == _PLAIN and key_node.value == _MERGE:
+        if isinstance(key_node, ScalarNode) and key_node.tag in (_PLAIN, _MERGE_TAG) and key_node.value == _MERGE:
             merge = value_node
             continue
         key = string(key_node, where)   # a null key is skipped, as yaml.v3 skips it
