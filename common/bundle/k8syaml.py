@@ -83,7 +83,10 @@ __all__ = ["Document", "SafeDumper", "Stream", "YAMLReadError", "load", "read_st
 # Tags the composer gives scalars without an explicit tag. Both hold a space, which no YAML tag can, so a
 # document cannot spell them.
 _PLAIN = " plain"  # a plain scalar: resolved by its text
-_TEXT = " text"  # quoted, block, or the non-specific tag "!": always a string
+_TEXT = " text"  # quoted or block: always a string
+# the non-specific tag "!": a string too, but libyaml calls it implicit whatever its quotes, so go-yaml v2 merges
+# under a "<<" key written with it (``! '<<': {a: 1}`` is ``a: 1`` to kubectl)
+_NON_SPECIFIC = " non-specific"
 _COLLECTION = " collection"
 
 _P = "tag:yaml.org,2002:"
@@ -280,7 +283,7 @@ DuplicateKey = Callable[[str, Node], None]
 
 
 def _is_merge_key(node: Node) -> bool:
-    return type(node) is ScalarNode and node.value == "<<" and node.tag in (_PLAIN, MERGE)
+    return type(node) is ScalarNode and node.value == "<<" and node.tag in (_PLAIN, MERGE, _NON_SPECIFIC)
 
 
 class _Builder:
@@ -485,7 +488,7 @@ def _compose_from_events(text: str) -> tuple[Node | None, Any]:
             if tag is None:
                 tag = _PLAIN if event.implicit[0] else _TEXT
             elif tag == "!":
-                tag = _TEXT
+                tag = _NON_SPECIFIC
             node = ScalarNode(tag, event.value, start, end, event.style)
             if event.anchor is not None:
                 anchors[event.anchor] = node

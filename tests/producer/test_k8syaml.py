@@ -149,6 +149,9 @@ KEYS_AND_MERGES: list[tuple[str, Any]] = [
     # merges apply where they stand, each overwriting what came before (not YAML 1.1's "explicit keys win")
     ("<<: {a: 1}\na: 2", {"a": 2}), ("a: 2\n<<: {a: 1}", {"a": 1}), ("'<<': {a: 1}", {"<<": {"a": 1}}),
     ("!!merge <<: {a: 1}", {"a": 1}), ("<<: [{a: 1}, {a: 2, b: 3}]", {"a": 1, "b": 3}),
+    # the non-specific tag "!" keeps "<<" a merge key, quoted or not (libyaml calls the scalar implicit)
+    ("! <<: {a: 1}", {"a": 1}), ("! '<<': {a: 1}", {"a": 1}), ('! "<<": {a: 1}\nb: 2', {"a": 1, "b": 2}),
+    ("! <<: 1", Refused("a merge key (<<) needs a mapping or a list of mappings at line 5 column 7")),
     ("x: &x {a: 1, b: 2}\nw:\n  <<: *x\n  b: 3", {"x": {"a": 1, "b": 2}, "w": {"a": 1, "b": 3}}),
     ("x: &x {a: 1}\nw:\n  b: 3\n  <<: *x\n  <<: {a: 5}", {"x": {"a": 1}, "w": {"a": 5, "b": 3}}),
     ("x: &x {a: {b: 1}}\nw:\n  <<: *x\n  a: {c: 2}", {"x": {"a": {"b": 1}}, "w": {"a": {"c": 2}}}),
