@@ -23,13 +23,15 @@ learnt from that code, and ``tests/producer/test_k8syaml.py`` checks them agains
   keys are refused;
 - ``<<`` merge keys are applied where they stand, each overwriting the keys before it (go-yaml's order, not
   the YAML 1.1 rule that explicit keys win); a list of merges is applied last to first;
-- a repeated key keeps its last value (as kubectl), and the caller is told (see :class:`Stream`);
+- a repeated key keeps its last value (as kubectl), and the caller is told (see :class:`Stream`); the value it
+  replaces is decoded (go-yaml's refusals count) but never converted to JSON (a null key or NaN in it is fine);
 - aliases are copies (never shared objects), a node that contains an alias to itself is refused, and so is
   a document whose aliases expand beyond go-yaml's ratio of alias-driven to plain decoding steps;
 - a separator line with anything but a comment after ``---`` is refused, and content after a ``...``
   document end marker (which kubectl silently drops) is refused too;
 - a stream whose first character is ``{`` is read as a stream of JSON values, as kubectl does (falling back
-  to YAML when the first value is not JSON), with the same number rules.
+  to YAML when the first value is not JSON, a syntax error outranking a number too large), with the same number
+  rules; content after a document's value, which go-yaml never reads, is refused.
 
 The other way round, :class:`SafeDumper` writes YAML that kubectl reads back as the same JSON: it quotes every
 string that the rules above would read as something else (``'y'``, ``'1e3'``, ``'08'``), which PyYAML alone does
@@ -96,10 +98,11 @@ _CHECKED_TAGS = {INT, FLOAT, BOOL, NULL, TIMESTAMP}
 
 class YAMLReadError(Exception):
     """A document kubectl would not read (or would read other than it says); ``line``/``column`` are 1-based
-    positions in the whole stream, or 0 when unknown. The message never quotes content."""
+    positions in the whole stream, or 0 when unknown. The message never quotes content. ``kubectl_reads``: kubectl
+    does read the document, but keeps part of it or decides at random, so it is refused on purpose."""
 
-    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
-        self.message, self.line, self.column = message, line, column
+    def __init__(self, message: str, line: int = 0, column: int = 0, *, kubectl_reads: bool = False) -> None:
+        self.message, self.line, self.column, self.kubectl_reads = message, line, column, kubectl_reads
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -120,11 +123,14 @@ class RoundedUint64(int):
 
 
 class _ValueProblem(Exception):
-    """Raised while building a document; ``path`` grows as it unwinds so the message can name the field."""
+    """Raised while building a document; ``path`` grows as it unwinds so the message can name the field.
+    ``in_json``: a problem of sigs.k8s.io/yaml's conversion to JSON, which runs after go-yaml has decoded the whole
+    document, so a value that a later equal key replaces never meets it (unlike go-yaml's own refusals)."""
 
-    def __init__(self, message: str, node: Node | None) -> None:
+    def __init__(self, message: str, node: Node | None, *, kubectl_reads: bool = False, in_json: bool = False) -> None:
         super().__init__(message)
         self.message, self.node, self.path = message, node, ""
+        self.kubectl_reads, self.in_json = kubectl_reads, in_json
 
     def under(self, segment: str) -> _ValueProblem:
         self.path = segment + ("" if not self.path or self.path.startswith("[") else ".") + self.path
@@ -222,7 +228,7 @@ def _json_value(value: Any, node: Node) -> Any:
     kind = type(value)
     if kind is float:
         if not math.isfinite(value):
-            raise _ValueProblem("not a finite number (.nan or .inf): JSON cannot hold it", node)
+            raise _ValueProblem("not a finite number (.nan or .inf): JSON cannot hold it", node, in_json=True)
         return json_number(value)
     if kind is Uint64:
         return RoundedUint64(json_number(float(value)), int(value))  # below 2**64 < 1e21: always integral
@@ -248,9 +254,9 @@ def _json_key(value: Any, node: Node) -> str:
     if kind is float:
         return _float32_text(value)
     if kind is Uint64:
-        raise _ValueProblem("an integer key beyond the signed 64-bit range cannot be a JSON key", node)
+        raise _ValueProblem("an integer key beyond the signed 64-bit range cannot be a JSON key", node, in_json=True)
     if value is None:
-        raise _ValueProblem("a null mapping key cannot be a JSON key", node)
+        raise _ValueProblem("a null mapping key cannot be a JSON key", node, in_json=True)
     raise _ValueProblem("a mapping or a list cannot be a mapping key", node)
 
 
@@ -284,6 +290,15 @@ DuplicateKey = Callable[[str, Node], None]
 
 def _is_merge_key(node: Node) -> bool:
     return type(node) is ScalarNode and node.value == "<<" and node.tag in (_PLAIN, MERGE, _NON_SPECIFIC)
+
+
+@dataclass
+class _Pending:
+    """The JSON conversion's refusals met while decoding one mapping (and what is merged into it): of a key, and
+    of a value by its key."""
+
+    keys: list[_ValueProblem] = field(default_factory=list)
+    values: dict[str, _ValueProblem] = field(default_factory=dict)
 
 
 class _Builder:
@@ -358,58 +373,93 @@ class _Builder:
 
     def sequence(self, node: Node) -> list[Any]:
         items = []
+        first: _ValueProblem | None = None  # of the JSON conversion: go-yaml decodes every item first
         for index, child in enumerate(node.value):
             try:
                 items.append(self.value(child))
             except _ValueProblem as problem:
-                raise problem.under(f"[{index}]") from None
+                if not problem.in_json:
+                    raise problem.under(f"[{index}]") from None
+                first = first or problem.under(f"[{index}]")
+        if first is not None:
+            raise first
         return items
 
-    def fill(self, node: Node, out: dict[str, Any]) -> None:
+    def fill(self, node: Node, out: dict[str, Any], pending: _Pending | None = None) -> None:
         """go-yaml's mapping(): keys in order, a merge applied where it stands, the last of equal keys wins
-        (a key written twice is reported; a key that overrides a merged one is what merges are for)."""
+        (a key written twice is reported; a key that overrides a merged one is what merges are for).
+
+        go-yaml decodes the whole mapping before sigs.k8s.io/yaml converts it to JSON, so the conversion's
+        refusals wait in ``pending`` (shared with the merges into this mapping): a value's until a later equal key
+        replaces it, a key's (null, or equal to another as JSON) to the end; go-yaml's own refusals are raised at
+        once."""
+        outermost = pending is None
+        waiting = _Pending() if pending is None else pending
         explicit: set[str] | None = set() if self.duplicate is not None else None
         origins: dict[str, tuple[type, Any]] | None = None  # kept once a key is not a string
         for key_node, value_node in node.value:
             if _is_merge_key(key_node):
-                self.merge(value_node, out)
+                self.merge(value_node, out, waiting)
                 continue
             if type(key_node) is ScalarNode and key_node.tag == _PLAIN and not self.aliases:
                 go_key = resolve_plain(key_node.value)
             else:
                 go_key = self.go_value(key_node)
-            key = _json_key(go_key, key_node)
-            if origins is not None or type(go_key) is not str:
-                if origins is None:
-                    origins = {k: (str, k) for k in out}
-                origin = origins.setdefault(key, (type(go_key), go_key))
-                if origin != (type(go_key), go_key):
-                    raise _ValueProblem(f"key {json.dumps(key)} is also another key of this mapping written "
-                                        "differently (kubectl keeps one of the two at random)", key_node)
             try:
-                value = self.value(value_node)
+                key = _json_key(go_key, key_node)
+                if origins is not None or type(go_key) is not str:
+                    if origins is None:
+                        origins = {k: (str, k) for k in out}
+                    origin = origins.setdefault(key, (type(go_key), go_key))
+                    if origin != (type(go_key), go_key):
+                        raise _ValueProblem(f"key {json.dumps(key)} is also another key of this mapping written "
+                                            "differently (kubectl keeps one of the two at random)", key_node,
+                                            kubectl_reads=True, in_json=True)
             except _ValueProblem as problem:
-                raise problem.under(key) from None
+                if not problem.in_json:
+                    raise
+                waiting.keys.append(problem)
+                self.decode_only(value_node)
+                continue
             if explicit is not None:
                 if key in explicit:
                     self.duplicate(key, key_node)  # type: ignore[misc]
                 explicit.add(key)
-            out[key] = value
+            if waiting.values:
+                waiting.values.pop(key, None)
+            try:
+                out[key] = self.value(value_node)
+            except _ValueProblem as problem:
+                if not problem.in_json:
+                    raise problem.under(key) from None
+                waiting.values[key] = problem.under(key)
+                out.pop(key, None)
+        if outermost and (waiting.keys or waiting.values):
+            raise (waiting.keys or list(waiting.values.values()))[0]
 
-    def merge(self, node: Node, out: dict[str, Any]) -> None:
+    def decode_only(self, node: Node) -> None:
+        """What go-yaml does with the value of a key the JSON conversion will refuse: decode it (and fail where
+        decoding fails)."""
+        try:
+            self.value(node)
+        except _ValueProblem as problem:
+            if not problem.in_json:
+                raise
+
+    def merge(self, node: Node, out: dict[str, Any], pending: _Pending) -> None:
         """``<<: {..}``, ``<<: *alias`` or ``<<: [*a, *b]``: maps only; a list is applied last to first so
         that earlier entries win. go-yaml takes no step for the list itself."""
         if type(node) is SequenceNode:
             for child in reversed(node.value):
-                self.merge_one(child, out)
+                self.merge_one(child, out, pending)
         else:
-            self.merge_one(node, out)
+            self.merge_one(node, out, pending)
 
-    def merge_one(self, node: Node, out: dict[str, Any]) -> None:
+    def merge_one(self, node: Node, out: dict[str, Any], pending: _Pending) -> None:
         if type(node) is _AliasNode:
             if type(node.value) is not MappingNode:
                 raise _ValueProblem("a merge key (<<) needs a mapping or a list of mappings", node)
-            self.expand(node, lambda target: self.merge_one(target, out))
+            self.expand(node, lambda target: self.merge_one(target, out, pending))
             return
         if type(node) is not MappingNode:
             raise _ValueProblem("a merge key (<<) needs a mapping or a list of mappings", node)
@@ -418,7 +468,7 @@ class _Builder:
             self.active.add(id(node))
         duplicate, self.duplicate = self.duplicate, None  # merged keys overriding each other are the point
         try:
-            self.fill(node, out)
+            self.fill(node, out, pending)
         finally:
             self.duplicate = duplicate
             if self.aliases:
@@ -669,6 +719,9 @@ def _slash_escape(chunk: str, line_offset: int) -> YAMLReadError | None:
     return None
 
 
+_DOCUMENT_END = re.compile(r"^\.\.\.(?=[ \t\r\n]|$)", re.MULTILINE)
+
+
 def _read_yaml_document(chunk: str, line_offset: int, index: int, stream: Stream) -> Document:
     try:
         node, parser, aliases, chunk = _compose_chunk(chunk)
@@ -684,10 +737,13 @@ def _read_yaml_document(chunk: str, line_offset: int, index: int, stream: Stream
         trailing = None if parser.check_event(StreamEndEvent) else parser.peek_event().start_mark
     except yaml.YAMLError as exc:
         trailing = getattr(exc, "problem_mark", None) or node.end_mark
-    if trailing is not None:  # only a "..." end marker lets a chunk hold more than one document
+    if trailing is not None:  # go-yaml reads a chunk's first document and never looks further
+        after_marker = _DOCUMENT_END.search(chunk, node.end_mark.index, trailing.index) is not None
         return Document(index, error=YAMLReadError(
             'content after a document end marker ("...") is dropped by kubectl: start another document with '
-            '"---" instead', trailing.line + 1 + line_offset, trailing.column + 1))
+            '"---" instead' if after_marker else
+            "content after the document's value is dropped by kubectl: remove it, or start another document "
+            'with "---"', trailing.line + 1 + line_offset, trailing.column + 1, kubectl_reads=True))
 
     def duplicate(key: str, key_node: Node) -> None:
         stream.warnings.append((index, f"key {json.dumps(key)} at line {key_node.start_mark.line + 1 + line_offset} "
@@ -701,8 +757,9 @@ def _read_yaml_document(chunk: str, line_offset: int, index: int, stream: Stream
         mark = problem.node.start_mark if problem.node is not None else None
         message = f"{problem.path}: {problem.message}" if problem.path else problem.message
         if mark is None:
-            return Document(index, error=YAMLReadError(message))
-        return Document(index, error=YAMLReadError(message, mark.line + 1 + line_offset, mark.column + 1))
+            return Document(index, error=YAMLReadError(message, kubectl_reads=problem.kubectl_reads))
+        return Document(index, error=YAMLReadError(message, mark.line + 1 + line_offset, mark.column + 1,
+                                                   kubectl_reads=problem.kubectl_reads))
     except RecursionError:
         return Document(index, error=YAMLReadError("nested too deeply"))
 
@@ -749,6 +806,8 @@ def _json_float(text: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_float=_json_float, parse_int=_json_int, parse_constant=_refuse_constant)
+# Go's decoder checks a whole value's syntax before it converts a number; this one checks syntax alone
+_SYNTAX = json.JSONDecoder(parse_float=len, parse_int=len, parse_constant=_refuse_constant)
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
@@ -776,10 +835,12 @@ def _read_json(text: str, stream: Stream) -> None:
     surrogates = _ESCAPED_SURROGATE.search(text) is not None
     while position < len(text):
         try:
-            value, end = _DECODER.raw_decode(text, position)
-        except _NumberTooLarge:
-            stream.documents.append(Document(count, error=YAMLReadError("a number is too large"), is_json=True))
-            return
+            try:
+                value, end = _DECODER.raw_decode(text, position)
+            except _NumberTooLarge:
+                _SYNTAX.raw_decode(text, position)   # a syntax error after the number is what Go meets
+                stream.documents.append(Document(count, error=YAMLReadError("a number is too large"), is_json=True))
+                return
         except RecursionError:
             stream.documents.append(Document(count, error=YAMLReadError("nested too deeply"), is_json=True))
             return
@@ -796,7 +857,7 @@ def _read_json(text: str, stream: Stream) -> None:
             before = len(stream.documents)
             _read_yaml(text[position:], stream, first_index=count)
             first = next((d for d in stream.documents[before:] if d.error or d.value is not None), None)
-            if count == 0 and first is not None and first.error is not None:
+            if count == 0 and first is not None and first.error is not None and not first.error.kubectl_reads:
                 stream.documents[stream.documents.index(first)] = Document(first.index, error=error, is_json=True)
             return
         if surrogates:

@@ -16,6 +16,7 @@ found is a problem too: an empty file among the inputs is almost always a mistak
 
 from __future__ import annotations
 
+import codecs
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -92,17 +93,31 @@ def _expand(paths: Sequence[str | Path], problems: list[str]) -> Iterator[tuple[
             problems.append(f"{path}: no such file or directory")
 
 
+_BYTE_ORDER_MARKS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+
+
+def text_of(data: bytes) -> str:
+    """A file's text as ``kubectl apply -f`` decodes it (golang.org/x/text's BOMOverride over UTF-8, in its file
+    reader): a UTF-8 byte order mark is dropped (so a file starting with one and ``{`` is JSON), UTF-16 with its
+    byte order mark (what Windows editors save as "Unicode") is decoded. Raises ``UnicodeDecodeError`` for any
+    other bytes that are not UTF-8, where kubectl would put U+FFFD in place of each bad byte: a manifest changed
+    unseen, which is refused instead."""
+    for mark, codec in _BYTE_ORDER_MARKS:
+        if data.startswith(mark):
+            return data[len(mark):].decode(codec)
+    return data.decode("utf-8")
+
+
 def _read(path: str, stdin: Any, problems: list[str]) -> tuple[str, str] | None:
     """(name used in messages, text) of a file or of standard input; None (with a problem) when unreadable."""
     try:
         if path == STDIN:
-            text = (stdin if stdin is not None else sys.stdin).read()
-            if isinstance(text, bytes):
-                text = text.decode("utf-8")
-            return "<stdin>", text
-        return path, Path(path).read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        problems.append(f"{path}: not UTF-8 text")
+            data = (stdin if stdin is not None else getattr(sys.stdin, "buffer", sys.stdin)).read()
+            return "<stdin>", text_of(data) if isinstance(data, bytes) else data.removeprefix("\ufeff")
+        return path, text_of(Path(path).read_bytes())
+    except UnicodeDecodeError as exc:
+        problems.append(f"{path}: not UTF-8 text" if exc.encoding == "utf-8" else
+                        f"{path}: not UTF-16 text, though it starts with UTF-16's byte order mark")
     except OSError as exc:
         problems.append(f"{path}: cannot read: {exc.strerror or exc}")
     return None

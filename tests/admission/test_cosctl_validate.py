@@ -97,7 +97,7 @@ def test_unreadable_input_exit_2_names_the_file(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("spec: [unclosed\n")
     binary = tmp_path / "binary.yaml"
-    binary.write_bytes(b"\xff\xfe\x00")
+    binary.write_bytes(b"\xff\xff\x00")
     result = cosctl("validate", str(broken), str(binary), str(tmp_path / "missing.yaml"))
     assert result.returncode == 2
     assert result.stderr.splitlines() == [

@@ -156,6 +156,16 @@ KEYS_AND_MERGES: list[tuple[str, Any]] = [
     ("x: &x {a: 1}\nw:\n  b: 3\n  <<: *x\n  <<: {a: 5}", {"x": {"a": 1}, "w": {"a": 5, "b": 3}}),
     ("x: &x {a: {b: 1}}\nw:\n  <<: *x\n  a: {c: 2}", {"x": {"a": {"b": 1}}, "w": {"a": {"c": 2}}}),
     ("x: &m {a: 1}\nw:\n  <<: [*m, *m]", {"x": {"a": 1}, "w": {"a": 1}}),
+    # go-yaml decodes the whole document before it is converted to JSON: a value JSON cannot hold does not matter
+    # when a later equal key (or merge) replaces it, but what go-yaml itself refuses does
+    ("a: {~: 1}\na: 2", {"a": 2}), ("a: [.nan]\na: 1", {"a": 1}), ("a: {'1': x, 1: y}\na: 2", {"a": 2}),
+    ("a: {~: 1}\n<<: {a: 3}", {"a": 3}),
+    ("a: {~: 1, b: !!int x}\na: 2",
+     Refused("a.b: a value tagged !!int is not a valid int (it reads as !!str) at line 5 column 14")),
+    ("a: [{~: 1}, !!bool x]\na: 1",
+     Refused("a[1]: a value tagged !!bool is not a valid bool (it reads as !!str) at line 5 column 13")),
+    ("a: {~: 1, <<: 5}\na: 2",
+     Refused("a: a merge key (<<) needs a mapping or a list of mappings at line 5 column 15")),
     ("<<: 1", Refused("a merge key (<<) needs a mapping or a list of mappings at line 5 column 5")),
     ("<<: [1]", Refused("a merge key (<<) needs a mapping or a list of mappings at line 5 column 6")),
     ("x: &s 1\n<<: *s", Refused("a merge key (<<) needs a mapping or a list of mappings at line 6 column 5")),
@@ -320,6 +330,10 @@ STREAMS: list[tuple[str, Any]] = [
     (JSON_HEAD % "t024-a" + ', "w": 1e400}', Refused("a number is too large")),
     (JSON_HEAD % "t025-a" + ', "v": 12345678901234567890123}', [obj("t025-a", v=1.2345678901234568e22)]),
     ('{"apiVersion": "v1",', Refused("Expecting property name enclosed in double quotes at line 1 column 21")),
+    # a number too large, then a syntax error: Go meets the syntax error first (its decoder checks a whole value's
+    # syntax before converting numbers), so the stream is YAML, where 1e400 is text
+    (JSON_HEAD % "t027-a" + ', "v": 1e400, "w": True}', [obj("t027-a", v="1e400", w=True)]),
+    (JSON_HEAD % "t028-a" + ', "v": [1E400, NaN]}', [obj("t028-a", v=["1E400", "NaN"])]),
 ]
 
 
@@ -370,6 +384,17 @@ DIVERGENCES: list[tuple[str, str]] = [
                                       "(kubectl keeps one of the two at random) at line 6 column 1"),
     (doc("d003-a") + "1.0: a\n1: b\n", 'key "1" is also another key of this mapping written differently '
                                       "(kubectl keeps one of the two at random) at line 6 column 1"),
+    # content after a document's value: go-yaml reads the first document of a chunk and never looks further
+    ("{apiVersion: v1, kind: K, metadata: {name: d004-a}} x\n",
+     "content after the document's value is dropped by kubectl: remove it, or start another document with \"---\" at "
+     "line 1 column 53"),
+    # JSON that is not JSON (".5", a key that is no string) is read as YAML, where kubectl then drops what follows
+    # the value or picks a key at random: the reason given is that one, not the JSON error (kubectl reads the stream)
+    (JSON_HEAD % "d005-a" + ', "v": .5} x\n', "content after the document's value is dropped by kubectl: remove it, "
+                                               'or start another document with "---" at line 1 column 76'),
+    (JSON_HEAD % "d006-a" + ', "1": 1, 1: 2}\n', 'key "1" is also another key of this mapping written '
+                                                 "differently (kubectl keeps one of the two at random) at line 1 "
+                                                 "column 75"),
 ]
 
 

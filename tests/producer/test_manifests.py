@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 from pathlib import Path
@@ -95,7 +96,7 @@ def test_invalid_json_file(tmp_path):
 
 def test_missing_path_non_utf8_and_values_json_cannot_hold(tmp_path):
     raw = tmp_path / "bin.yaml"
-    raw.write_bytes(b"\xff\xfe")
+    raw.write_bytes(b"\xff\xff")
     nan = write(tmp_path / "nan.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: n}\ndata: {x: .nan}\n")
     with pytest.raises(ManifestError) as e:
         load([tmp_path / "nope", raw, nan])
@@ -104,6 +105,32 @@ def test_missing_path_non_utf8_and_values_json_cannot_hold(tmp_path):
         f"{raw}: not UTF-8 text",
         f"{nan}:0: invalid YAML: data.x: not a finite number (.nan or .inf): JSON cannot hold it at line 4 column 11",
     ]
+
+
+@pytest.mark.parametrize(("data", "value"), [
+    # a UTF-8 byte order mark is dropped before kubectl sniffs JSON: "\\/" is JSON's escape, 1e3 JSON's 1000
+    (codecs.BOM_UTF8 + b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}, "data": {"k": "\\/"}}',
+     "/"),
+    # UTF-16 with its byte order mark, either order, as Windows editors save "Unicode"
+    (codecs.BOM_UTF16_LE + "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {k: h\u00e9\U0001f600}\n"
+     .encode("utf-16-le"), "h\u00e9\U0001f600"),
+    (codecs.BOM_UTF16_BE + "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata: {k: x}\n".encode("utf-16-be"),
+     "x"),
+])
+def test_files_are_decoded_as_kubectl_decodes_them(tmp_path, data, value):
+    """kubectl reads a file through golang.org/x/text's BOMOverride (checked with kubectl 1.37 on these bytes)."""
+    f = tmp_path / "m.yaml"
+    f.write_bytes(data)
+    (manifest,) = load([f])
+    assert manifest.obj["data"] == {"k": value}
+
+
+def test_utf16_that_is_not_is_refused(tmp_path):
+    f = tmp_path / "m.yaml"
+    f.write_bytes(codecs.BOM_UTF16_LE + b"a\x00\x00\xd8")   # an unpaired surrogate
+    with pytest.raises(ManifestError) as e:
+        load([f])
+    assert e.value.problems == [f"{f}: not UTF-16 text, though it starts with UTF-16's byte order mark"]
 
 
 def test_values_are_read_as_kubectl_reads_them(tmp_path):
