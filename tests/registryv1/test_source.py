@@ -174,8 +174,34 @@ def test_annotations_file_must_parse(tmp_path: Path) -> None:
     assert refusal(root).startswith(f"{root}/metadata/annotations.yaml:0: invalid YAML: ")
     root = bundles.write_bundle(tmp_path / "c", annotations="- a\n")
     assert refusal(root) == f"{root}/metadata/annotations.yaml: expected a mapping with an \"annotations\" mapping"
-    root = bundles.write_bundle(tmp_path / "d", annotations="a: 1\n---\nb: 2\n")
-    assert refusal(root) == f"{root}/metadata/annotations.yaml: expected one YAML document, found 2"
+    root = bundles.write_bundle(tmp_path / "d", annotations="annotations: {a: 1}\nANNOTATIONS: [a]\n")
+    assert refusal(root) == f"{root}/metadata/annotations.yaml: expected a mapping with an \"annotations\" mapping"
+    root = bundles.write_bundle(tmp_path / "e", annotations=bundles.annotations_yaml(
+        extra={"Operators.operatorframework.io.bundle.channels.v1": ["a"]}))   # a field of OLM's struct
+    assert refusal(root) == (f"{root}/metadata/annotations.yaml: operators.operatorframework.io.bundle.channels.v1 "
+                             "must be a string")
+
+
+MT = "  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n"
+PKG = "  operators.operatorframework.io.bundle.package.v1"
+
+
+@pytest.mark.parametrize(("text", "package"), [
+    # OLM decodes the file into its AnnotationsFile struct: "annotations" matches ignoring case, a key given in
+    # several cases is decoded in Go's order (sorted), fields merging and the last winning, a null changing nothing
+    ("Annotations:\n" + MT + PKG + ": koku\n", "koku"),
+    ("ANNOTATIONS:\n" + PKG + ": a\nannotations:\n" + MT + PKG + ": b\n", "b"),
+    ("Annotations:\n" + MT + PKG + ": b\nannotations:\n  other: x\n", "b"),
+    ("ANNOTATIONS:\n" + PKG + ": a\nannotations:\n" + MT + PKG + ": ~\n", "a"),
+    ("annotations:\n" + MT + PKG + ": koku\nANNOTATIONS: ~\n", "koku"),
+    # sigs.k8s.io/yaml's Unmarshal reads the first document only: a second, even a broken one, is never read
+    ("annotations:\n" + MT + PKG + ": koku\n---\nannotations:\n" + PKG + ": other\n", "koku"),
+    ("annotations:\n" + MT + PKG + ": koku\n---\nbad: [\n", "koku"),
+])
+def test_annotations_file_is_decoded_as_olm_decodes_it(tmp_path: Path, text: str, package: str) -> None:
+    """Judged against OLM v1's source.FromFS (operator-controller 186c9e64) on each of these files."""
+    root = bundles.write_bundle(tmp_path / "b", annotations=text)
+    assert load_bundle(root).package_name == package
 
 
 def test_manifests_directory(tmp_path: Path) -> None:
@@ -319,6 +345,14 @@ def test_unusable_properties_are_refused(tmp_path: Path) -> None:
     assert refused(None, "properties: [{type: [1]}]\n", "h") == (
         "B/metadata/properties.yaml: properties[0]: a property's \"type\" must be a string")
     assert refused(None, "properties: [\n", "i").startswith("B/metadata/properties.yaml:0: invalid YAML: ")
+
+
+def test_properties_file_is_read_to_its_first_document(tmp_path: Path) -> None:
+    """As OLM reads it (sigs.k8s.io/yaml's Unmarshal): a second document, even a broken one, is never read."""
+    for name, second in (("a", "properties:\n- {type: olm.y, value: 2}\n"), ("b", "bad: [\n")):
+        first = "properties:\n- {type: olm.x, value: 1}\n---\n"
+        root = bundles.write_bundle(tmp_path / name, properties=first + second)
+        assert load_bundle(root).csv["metadata"]["annotations"]["olm.properties"] == '[{"type":"olm.x","value":1}]'
 
 
 # --- what OLM's reader requires of each manifest ------------------------------------------------------------------

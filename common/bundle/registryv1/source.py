@@ -209,36 +209,52 @@ def _objects(files: list[Path], names: dict[str, str]) -> list[_Object]:
     return objects
 
 
-def _read_single(path: Path, name: str) -> Any:
-    """The one document of the YAML file ``path`` (``None`` when empty), read as Kubernetes reads YAML."""
+def _read_first(path: Path, name: str) -> Any:
+    """The first document of the YAML file ``path`` (``None`` when empty), as OLM reads ``metadata/``'s files with
+    sigs.k8s.io/yaml's ``Unmarshal``: YAML as Kubernetes reads it, and nothing after the first document (go-yaml
+    stops there, a broken second document included)."""
     problems: list[str] = []
-    found = read_documents(path, name, problems)
+    found = read_documents(path, name, problems, first_only=True)
     if problems:
         raise BundleInputError("\n".join(problems))
-    if len(found) > 1:
-        raise BundleInputError(f"{name}: expected one YAML document, found {len(found)}")
     return found[0][1] if found else None
+
+
+# the fields of operator-registry's Annotations struct, which OLM decodes metadata/annotations.yaml into
+_ANNOTATIONS_FIELDS = (PACKAGE_ANNOTATION, "operators.operatorframework.io.bundle.channels.v1",
+                       "operators.operatorframework.io.bundle.channel.default.v1")
 
 
 def _annotations(root: Path, label: str) -> dict[str, str]:
     """The ``annotations`` of ``metadata/annotations.yaml``, as strings (a number or boolean is written as Go's
-    YAML reader writes it into OLM's string fields: ``123``, ``true``); the package name is read as OLM reads it
-    (its key matched ignoring case)."""
+    YAML reader writes it into OLM's string fields: ``123``, ``true``), read as OLM decodes the file into its
+    ``AnnotationsFile`` struct: ``annotations`` and the fields of OLM's ``Annotations`` (the package, channels and
+    default channel) matched ignoring case, a key given in several cases decoded in Go's order (the last wins), a
+    null leaving a field as it was. The mediatype, which OLM v1 does not read, is looked up in what that gives."""
     path = root / ANNOTATIONS_FILE
     name = f"{label}/{ANNOTATIONS_FILE}"
     if not path.is_file():
         raise BundleInputError(f"{label}: not a registry+v1 bundle: no {ANNOTATIONS_FILE}")
-    document = _read_single(path, name)
-    if not isinstance(document, dict) or not isinstance(document.get("annotations"), dict):
+    document = _read_first(path, name)
+    if document is not None and not isinstance(document, dict):
         raise BundleInputError(f"{name}: expected a mapping with an \"annotations\" mapping")
-    raw = document["annotations"]
-    annotations = {k: text for k, v in raw.items() if (text := _scalar_text(v)) is not None}
-    package = _go_field(raw, PACKAGE_ANNOTATION, null_kept=False)
-    if package is not None:
-        text = _scalar_text(package)
-        if text is None:
-            raise BundleInputError(f"{name}: {PACKAGE_ANNOTATION} must be a string")
-        annotations[PACKAGE_ANNOTATION] = text
+    maps = [value for key, value in sorted((document or {}).items())
+            if (key == "annotations" or go_fold(key) == go_fold("annotations")) and value is not None]
+    if not all(isinstance(value, dict) for value in maps):
+        raise BundleInputError(f"{name}: expected a mapping with an \"annotations\" mapping")
+    merged = {key: value for raw in maps for key, value in sorted(raw.items())}
+    annotations = {k: text for k, v in merged.items() if (text := _scalar_text(v)) is not None}
+    for field_name in _ANNOTATIONS_FIELDS:
+        texts = []
+        for raw in maps:
+            for key in sorted(raw):
+                if (key == field_name or go_fold(key) == go_fold(field_name)) and raw[key] is not None:
+                    text = _scalar_text(raw[key])
+                    if text is None:
+                        raise BundleInputError(f"{name}: {field_name} must be a string")
+                    texts.append(text)
+        if texts:
+            annotations[field_name] = texts[-1]
     return annotations
 
 
@@ -308,7 +324,7 @@ def _fold_properties(csv: Obj, root: Path, label: str, csv_name: str) -> None:
             return
     except OSError as exc:
         raise BundleInputError(f"{name}: cannot read: {exc.strerror or exc}") from None
-    properties += _file_properties(_read_single(path, name), name)
+    properties += _file_properties(_read_first(path, name), name)
     text = "[" + ",".join(properties) + "]" if properties else "null"
     if meta is None:
         meta = csv["metadata"] = {}
