@@ -179,34 +179,75 @@ class _Object:
 
 
 def _objects(files: list[Path], names: dict[str, str]) -> list[_Object]:
-    """Every object of the manifest files, ``List`` items flattened. What OLM's reader requires of a document
-    is required here too, no more: a mapping with a ``kind`` (OLM passes an object without ``apiVersion`` or
-    name through, and so does this; the same object twice as well). Every problem of every file is reported
-    at once."""
+    """Every object of the manifest files, as OLM's reader (cli-runtime's local builder, ``Unstructured()`` and
+    ``Flatten()``) takes them: what it requires of a document is required here too, no more (OLM passes an object
+    without ``apiVersion`` or name through, and so does this; the same object twice as well). Every problem of
+    every file is reported at once."""
     problems: list[str] = []
     objects = []
     for path in files:
         name = names[str(path)]
         for index, document in read_documents(path, name, problems):
-            items = document.get("items") if isinstance(document, dict) else None
-            if isinstance(document, dict) and str(document.get("kind", "")).endswith("List") and isinstance(
-                    items, list):
-                entries = [(f"{name}:{index} items[{i}]", item) for i, item in enumerate(items)]
+            where = f"{name}:{index}"
+            if not isinstance(document, dict):
+                problems.append(f"{where}: not a mapping (a manifest must be an object)")
+            elif problem := _type_problem(document, version_required=False) or object_meta_problem(document):
+                problems.append(f"{where}: {problem}")
+            elif "items" not in document:
+                objects.append(_Object(document, where))
             else:
-                entries = [(f"{name}:{index}", document)]
-            for where, obj in entries:
-                if not isinstance(obj, dict):
-                    problems.append(f"{where}: not a mapping (a manifest must be an object)")
-                elif not isinstance(obj.get("kind"), str) or not obj["kind"]:
-                    problems.append(f"{where}: missing kind" if obj.get("kind") in (None, "") else
-                                    f"{where}: kind must be a string")
-                elif problem := object_meta_problem(obj):
-                    problems.append(f"{where}: {problem}")
-                else:
-                    objects.append(_Object(obj, where))
+                found, refused = _list_items(document, where)
+                objects += found
+                problems += refused
     if problems:
         raise BundleInputError("\n".join(problems))
     return objects
+
+
+def _go_string(value: Any) -> str:
+    """What unstructured's accessors read from a field: its text when it is a string, else nothing."""
+    return value if isinstance(value, str) else ""
+
+
+def _type_problem(obj: Obj, *, version_required: bool) -> str | None:
+    """What keeps the API machinery from reading an object's kind (a string ``kind``, an ``apiVersion`` that parses
+    as a group/version); a List's item needs a version too (cli-runtime's object typer)."""
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        return "missing kind" if kind in (None, "") else "kind must be a string"
+    api_version = _go_string(obj.get("apiVersion"))
+    if api_version.count("/") > 1:
+        return f"apiVersion {json.dumps(api_version)} is not a group/version (OLM reads no kind from it)"
+    if version_required and api_version.rpartition("/")[2] == "":
+        return "missing apiVersion (an item of a List needs one)"
+    return None
+
+
+def _list_items(document: Obj, where: str) -> tuple[list[_Object], list[str]]:
+    """A document with ``items`` is a list to the API machinery, whatever its kind: its items (null, one
+    without kind and apiVersion takes the list's kind less "List" and its apiVersion), each needing a kind and
+    a version; an item that is itself a list (an ``items`` list) is refused, as OLM's flattening refuses it."""
+    items = document["items"]
+    if items is not None and not isinstance(items, list):
+        return [], [f"{where}: items must be a list"]
+    item_kind = _go_string(document.get("kind")).removesuffix("List")
+    list_version = _go_string(document.get("apiVersion"))
+    found, problems = [], []
+    for i, entry in enumerate(items or []):
+        at = f"{where} items[{i}]"
+        if entry is not None and not isinstance(entry, dict):
+            problems.append(f"{at}: not a mapping (a manifest must be an object)")
+            continue
+        item: Obj = entry or {}
+        if not _go_string(item.get("kind")) and not _go_string(item.get("apiVersion")):
+            item = {**item, "kind": item_kind, "apiVersion": list_version}
+        if isinstance(item.get("items"), list):
+            problems.append(f"{at}: a list inside a list (OLM does not read it)")
+        elif problem := _type_problem(item, version_required=True):
+            problems.append(f"{at}: {problem}")
+        else:
+            found.append(_Object(item, at))
+    return found, problems
 
 
 def _read_first(path: Path, name: str) -> Any:
