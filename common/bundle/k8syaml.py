@@ -722,7 +722,8 @@ def _slash_escape(chunk: str, line_offset: int) -> YAMLReadError | None:
 _DOCUMENT_END = re.compile(r"^\.\.\.(?=[ \t\r\n]|$)", re.MULTILINE)
 
 
-def _read_yaml_document(chunk: str, line_offset: int, index: int, stream: Stream) -> Document:
+def _read_yaml_document(chunk: str, line_offset: int, index: int, stream: Stream, *,
+                        rest_unread: bool = False) -> Document:
     try:
         node, parser, aliases, chunk = _compose_chunk(chunk)
     except yaml.YAMLError as exc:
@@ -734,7 +735,7 @@ def _read_yaml_document(chunk: str, line_offset: int, index: int, stream: Stream
     if node is None:
         return Document(index)
     try:
-        trailing = None if parser.check_event(StreamEndEvent) else parser.peek_event().start_mark
+        trailing = None if rest_unread or parser.check_event(StreamEndEvent) else parser.peek_event().start_mark
     except yaml.YAMLError as exc:
         trailing = getattr(exc, "problem_mark", None) or node.end_mark
     if trailing is not None:  # go-yaml reads a chunk's first document and never looks further
@@ -764,13 +765,16 @@ def _read_yaml_document(chunk: str, line_offset: int, index: int, stream: Stream
         return Document(index, error=YAMLReadError("nested too deeply"))
 
 
-def _read_yaml(text: str, stream: Stream, first_index: int = 0) -> None:
+def _read_yaml(text: str, stream: Stream, first_index: int = 0, *, first_only: bool = False) -> None:
     for index, line_offset, chunk, problem in _chunks(text):
+        if first_only and index > 0:   # (chunks of document 0: comments before its "---", then its content)
+            return
         if problem is not None:
             stream.documents.append(Document(index + first_index, error=problem))
             continue
         try:
-            stream.documents.append(_read_yaml_document(chunk, line_offset, index + first_index, stream))
+            stream.documents.append(_read_yaml_document(chunk, line_offset, index + first_index, stream,
+                                                        rest_unread=first_only))
         except RecursionError:
             stream.documents.append(Document(index + first_index, error=YAMLReadError("nested too deeply")))
 
@@ -871,11 +875,17 @@ def _skip_json_space(text: str, position: int) -> int:
     return _JSON_SPACE.match(text, position).end()  # type: ignore[union-attr]
 
 
-def read_stream(text: str) -> Stream:
+def read_stream(text: str, *, unmarshal: bool = False) -> Stream:
     """Every document of ``text`` as kubectl reads it, empty ones included (``value`` None). A stream whose
-    first non-space character is ``{`` is read as JSON, as kubectl sniffs it (whatever the file's name)."""
+    first non-space character is ``{`` is read as JSON, as kubectl sniffs it (whatever the file's name).
+
+    ``unmarshal``: as sigs.k8s.io/yaml's ``Unmarshal`` reads a file instead (OLM reads a bundle's ``metadata/``
+    so): YAML always, JSON included (``"\\/"`` is no YAML escape), the first document only, and nothing after its
+    value (go-yaml never looks further)."""
     stream = Stream()
-    if text.lstrip()[:1] == "{":
+    if unmarshal:
+        _read_yaml(text, stream, first_only=True)
+    elif text.lstrip()[:1] == "{":
         _read_json(text, stream)
     else:
         _read_yaml(text, stream)

@@ -198,6 +198,9 @@ PKG = "  operators.operatorframework.io.bundle.package.v1"
     # sigs.k8s.io/yaml's Unmarshal reads the first document only: a second, even a broken one, is never read
     ("annotations:\n" + MT + PKG + ": koku\n---\nannotations:\n" + PKG + ": other\n", "koku"),
     ("annotations:\n" + MT + PKG + ": koku\n---\nbad: [\n", "koku"),
+    # JSON is read as YAML (sigs.k8s.io/yaml), and what follows the first document's value is never read
+    ('{"annotations": {"operators.operatorframework.io.bundle.mediatype.v1": "registry+v1", '
+     '"operators.operatorframework.io.bundle.package.v1": "koku", "x": 1e400}} trailing', "koku"),
 ])
 def test_annotations_file_is_decoded_as_olm_decodes_it(tmp_path: Path, text: str, package: str) -> None:
     """Judged against OLM v1's source.FromFS (operator-controller 186c9e64) on each of these files."""
@@ -378,6 +381,15 @@ def test_unusable_properties_are_refused(tmp_path: Path) -> None:
     assert refused(None, "properties: [{type: [1]}]\n", "h") == (
         "B/metadata/properties.yaml: properties[0]: a property's \"type\" must be a string")
     assert refused(None, "properties: [\n", "i").startswith("B/metadata/properties.yaml:0: invalid YAML: ")
+
+
+def test_metadata_json_is_read_as_yaml_as_olm_reads_it(tmp_path: Path) -> None:
+    """sigs.k8s.io/yaml's Unmarshal reads JSON as YAML: "\\/" is no YAML escape, 1e400 too large a float is text."""
+    root = bundles.write_bundle(tmp_path / "a", properties='{"properties": [{"type": "olm.x", "value": 1e400}]}')
+    assert load_bundle(root).csv["metadata"]["annotations"]["olm.properties"] == '[{"type":"olm.x","value":"1e400"}]'
+    root = bundles.write_bundle(tmp_path / "b", properties='{"properties": [{"type": "olm.x", "value": "a\\/b"}]}')
+    assert refusal(root) == (f"{root}/metadata/properties.yaml:0: invalid YAML: the escape \"\\/\" is not YAML 1.1: "
+                             "kubectl refuses it at line 1 column 46")
 
 
 def test_properties_file_is_read_to_its_first_document(tmp_path: Path) -> None:

@@ -14,15 +14,15 @@ from common.bundle import k8syaml
 
 
 def read_documents(path: Path, name: str, problems: list[str], *, max_bytes: int | None = None,
-                   warnings: list[str] | None = None, first_only: bool = False) -> list[tuple[int, Any]]:
+                   warnings: list[str] | None = None, unmarshal: bool = False) -> list[tuple[int, Any]]:
     """(index, value) of each non-empty document of the YAML or JSON file ``path``, read as kubectl reads it
     (:mod:`common.bundle.k8syaml`); what keeps the file or a document from being read goes to ``problems`` as
     ``name:index: ...``. An empty file is no problem here: a bundle's manifest file or a configuration may be
     empty (OLM reads nothing from it). With ``max_bytes``, a longer file (or stream: ``/dev/zero`` never ends)
     is a problem, found after reading one byte more than that. ``warnings``, when given, receives
     ``name:index: ...`` for what kubectl reads without a word (a key written twice: the last value is used).
-    ``first_only``: only the first document counts, what follows it not even read for errors (what Go's
-    ``yaml.Unmarshal`` reads, where OLM reads a file with it rather than as a stream of manifests)."""
+    ``unmarshal``: read as Go's ``yaml.Unmarshal`` reads a file, where OLM reads it so rather than as a stream of
+    manifests: YAML always, the first document only (:func:`common.bundle.k8syaml.read_stream`)."""
     try:
         with path.open("rb") as handle:
             data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
@@ -37,12 +37,10 @@ def read_documents(path: Path, name: str, problems: list[str], *, max_bytes: int
         problems.append(f"{name}: cannot read: {exc.strerror or exc}")
         return []
     found = []
-    stream = k8syaml.read_stream(text)
+    stream = k8syaml.read_stream(text, unmarshal=unmarshal)
     if warnings is not None:
         warnings.extend(f"{name}:{index}: {message}" for index, message in stream.warnings)
     for document in stream.documents:
-        if first_only and document.index > 0:
-            break
         if document.error is not None:
             what = "invalid JSON" if document.is_json else "invalid YAML"
             problems.append(f"{name}:{document.index}: {what}: {document.error}")

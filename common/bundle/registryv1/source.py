@@ -255,7 +255,7 @@ def _read_first(path: Path, name: str) -> Any:
     sigs.k8s.io/yaml's ``Unmarshal``: YAML as Kubernetes reads it, and nothing after the first document (go-yaml
     stops there, a broken second document included)."""
     problems: list[str] = []
-    found = read_documents(path, name, problems, first_only=True)
+    found = read_documents(path, name, problems, unmarshal=True)
     if problems:
         raise BundleInputError("\n".join(problems))
     return found[0][1] if found else None
