@@ -56,6 +56,9 @@ def test_integers_are_checked_against_their_go_type() -> None:
     ({"managedFields": [{"operation": True}], "creationTimestamp": "2024-01-01T00:00:00+01:61"},
      'parsing time "2024-01-01T00:00:00+01:61": time zone offset minute out of range'),
     ({"name": "x", "creationTimestamp": "2024-01-01T00:00:00Z"}, None),
+    # OLM decodes metadata with apimachinery's util/json, which matches keys exactly (encoding/json would fold
+    # them: NAME would be name, Annotations annotations)
+    ({"name": "x", "NAME": {"a": "b"}, "Annotations": {"a": 1}, "\u212aind": 1}, None),
 ])
 def test_object_meta_problem(metadata: dict[str, Any], problem: str | None) -> None:
     assert object_meta_problem({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}) == problem

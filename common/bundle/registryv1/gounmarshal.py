@@ -9,7 +9,8 @@ unstructured converter, whose rules differ from ``encoding/json``'s, and both sh
 messages. Here, as in ``encoding/json``:
 
 - keys match a field exactly or, failing that, case-insensitively as Go folds them (``Value`` fills ``value``,
-  the Kelvin sign matches ``k``); keys are read in sorted order (OLM's decoder reads what ``json.Marshal`` of a
+  the Kelvin sign matches ``k``; exactly only for a manifest's metadata, which OLM decodes with apimachinery's
+  case-sensitive decoder); keys are read in sorted order (OLM's decoder reads what ``json.Marshal`` of a
   map wrote), so of two spellings of one field the later one wins; unknown keys are dropped;
 - a value decodes *into* what the field holds already: a struct or map given twice is merged, a list's
   elements are decoded into the earlier list's; ``null`` empties a pointer, list or map, resets a Quantity or
@@ -85,9 +86,10 @@ def object_meta_problem(obj: Obj) -> str | None:
     in Go's words, or None.
 
     OLM's bundle reader decodes every manifest so and refuses the bundle when that fails (an annotation
-    ``0777`` is a number, not a string).
+    ``0777`` is a number, not a string). It decodes with apimachinery's ``util/json`` (sigs.k8s.io/json's
+    ``UnmarshalCaseSensitivePreserveInts``): keys match fields exactly, ``NAME`` is no ``name`` there.
     """
-    decoder = _Decoder()
+    decoder = _Decoder(case_sensitive=True)
     try:
         if "apiVersion" in obj:  # the first key in Go's (sorted) order
             decoder.value(_STRING, obj["apiVersion"], "metadataOnlyObject", ("TypeMeta", "apiVersion"), None)
@@ -113,8 +115,9 @@ class _Decoder:
     """One ``json.Unmarshal``: the first saved type mismatch, and the decoding itself. ``struct`` and ``stack``
     are Go's error context: the innermost struct whose field is being decoded, and the JSON names down to it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, case_sensitive: bool = False) -> None:
         self.saved: str | None = None
+        self.case_sensitive = case_sensitive
 
     def run(self, struct: GoStruct, value: Any) -> dict[str, Any]:
         try:
@@ -142,7 +145,7 @@ class _Decoder:
         embedded = _EMBEDDED.get(struct.name)
         name = struct.short_name
         for key in sorted(value):
-            index = field_index(struct, key)
+            index = struct.index.get(key) if self.case_sensitive else field_index(struct, key)
             if index is None:
                 continue  # Go drops what no field takes
             f = struct.fields[index]
