@@ -78,6 +78,22 @@ def test_integers_narrow_as_go_converts_them() -> None:
     assert roundtrip("core.Probe", {"periodSeconds": 10.0, "timeoutSeconds": 2**32 + 7}) == {
         "timeoutSeconds": 7, "periodSeconds": 10}
     assert roundtrip("core.ContainerPort", {"containerPort": 2**31}) == {"containerPort": -(2**31)}
+    # a number beyond int64 is a float64 to Go, converted to int64 as amd64 converts it (judged against OLM v1's
+    # source.FromFS on this machine): the minimum, then narrowed
+    assert roundtrip("apiext.JSONSchemaProps", {"maxLength": 1e19, "minLength": 2**64, "maxItems": -1e21}) == {
+        "maxLength": -(2**63), "minLength": -(2**63), "maxItems": -(2**63)}
+    assert roundtrip("core.ContainerPort", {"containerPort": 1e19}) == {"containerPort": 0}
+
+
+def test_schemas_under_a_union_are_read_as_util_json_reads_them() -> None:
+    """items, additionalProperties, additionalItems and dependencies decode through their UnmarshalJSON: an integer
+    there must fit its type (OLM v1 refuses the bundle), where the converter would have converted it."""
+    assert roundtrip("apiext.JSONSchemaProps", {"items": {"maxLength": 2**63 - 1, "minLength": 1.0}}) == {
+        "items": {"maxLength": 2**63 - 1, "minLength": 1}}
+    for union in ({"items": {"maxLength": 2**63}}, {"additionalProperties": {"properties": {"a": {"minItems": 1e19}}}},
+                  {"dependencies": {"d": {"maxItems": -(2**63) - 1}}}, {"items": [{"maxProperties": 1e21}]}):
+        with pytest.raises(GoTypeError, match="expected an integer"):
+            roundtrip("apiext.JSONSchemaProps", union)
 
 
 @pytest.mark.parametrize(("type_name", "value", "message"), [

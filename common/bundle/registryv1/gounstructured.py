@@ -102,10 +102,14 @@ def _jsontype(value: Any) -> str:
 
 _Codec = Callable[[Any, bool], Any]
 _STRUCT_CODECS: dict[str, _Codec] = {}
+# The same types as apiextensions' union types' UnmarshalJSON decodes them (``items``, ``additionalProperties``,
+# ``additionalItems``, ``dependencies``: marshalled back to JSON and read with apimachinery's util/json), which
+# differs from the converter in one way: an integer must fit its type (1e19 is refused, not wrapped).
+_JSON_STRUCT_CODECS: dict[str, _Codec] = {}
 _SCHEMA: Final = "apiext.JSONSchemaProps"
 
 
-def _struct_codec(struct: GoStruct) -> _Codec:
+def _struct_codec(struct: GoStruct, *, via_json: bool = False) -> _Codec:
     """The codec of a struct. A field whose key the value lacks is either left out (``omitempty`` fields and
     those printing ``null``) or printed as its zero value, which is known in advance (``always``): only the
     value's own keys and those fields are visited, in declaration order. :meth:`.GoField.omitted` is unrolled
@@ -153,7 +157,7 @@ def _struct_codec(struct: GoStruct) -> _Codec:
         return out
 
     def link() -> None:
-        codecs.extend(_compile(f.type) for f in fields)
+        codecs.extend(_compile(f.type, via_json=via_json) for f in fields)
 
     _LINKS.append(link)
     return codec
@@ -162,13 +166,13 @@ def _struct_codec(struct: GoStruct) -> _Codec:
 _LINKS: list[Callable[[], None]] = []
 
 
-def _compile(typ: GoType) -> _Codec:
+def _compile(typ: GoType, *, via_json: bool = False) -> _Codec:
     if typ.kind == "struct":
-        return _STRUCT_CODECS[typ.name]
+        return (_JSON_STRUCT_CODECS if via_json else _STRUCT_CODECS)[typ.name]
     if typ.kind == "scalar":
-        return _SCALARS[typ.name]
+        return (_JSON_SCALARS if via_json else _SCALARS)[typ.name]
     assert typ.inner is not None
-    inner = _compile(typ.inner)
+    inner = _compile(typ.inner, via_json=via_json)
     if typ.kind == "ptr":
         def pointer(value: Any, nulls: bool) -> Any:
             return None if value is None else inner(value, nulls)
@@ -243,15 +247,39 @@ def _wrap(number: int, bits: int) -> int:
     return number - (1 << bits) if number >> (bits - 1) else number
 
 
+_INT64_MIN: Final = -(1 << 63)
+
+
 def _integer(bits: int) -> _Codec:
+    """The converter's integer: an int64 narrowed as Go converts integers; a float64 (an integral one; an integer
+    beyond int64 is one too, as the JSON decoder gives it) converted to int64 first, as amd64 does: one beyond
+    int64 becomes its minimum (the conversion is implementation-defined in Go; OLM's amd64 images do this)."""
     def codec(value: Any, nulls: bool) -> int:
         if value is None:
             return 0
         if isinstance(value, int) and not isinstance(value, bool):
-            return _wrap(value, bits)
+            return _wrap(value if _INT64_MIN <= value < -_INT64_MIN else _INT64_MIN, bits)
         if isinstance(value, float) and math.isfinite(value) and value == math.trunc(value):
-            return _wrap(int(value), bits)
+            return _wrap(int(value) if _INT64_MIN <= value < -_INT64_MIN else _INT64_MIN, bits)
         raise _Fail(f"expected an integer, got {_jsontype(value)} {json.dumps(value)}")
+    return codec
+
+
+def _json_integer(bits: int) -> _Codec:
+    """An integer as util/json reads the converter's value marshalled back to JSON: Go writes an integral float
+    below 1e21 as an integer, which must then fit ``bits``."""
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+    def codec(value: Any, nulls: bool) -> int:
+        if value is None:
+            return 0
+        integral = isinstance(value, float) and math.isfinite(value) and value == math.trunc(value)
+        if not ((isinstance(value, int) and not isinstance(value, bool)) or (integral and abs(value) < 1e21)):
+            raise _Fail(f"expected an integer, got {_jsontype(value)} {json.dumps(value)}")
+        number = int(value)
+        if not low <= number <= high:
+            raise _Fail(f"expected an integer that fits int{bits}, got {number}")
+        return number
     return codec
 
 
@@ -338,14 +366,14 @@ def _raw(value: Any, nulls: bool) -> Any:
 
 def _schema_or_bool(value: Any, nulls: bool) -> Any:
     if isinstance(value, dict):
-        return _STRUCT_CODECS[_SCHEMA](value, nulls)
+        return _JSON_STRUCT_CODECS[_SCHEMA](value, nulls)
     if isinstance(value, bool):
         return value
     raise _Fail("boolean or JSON schema expected")
 
 
 def _schema_or_array(value: Any, nulls: bool) -> Any:
-    schema = _STRUCT_CODECS[_SCHEMA]
+    schema = _JSON_STRUCT_CODECS[_SCHEMA]
     if isinstance(value, dict):
         return schema(value, nulls)
     if not isinstance(value, list) or not value:
@@ -362,7 +390,7 @@ def _schema_or_array(value: Any, nulls: bool) -> Any:
 
 def _schema_or_strings(value: Any, nulls: bool) -> Any:
     if isinstance(value, dict):
-        return _STRUCT_CODECS[_SCHEMA](value, nulls)
+        return _JSON_STRUCT_CODECS[_SCHEMA](value, nulls)
     if not isinstance(value, list) or not value:
         return None  # neither form: the union stays empty and prints null
     for i, item in enumerate(value):
@@ -380,8 +408,11 @@ _SCALARS: Final[dict[str, _Codec]] = {
     "semver": _semver(check_tolerant), "semverRelease": _semver(check_release),
 }
 
+_JSON_SCALARS: Final[dict[str, _Codec]] = {**_SCALARS, "i32": _json_integer(32), "i64": _json_integer(64)}
+
 for _name, _struct in STRUCTS.items():
     _STRUCT_CODECS[_name] = _struct_codec(_struct)
+    _JSON_STRUCT_CODECS[_name] = _struct_codec(_struct, via_json=True)
 for _link in _LINKS:
     _link()
 del _name, _struct, _link
