@@ -85,6 +85,10 @@ def test_integers_narrow_as_go_converts_them() -> None:
     assert roundtrip("core.ContainerPort", {"containerPort": 1e19}) == {"containerPort": 0}
 
 
+def test_the_csv_version_prints_as_operator_version_marshals_it() -> None:
+    assert roundtrip("olm.ClusterServiceVersionSpec", {"version": "v1.2", "release": "1.2"})["version"] == "1.2.0"
+
+
 def test_schemas_under_a_union_are_read_as_util_json_reads_them() -> None:
     """items, additionalProperties, additionalItems and dependencies decode through their UnmarshalJSON: an integer
     there must fit its type (OLM v1 refuses the bundle), where the converter would have converted it."""

@@ -170,6 +170,15 @@ def test_package_name_is_read_as_olm_reads_it(tmp_path: Path) -> None:
     assert load_bundle(root).package_name == "lower"
 
 
+@pytest.mark.parametrize(("written", "version"), [("1.0.0", "1.0.0"), ("v1.2", "1.2.0"), (" 01.2.3+b ", "1.2.3+b"),
+                                                 ("1.2-rc", "1.2-rc"), ("", "")])
+def test_the_bundle_version_is_the_csvs_as_go_prints_it(tmp_path: Path, written: str, version: str) -> None:
+    """OLM's OperatorVersion reads spec.version with blang/semver's ParseTolerant and prints it normalized (judged
+    with OLM v1's source.FromFS): what opm records in a catalog, and a revision's bundle-version annotation."""
+    root = bundles.write_bundle(tmp_path / "b", manifests={"csv.yaml": bundles.csv(version=written)})
+    assert load_bundle(root).version == version
+
+
 def test_annotations_file_must_parse(tmp_path: Path) -> None:
     root = bundles.write_bundle(tmp_path / "b", annotations="annotations: [\n")
     assert refusal(root).startswith(f"{root}/metadata/annotations.yaml:0: invalid YAML: ")

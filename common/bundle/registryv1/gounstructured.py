@@ -38,7 +38,7 @@ from common.contract.quantity import QuantityError, canonical
 
 from .gotext import GoTimeError, go_quote, go_time
 from .gotypes import EMPTY_FALSE, EMPTY_FALSY, EMPTY_NEVER, EMPTY_ZERO, STRUCTS, GoStruct, GoType, zero_value
-from .semver import SemverError, check_release, check_tolerant
+from .semver import SemverError, check_release, parse_tolerant
 
 
 class GoTypeError(ValueError):
@@ -335,19 +335,20 @@ def _time(value: Any, nulls: bool) -> str | None:
         raise _Fail(f"expected an RFC 3339 time, got {json.dumps(value)}") from None
 
 
-def _semver(check: Callable[[str], None]) -> _Codec:
+def _semver(check: Callable[[str], Any]) -> _Codec:
     """A string type with its own ``UnmarshalJSON`` (the CSV's ``version`` and ``release``): the converter hands
-    it the value's JSON, which must be a string that ``check`` (blang/semver's rule) accepts."""
+    it the value's JSON, which must be a string that ``check`` (blang/semver's rule) accepts; a version parsed
+    (``check`` returns it) is printed as Go's ``MarshalJSON`` prints it (``v1.2`` is ``1.2.0``)."""
     def codec(value: Any, nulls: bool) -> Any:
         if value is None:
             return None
         if not isinstance(value, str):
             raise _Fail(f"expected a string, got {_jsontype(value)}")
         try:
-            check(value)
+            parsed = check(value)
         except SemverError as exc:
             raise _Fail(f"{go_quote(value)} is not a semantic version: {exc}") from None
-        return value
+        return value if parsed is None else str(parsed)
     return codec
 
 
@@ -405,7 +406,7 @@ _SCALARS: Final[dict[str, _Codec]] = {
     "s": _string, "b": _bool, "i32": _integer(32), "i64": _integer(64), "f64": _float, "q": _quantity,
     "ios": _int_or_string, "time": _time, "bytes": _bytes, "raw": _raw, "schemaOrBool": _schema_or_bool,
     "schemaOrArray": _schema_or_array, "schemaOrStrings": _schema_or_strings,
-    "semver": _semver(check_tolerant), "semverRelease": _semver(check_release),
+    "semver": _semver(parse_tolerant), "semverRelease": _semver(check_release),
 }
 
 _JSON_SCALARS: Final[dict[str, _Codec]] = {**_SCALARS, "i32": _json_integer(32), "i64": _json_integer(64)}

@@ -19,6 +19,8 @@ from typing import Any
 
 from common.contract.objects import Obj
 
+from . import semver
+
 MEDIATYPE_ANNOTATION = "operators.operatorframework.io.bundle.mediatype.v1"
 PACKAGE_ANNOTATION = "operators.operatorframework.io.bundle.package.v1"
 REGISTRY_V1 = "registry+v1"
@@ -77,5 +79,11 @@ class RegistryV1:
 
     @property
     def version(self) -> str:
-        """``spec.version`` of the CSV (the bundle version), ``""`` when absent."""
-        return str((self.csv.get("spec") or {}).get("version") or "")
+        """``spec.version`` of the CSV (the bundle version) as Go prints OLM's ``OperatorVersion``, which reads it
+        with blang/semver's ``ParseTolerant`` (``v1.2`` is ``1.2.0``, what opm records in a catalog and OLM v1 on a
+        revision); the text as written when it is no version even so, ``""`` when absent."""
+        text = str((self.csv.get("spec") or {}).get("version") or "")
+        try:
+            return str(semver.parse_tolerant(text)) if text else ""
+        except semver.SemverError:
+            return text

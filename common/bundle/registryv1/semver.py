@@ -168,11 +168,6 @@ def check_strict(text: str) -> None:
     parse(text)
 
 
-def check_tolerant(text: str) -> None:
-    """:func:`parse_tolerant`, for its verdict only."""
-    parse_tolerant(text)
-
-
 def parse_tolerant(text: str) -> Version:
     """``semver.ParseTolerant``: spaces and a leading ``v`` trimmed, leading zeroes dropped, a missing minor or
     patch filled with ``0``, then :func:`parse`."""
