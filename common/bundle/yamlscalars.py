@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import date
-from typing import Any
+from typing import Any, Final
 
 INT64_MIN, INT64_MAX, UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
 
@@ -81,6 +81,10 @@ def resolve_after_dot(text: str) -> float | None:
     return parse_float(text.replace("_", "")) if _GO_FLOAT_AFTER_DOT.fullmatch(text) else None
 
 
+_FALLBACKS_V2: Final = (("0b", 2),)
+_FALLBACKS_V3: Final = (("0b", 2), ("0o", 8))
+
+
 def resolve_number(text: str, *, v3: bool = False) -> Any:
     """go-yaml's reading of a plain scalar starting with a digit or a sign, timestamps aside: an int, a
     :class:`Uint64`, a float, or the text itself. ``v3``: gopkg.in/yaml.v3's, which adds an octal fallback."""
@@ -95,29 +99,20 @@ def resolve_number(text: str, *, v3: bool = False) -> Any:
         number = parse_float(plain)
         if number is not None:
             return number
-    # go-yaml's own binary fallback, reached only by forms ParseInt's prefix handling refused ("0b-101").
-    if plain.startswith("0b"):
-        value = parse_int(plain[2:], 2)
-        if value is not None:
-            return value
-        unsigned = parse_uint(plain[2:], 2) if plain[2:3] not in ("+", "-") else None
-        if unsigned is not None:
-            return Uint64(unsigned)
-    elif plain.startswith("-0b"):
-        value = parse_int("-" + plain[3:], 2)
-        if value is not None:
-            return value
-    if v3 and plain.startswith("0o"):   # yaml.v3's like fallback for octal ("0o+7")
-        value = parse_int(plain[2:], 8)
-        if value is not None:
-            return value
-        unsigned = parse_uint(plain[2:], 8) if plain[2:3] not in ("+", "-") else None
-        if unsigned is not None:
-            return Uint64(unsigned)
-    elif v3 and plain.startswith("-0o"):
-        value = parse_int("-" + plain[3:], 8)
-        if value is not None:
-            return value
+    # go-yaml's own fallbacks for a base prefix, reached only by forms ParseInt's prefix handling refused
+    # ("0b-101"; yaml.v3's "0o+7")
+    for prefix, base in _FALLBACKS_V3 if v3 else _FALLBACKS_V2:
+        if plain.startswith(prefix):
+            value = parse_int(plain[2:], base)
+            if value is not None:
+                return value
+            unsigned = parse_uint(plain[2:], base) if plain[2:3] not in ("+", "-") else None
+            if unsigned is not None:
+                return Uint64(unsigned)
+        elif plain.startswith("-" + prefix):
+            value = parse_int("-" + plain[3:], base)
+            if value is not None:
+                return value
     return text
 
 
