@@ -728,17 +728,17 @@ def _read_yaml_document(chunk: str, line_offset: int, index: int, stream: Stream
         node, parser, aliases, chunk = _compose_chunk(chunk)
     except yaml.YAMLError as exc:
         return Document(index, error=_yaml_error(exc, line_offset, chunk))
-    if "\\/" in chunk:
-        slash = _slash_escape(chunk, line_offset)
-        if slash is not None:
-            return Document(index, error=slash)
     if node is None:
         return Document(index)
     try:
-        trailing = None if rest_unread or parser.check_event(StreamEndEvent) else parser.peek_event().start_mark
+        trailing = None if parser.check_event(StreamEndEvent) else parser.peek_event().start_mark
     except yaml.YAMLError as exc:
         trailing = getattr(exc, "problem_mark", None) or node.end_mark
-    if trailing is not None:  # go-yaml reads a chunk's first document and never looks further
+    if "\\/" in chunk:   # (in the first document: go-yaml never reads what follows it)
+        slash = _slash_escape(chunk if trailing is None else chunk[:trailing.index], line_offset)
+        if slash is not None:
+            return Document(index, error=slash)
+    if trailing is not None and not rest_unread:  # go-yaml reads a chunk's first document and never looks further
         after_marker = _DOCUMENT_END.search(chunk, node.end_mark.index, trailing.index) is not None
         return Document(index, error=YAMLReadError(
             'content after a document end marker ("...") is dropped by kubectl: start another document with '
@@ -831,9 +831,11 @@ def _json_error(exc: json.JSONDecodeError) -> YAMLReadError:
     return YAMLReadError(f"{exc.msg}", exc.lineno, exc.colno)
 
 
-def _read_json(text: str, stream: Stream) -> None:
+def _read_json(text: str, stream: Stream, *, into_go_value: bool = False) -> None:
     """kubectl's YAMLOrJSONDecoder: JSON values one after another. When the first or the second fails to
-    parse, the rest is read as YAML (and when the first fails both ways, the JSON error is the one reported)."""
+    parse, the rest is read as YAML (and when the first fails both ways, the JSON error is the one reported).
+    ``into_go_value``: each value is decoded into a Go map as it is read (operator-registry's declcfg), so a number
+    too large for a float64 fails it as a syntax error does, and the stream falls back to YAML the same way."""
     position = _skip_json_space(text, 0)
     count = 0
     surrogates = _ESCAPED_SURROGATE.search(text) is not None
@@ -843,6 +845,8 @@ def _read_json(text: str, stream: Stream) -> None:
                 value, end = _DECODER.raw_decode(text, position)
             except _NumberTooLarge:
                 _SYNTAX.raw_decode(text, position)   # a syntax error after the number is what Go meets
+                if into_go_value:
+                    raise json.JSONDecodeError("a number is too large for a float64", text, position) from None
                 stream.documents.append(Document(count, error=YAMLReadError("a number is too large"), is_json=True))
                 return
         except RecursionError:
@@ -875,18 +879,19 @@ def _skip_json_space(text: str, position: int) -> int:
     return _JSON_SPACE.match(text, position).end()  # type: ignore[union-attr]
 
 
-def read_stream(text: str, *, unmarshal: bool = False) -> Stream:
+def read_stream(text: str, *, unmarshal: bool = False, into_go_value: bool = False) -> Stream:
     """Every document of ``text`` as kubectl reads it, empty ones included (``value`` None). A stream whose
     first non-space character is ``{`` is read as JSON, as kubectl sniffs it (whatever the file's name).
 
     ``unmarshal``: as sigs.k8s.io/yaml's ``Unmarshal`` reads a file instead (OLM reads a bundle's ``metadata/``
     so): YAML always, JSON included (``"\\/"`` is no YAML escape), the first document only, and nothing after its
-    value (go-yaml never looks further)."""
+    value (go-yaml never looks further). ``into_go_value``: a JSON stream's values decoded into Go maps as they are
+    read, as a File-Based Catalog's are (see :func:`_read_json`)."""
     stream = Stream()
     if unmarshal:
         _read_yaml(text, stream, first_only=True)
     elif text.lstrip()[:1] == "{":
-        _read_json(text, stream)
+        _read_json(text, stream, into_go_value=into_go_value)
     else:
         _read_yaml(text, stream)
     return stream

@@ -210,6 +210,20 @@ def test_a_catalog_directory_json_streams_yaml_and_indexignore(tmp_path):
     assert names(load_catalog(root).package("demo").bundles)[0] == "demo.v1.0.0"
 
 
+def test_a_catalog_value_too_large_for_a_float_reads_as_yaml_as_declcfg_reads_it(tmp_path):
+    """operator-registry decodes each JSON value into a Go map as it reads it: a number too large for a float64
+    fails the value, and the stream is read as YAML, where that number is text (judged with its WalkMetasFS)."""
+    (tmp_path / "c.json").write_text('{"schema": "olm.package", "name": "p", "x": 1e400}\n')
+    assert load_catalog(tmp_path).package_names() == ["p"]
+    # read as YAML, a second value is content go-yaml never reads: refused, not dropped
+    (tmp_path / "c.json").write_text('{"schema": "olm.package", "name": "p", "x": 1e400}\n'
+                                     '{"schema": "olm.bundle", "package": "p", "name": "b", "y": "\\/"}\n')
+    with pytest.raises(CatalogError) as refused:
+        load_catalog(tmp_path)
+    assert str(refused.value) == (f"{tmp_path / 'c.json'}: content after the document's value is dropped by kubectl: "
+                                  'remove it, or start another document with "---" at line 2 column 1')
+
+
 def test_keys_match_as_go_matches_them(tmp_path):
     """Meta keys in any case (operator-registry's extractUniqueMetaKeys), the others by encoding/json's folding."""
     path = tmp_path / "c.json"

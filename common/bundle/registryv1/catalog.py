@@ -311,7 +311,7 @@ def _text(path: Path, shown: str) -> str:
 
 
 def _documents(path: Path, shown: str) -> Iterator[tuple[str, Any]]:
-    stream = k8syaml.read_stream(_text(path, shown))
+    stream = k8syaml.read_stream(_text(path, shown), into_go_value=True)   # declcfg decodes each into a Meta
     several = len(stream.documents) > 1
     for document in stream.documents:
         where = f"{shown}: document {document.index + 1}" if several else shown
