@@ -279,21 +279,18 @@ def _annotations(root: Path, label: str) -> dict[str, str]:
     document = _read_first(path, name)
     if document is not None and not isinstance(document, dict):
         raise BundleInputError(f"{name}: expected a mapping with an \"annotations\" mapping")
-    maps = [value for key, value in sorted((document or {}).items())
-            if (key == "annotations" or go_fold(key) == go_fold("annotations")) and value is not None]
+    maps = [value for value in _go_field_values(document or {}, "annotations") if value is not None]
     if not all(isinstance(value, dict) for value in maps):
         raise BundleInputError(f"{name}: expected a mapping with an \"annotations\" mapping")
     merged = {key: value for raw in maps for key, value in sorted(raw.items())}
     annotations = {k: text for k, v in merged.items() if (text := _scalar_text(v)) is not None}
     for field_name in _ANNOTATIONS_FIELDS:
         texts = []
-        for raw in maps:
-            for key in sorted(raw):
-                if (key == field_name or go_fold(key) == go_fold(field_name)) and raw[key] is not None:
-                    text = _scalar_text(raw[key])
-                    if text is None:
-                        raise BundleInputError(f"{name}: {field_name} must be a string")
-                    texts.append(text)
+        for value in (v for raw in maps for v in _go_field_values(raw, field_name) if v is not None):
+            text = _scalar_text(value)
+            if text is None:
+                raise BundleInputError(f"{name}: {field_name} must be a string")
+            texts.append(text)
         if texts:
             annotations[field_name] = texts[-1]
     return annotations
@@ -408,14 +405,20 @@ def _file_properties(document: Any, name: str) -> list[str]:
     return out
 
 
+def _go_field_values(obj: dict[str, Any], name: str) -> list[Any]:
+    """Every value Go's decoder applies to the field ``name``, in its order: the keys equal to it ignoring case
+    (Go's folding), sorted (the order Go's YAML-to-JSON conversion writes them)."""
+    folded = go_fold(name)
+    return [obj[key] for key in sorted(obj) if key == name or go_fold(key) == folded]
+
+
 def _go_field(obj: dict[str, Any], name: str, *, null_kept: bool) -> Any:
-    """The value Go's decoder leaves in the field ``name``: keys equal to it ignoring case (Go's folding) are
-    applied in sorted order (the order Go's YAML-to-JSON conversion writes them), so the last wins; a ``null``
+    """The value Go's decoder leaves in the field ``name``: the last of :func:`_go_field_values`; a ``null``
     replaces a list or raw value (``null_kept``) but leaves a string as it was."""
     value = None
-    for key in sorted(obj):
-        if (key == name or go_fold(key) == go_fold(name)) and (obj[key] is not None or null_kept):
-            value = obj[key]
+    for applied in _go_field_values(obj, name):
+        if applied is not None or null_kept:
+            value = applied
     return value
 
 
