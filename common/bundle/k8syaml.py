@@ -54,7 +54,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 import yaml
 from yaml.events import (
@@ -68,15 +68,7 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from common.bundle.yamlscalars import (
-    HINT,
-    INT64_MAX,
-    INT64_MIN,
-    Uint64,
-    is_timestamp,
-    resolve_after_dot,
-    resolve_number,
-)
+from common.bundle.yamlscalars import INT64_MAX, INT64_MIN, SPECIAL_FLOATS, Uint64, go_kind, is_timestamp, resolver
 from common.contract.gotext import go_float32_g
 
 __all__ = ["Document", "SafeDumper", "Stream", "YAMLReadError", "load", "read_stream", "reads_back_as_string",
@@ -144,42 +136,11 @@ _BOOL_NULL: dict[str, Any] = {
     **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
     **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
     **dict.fromkeys(("~", "null", "Null", "NULL"), None),
-    **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
-    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
-    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
+    **SPECIAL_FLOATS,
 }
-_NOT_FOUND = object()
-def resolve_plain(text: str) -> Any:
-    """The Go value go-yaml v2 gives an untagged plain scalar: str, bool, None, int, :class:`Uint64` or
-    float (possibly NaN or infinite: :func:`_json_value` and :func:`_json_key` decide what JSON makes of it)."""
-    if not text:
-        return None
-    hint = HINT.get(text[0])
-    if hint is None:
-        return text
-    found = _BOOL_NULL.get(text, _NOT_FOUND)
-    if found is not _NOT_FOUND:
-        return found
-    if hint == "M":
-        return text
-    if hint == ".":
-        number = resolve_after_dot(text)
-        if number is not None:
-            return number
-        return text
-    return resolve_number(text)
-
-
-def _go_tag_name(value: Any) -> str:
-    if value is None:
-        return "!!null"
-    if isinstance(value, bool):
-        return "!!bool"
-    if isinstance(value, int):
-        return "!!int"
-    if isinstance(value, float):
-        return "!!float"
-    return "!!str"
+# The Go value go-yaml v2 gives an untagged plain scalar: str, bool, None, int, :class:`Uint64` or float (possibly
+# NaN or infinite: :func:`_json_value` and :func:`_json_key` decide what JSON makes of it).
+resolve_plain: Final[Callable[[str], Any]] = resolver(_BOOL_NULL)
 
 
 def _resolve_tagged(tag: str, text: str, node: Node) -> Any:
@@ -194,7 +155,7 @@ def _resolve_tagged(tag: str, text: str, node: Node) -> Any:
         return text  # go-yaml keeps a timestamp's text when decoding into an untyped value
     value: Any = resolve_plain(text) if text else None
     short = "!!" + tag[len(_P):]
-    found = _go_tag_name(value)
+    found = "!!" + go_kind(value)
     if found == short:
         return value
     if tag == FLOAT and found == "!!int" and not isinstance(value, Uint64):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any, Final
 
@@ -22,6 +23,14 @@ INT64_MIN, INT64_MAX, UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
 class Uint64(int):
     """An integer go-yaml holds as uint64 (above int64): a JSON number that loses precision, an invalid key."""
 
+
+# The special floats every go-yaml reads by name (its resolve table, beside each decoder's own booleans and nulls).
+SPECIAL_FLOATS: Final[dict[str, float]] = {
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
+}
+_NOT_FOUND: Final = object()
 
 # go-yaml looks at the first character: only these can start anything but a string.
 HINT = {**dict.fromkeys("+-", "S"), **dict.fromkeys("0123456789", "D"), **dict.fromkeys("yYnNtTfFoO~", "M"),
@@ -79,6 +88,42 @@ def resolve_after_dot(text: str) -> float | None:
     """go-yaml's reading of a plain scalar starting with ``.`` that is not ``.inf`` or ``.nan``: Go's
     ``strconv.ParseFloat(text, 64)``, None when it is no number or overflows."""
     return parse_float(text.replace("_", "")) if _GO_FLOAT_AFTER_DOT.fullmatch(text) else None
+
+
+def resolver(words: Mapping[str, Any], *, v3: bool = False) -> Callable[[str], Any]:
+    """go-yaml's resolve() of an untagged plain scalar, for a decoder whose resolve table is ``words`` (its booleans
+    and nulls, and :data:`SPECIAL_FLOATS`): the function giving a text's Go value, None when empty, the value
+    ``words`` gives it, else by its first character a number (an int, a :class:`Uint64`, a float) or the text
+    itself (timestamps are the caller's). ``words`` is bound once: the function runs for every plain scalar."""
+    def resolve(text: str) -> Any:
+        if not text:
+            return None
+        hint = HINT.get(text[0])
+        if hint is None:
+            return text
+        found = words.get(text, _NOT_FOUND)
+        if found is not _NOT_FOUND:
+            return found
+        if hint == "M":
+            return text
+        if hint == ".":
+            number = resolve_after_dot(text)
+            return text if number is None else number
+        return resolve_number(text, v3=v3)
+    return resolve
+
+
+def go_kind(value: Any) -> str:
+    """The short tag go-yaml names a resolved value by: null, bool, int (a :class:`Uint64` too), float or str."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return "str"
 
 
 _FALLBACKS_V2: Final = (("0b", 2),)

@@ -32,7 +32,7 @@ from typing import Any, Final
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from common.bundle.yamlscalars import HINT, Uint64, is_timestamp, resolve_after_dot, resolve_number
+from common.bundle.yamlscalars import SPECIAL_FLOATS, Uint64, go_kind, is_timestamp, resolver
 
 NULLS: Final = frozenset(("", "~", "null", "Null", "NULL"))
 TRUE: Final = frozenset(("true", "True", "TRUE"))
@@ -47,10 +47,10 @@ _CORE: Final = "tag:yaml.org,2002:"
 _BOOL, _NULL, _BINARY, _MERGE_TAG = (_CORE + t for t in ("bool", "null", "binary", "merge"))
 _MERGE: Final = "<<"
 _CHECKED: Final = frozenset(("bool", "int", "float", "null", "timestamp"))   # tags resolve() holds a text to
-# the words yaml.v3 resolves by name (YAML 1.2's core schema: no yes/no/on/off)
-_WORDS: Final = {**dict.fromkeys(TRUE | FALSE, "bool"), **dict.fromkeys(NULLS, "null"),
-                 **dict.fromkeys((".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
-                                  "-.Inf", "-.INF"), "float"), "<<": "merge"}
+# yaml.v3's resolve table (YAML 1.2's core schema: no yes/no/on/off); its "<<" entry no text reaches, as no hint
+# starts with "<"
+_resolve_plain: Final = resolver({**dict.fromkeys(TRUE, True), **dict.fromkeys(FALSE, False), **dict.fromkeys(NULLS),
+                                  **SPECIAL_FLOATS}, v3=True)
 
 
 class GoYAMLError(ValueError):
@@ -90,30 +90,13 @@ def first_document(data: bytes) -> Node | None:
 
 
 def resolved(tag: str, text: str) -> str:
-    """yaml.v3's resolve(): the core type ``text`` reads as under the short ``tag`` ("" untagged, "int"...):
-    "str", "bool", "null", "int", "float", "timestamp", "merge", or "uint" (an int above int64, which yaml.v3
-    does not turn into a float)."""
-    if not text:
-        return "null"
-    hint = HINT.get(text[0])
-    if hint is None or tag == "str":
-        return "str"
-    word = _WORDS.get(text)
-    if word is not None:
-        return word
-    if hint == ".":
-        return "float" if resolve_after_dot(text) is not None else "str"
-    if hint in ("D", "S"):
-        if tag in ("", "timestamp") and is_timestamp(text):
-            return "timestamp"
-        value = resolve_number(text, v3=True)
-        if isinstance(value, Uint64):
-            return "uint"
-        if isinstance(value, int):
-            return "int"
-        if isinstance(value, float):
-            return "float"
-    return "str"
+    """yaml.v3's resolve(): the core type ``text`` reads as, untagged (``tag`` "") or under a core tag it checks
+    ("int", "timestamp"...): "str", "bool", "null", "int", "float", "timestamp" (tried untagged or so tagged
+    only), or "uint" (an int above int64, which yaml.v3 does not turn into a float)."""
+    if tag in ("", "timestamp") and is_timestamp(text):
+        return "timestamp"
+    value = _resolve_plain(text)
+    return "uint" if isinstance(value, Uint64) else go_kind(value)
 
 
 def _line(node: Node) -> int:
