@@ -656,6 +656,25 @@ def struct_types() -> frozenset[str]:
     return frozenset(STRUCTS)
 
 
+def element_type(typ: GoType) -> GoType:
+    """What a field holds under its pointers, lists and maps: a struct or a scalar."""
+    while typ.kind in ("ptr", "list", "map") and typ.inner is not None:
+        typ = typ.inner
+    return typ
+
+
+def structs_within(*names: str) -> frozenset[str]:
+    """The structs ``names`` and every struct their fields hold, however deep."""
+    found: set[str] = set()
+    pending = list(names)
+    while pending:
+        name = pending.pop()
+        if name not in found:
+            found.add(name)
+            pending += (held.name for f in STRUCTS[name].fields if (held := element_type(f.type)).kind == "struct")
+    return frozenset(found)
+
+
 _SCALAR_ZEROS: Final[dict[str, Any]] = {"s": "", "b": False, "i32": 0, "i64": 0, "f64": 0, "q": "0", "ios": 0}
 
 

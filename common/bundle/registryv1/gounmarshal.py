@@ -38,7 +38,7 @@ from common.contract.objects import Obj, copy_json
 from common.contract.quantity import MSG_FORMAT, QuantityError, canonical
 
 from .gotext import GoTimeError, go_fold, go_json_float, go_time, json_type_name
-from .gotypes import STRUCTS, GoStruct, GoType, go_type_name, zero_value
+from .gotypes import STRUCTS, GoStruct, GoType, element_type, go_type_name, structs_within, zero_value
 
 # Structs that embed another (`json:",inline"`), whose fields the table flattens into them: Go's error path names
 # the embedded struct before a field it holds (Volume.volumes.VolumeSource.emptyDir, the fields of Volume other
@@ -287,23 +287,8 @@ def _quantity(value: Any) -> str:
 
 def _reachable(type_names: tuple[str, ...]) -> set[str]:
     """The scalar codes the structs ``type_names`` reach."""
-    seen: set[str] = set()
-    codes: set[str] = set()
-    todo = list(type_names)
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        for f in STRUCTS[name].fields:
-            typ: GoType | None = f.type
-            while typ is not None and typ.kind in ("ptr", "list", "map"):
-                typ = typ.inner
-            if typ is not None and typ.kind == "struct":
-                todo.append(typ.name)
-            elif typ is not None:
-                codes.add(typ.name)
-    return codes
+    return {held.name for name in structs_within(*type_names) for f in STRUCTS[name].fields
+            if (held := element_type(f.type)).kind != "struct"}
 
 
 if not _reachable(ROOTS) <= _SCALARS:  # a type added to the table that this decoder does not know: fail now

@@ -37,7 +37,17 @@ from common.contract.objects import copy_json
 from common.contract.quantity import QuantityError, canonical
 
 from .gotext import GoTimeError, go_quote, go_time
-from .gotypes import EMPTY_FALSE, EMPTY_FALSY, EMPTY_NEVER, EMPTY_ZERO, STRUCTS, GoStruct, GoType, zero_value
+from .gotypes import (
+    EMPTY_FALSE,
+    EMPTY_FALSY,
+    EMPTY_NEVER,
+    EMPTY_ZERO,
+    STRUCTS,
+    GoStruct,
+    GoType,
+    structs_within,
+    zero_value,
+)
 from .semver import SemverError, check_release, parse_tolerant
 
 
@@ -412,27 +422,9 @@ _SCALARS: Final[dict[str, _Codec]] = {
 _JSON_SCALARS: Final[dict[str, _Codec]] = {**_SCALARS, "i32": _json_integer(32), "i64": _json_integer(64)}
 
 
-def _structs_within(name: str) -> set[str]:
-    """The struct ``name`` and every struct its fields hold, however deep: what a union's UnmarshalJSON decodes."""
-    found: set[str] = set()
-    pending = [name]
-    while pending:
-        current = pending.pop()
-        if current in found:
-            continue
-        found.add(current)
-        for f in STRUCTS[current].fields:
-            inner: GoType | None = f.type
-            while inner is not None and inner.kind != "struct":
-                inner = inner.inner
-            if inner is not None:
-                pending.append(inner.name)
-    return found
-
-
 for _name, _struct in STRUCTS.items():
     _STRUCT_CODECS[_name] = _struct_codec(_struct)
-for _name in _structs_within(_SCHEMA):   # only schemas are decoded through JSON: no other struct needs a codec
+for _name in structs_within(_SCHEMA):   # what a union's UnmarshalJSON decodes: no other struct needs such a codec
     _JSON_STRUCT_CODECS[_name] = _struct_codec(STRUCTS[_name], via_json=True)
 for _link in _LINKS:
     _link()
