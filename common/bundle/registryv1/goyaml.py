@@ -115,7 +115,7 @@ def _short(node: Node) -> str:
         return "!!int" if found == "uint" else f"!!{found}"
     if tag == _QUOTED:
         return "!!str"
-    return "!!" + tag.rpartition(":")[2] if tag.startswith("tag:yaml.org,2002:") else tag
+    return "!!" + tag[len(_CORE):] if tag.startswith(_CORE) else tag
 
 
 def is_null(node: Node) -> bool:
