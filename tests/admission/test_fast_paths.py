@@ -1,8 +1,8 @@
 """Property: the validating route's fast paths judge exactly as the reference paths they stand in for.
 
 ``structural_errors`` (a compiled validity check before jsonschema), ``cel_errors`` (shortcuts for the
-constant-shaped rules, CEL views built only where a program runs) and ``metadata_errors`` (a validity check
-before the field-by-field one) must give byte-identical errors, in the same order, on any input: random
+constant-shaped rules, CEL views built only where a program runs), ``metadata_valid`` and ``identity_valid``
+(validity checks before the field-by-field ones) must give byte-identical errors, in the same order, on any input: random
 ClusterObjectSets generated from the rule table itself, most of them broken somewhere, some far from the
 schema, and UPDATE pairs for the transition rules.
 """
@@ -221,7 +221,19 @@ def test_unknown_fields_fast_check_is_the_reference(obj: Obj) -> None:
 def test_metadata_fast_path_is_the_reference(manifest: Any) -> None:
     meta = manifest.get("metadata") if isinstance(manifest, dict) else manifest
     path = "spec.phases[0].objects[0].object.metadata"
-    assert metadata.metadata_errors(meta, path) == metadata.metadata_field_errors(meta, path)
+    assert metadata.metadata_valid(meta) is (metadata.metadata_field_errors(meta, path) == [])
+
+
+IDENTITY_VALUES = st.one_of(st.sampled_from(["", "v1", "apps/v1", "a/b/c", "/", "v1/", "Deployment", "deploy",
+                                             "Config-Map", "1abc", "a_b", "A" * 63, "A" * 64, "Ä"]),
+                            st.none(), st.integers(), st.booleans(), st.text(max_size=8), st.lists(st.text()))
+
+
+@PROPERTY
+@given(st.dictionaries(st.sampled_from(["apiVersion", "kind", "metadata"]), IDENTITY_VALUES))
+def test_identity_fast_path_is_the_reference(manifest: Obj) -> None:
+    path = "spec.phases[0].objects[0].object"
+    assert metadata.identity_valid(manifest) is (metadata.identity_errors(manifest, path) == [])
 
 
 VALID_META: Obj = {"name": "cm1", "namespace": "ns", "labels": {"app.kubernetes.io/name": "demo"},
@@ -238,10 +250,9 @@ def test_metadata_fast_path_refuses_each_fault_alone(field: str, value: Any) -> 
     """Each check of the fast path on its own, in metadata that is otherwise valid (random metadata seldom
     breaks exactly one rule, so a dropped check could pass the property above)."""
     path = "spec.phases[0].objects[0].object.metadata"
-    assert metadata.metadata_errors(VALID_META, path) == []
+    assert metadata.metadata_valid(VALID_META) and metadata.metadata_field_errors(VALID_META, path) == []
     meta = {**VALID_META, field: value}
-    errors = metadata.metadata_errors(meta, path)
-    assert errors and errors == metadata.metadata_field_errors(meta, path)
+    assert not metadata.metadata_valid(meta) and metadata.metadata_field_errors(meta, path)
 
 
 @PROPERTY

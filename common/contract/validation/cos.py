@@ -21,7 +21,7 @@ from common.contract import api, names
 from common.contract import schema as table
 from common.contract.fielderrors import OMIT, ErrorType, FieldError, duplicate, invalid, required
 from common.contract.validation.cel_rules import MISSING, cel_errors, json_equal
-from common.contract.validation.metadata import identity_errors, metadata_errors
+from common.contract.validation.metadata import identity_errors, identity_valid, metadata_field_errors, metadata_valid
 from common.contract.validation.structure import only_known_fields, structural_errors, unknown_fields
 
 Obj = dict[str, Any]
@@ -41,7 +41,8 @@ ETCD_MAX_REQUEST_BYTES = 1536 * 1024  # 1572864: etcd's default --max-request-by
 ETCD_LIMIT_TEXT = "1.5 MiB"
 
 
-def _inline_manifests(obj: Obj) -> Iterator[tuple[str, Obj]]:
+def _inline_manifests(obj: Obj) -> Iterator[tuple[int, int, Obj]]:
+    """(phase index, object index, manifest) of every inline manifest; paths are built only for an error."""
     spec = obj.get("spec")
     phases = spec.get("phases") if isinstance(spec, dict) else None
     for i, phase in enumerate(phases if isinstance(phases, list) else []):
@@ -49,7 +50,7 @@ def _inline_manifests(obj: Obj) -> Iterator[tuple[str, Obj]]:
         for j, entry in enumerate(objects if isinstance(objects, list) else []):
             manifest = entry.get("object") if isinstance(entry, dict) else None
             if isinstance(manifest, dict):
-                yield f"spec.phases[{i}].objects[{j}].object", manifest
+                yield i, j, manifest
 
 
 def _identity(manifest: Obj) -> tuple[str, str, str, str] | None:
@@ -64,6 +65,10 @@ def _identity(manifest: Obj) -> tuple[str, str, str, str] | None:
     return group, kind, namespace, name
 
 
+def _path(i: int, j: int) -> str:
+    return f"spec.phases[{i}].objects[{j}]"
+
+
 def _spec_extras(spec: Obj, old_spec: Any, system_namespace: str) -> tuple[list[FieldError], list[str]]:
     errs: list[FieldError] = []
     warnings: list[str] = []
@@ -72,8 +77,9 @@ def _spec_extras(spec: Obj, old_spec: Any, system_namespace: str) -> tuple[list[
         old_phases = old_spec.get("phases")
         if isinstance(old_phases, list) and old_phases and "phases" not in spec:
             errs.append(invalid("spec.phases", OMIT, table.MSG_PHASES_IMMUTABLE))
-    seen_objects: dict[tuple[str, str, str, str], str] = {}
-    seen_refs: dict[tuple[str, str, str], str] = {}
+    # where each object and ref was first seen, as (phase, object) indexes: a path is built only to report
+    seen_objects: dict[tuple[str, str, str, str], tuple[int, int]] = {}
+    seen_refs: dict[tuple[str, str, str], tuple[int, int]] = {}
     for i, phase in enumerate(phases if isinstance(phases, list) else []):
         if not isinstance(phase, dict):
             continue
@@ -85,36 +91,34 @@ def _spec_extras(spec: Obj, old_spec: Any, system_namespace: str) -> tuple[list[
         for j, entry in enumerate(objects if isinstance(objects, list) else []):
             if not isinstance(entry, dict):
                 continue
-            path = f"spec.phases[{i}].objects[{j}]"
             manifest = entry.get("object")
             if isinstance(manifest, dict):
-                if "metadata" in manifest:  # ObjectMeta shape, no server-populated fields
-                    errs.extend(metadata_errors(manifest["metadata"], f"{path}.object.metadata"))
+                if "metadata" in manifest and not metadata_valid(manifest["metadata"]):
+                    # ObjectMeta shape, no server-populated fields
+                    errs.extend(metadata_field_errors(manifest["metadata"], f"{_path(i, j)}.object.metadata"))
                 ident = _identity(manifest)
                 if ident is not None:
                     group, kind, namespace, obj_name = ident
-                    if ident in seen_objects:
-                        errs.append(duplicate(path, {"group": group, "kind": kind, "namespace": namespace,
-                                                     "name": obj_name},
-                                              f"the same object is already at {seen_objects[ident]}"))
-                    else:
-                        seen_objects[ident] = path
+                    first = seen_objects.setdefault(ident, (i, j))
+                    if first != (i, j):
+                        errs.append(duplicate(_path(i, j), {"group": group, "kind": kind, "namespace": namespace,
+                                                            "name": obj_name},
+                                              f"the same object is already at {_path(*first)}"))
                     if group == "" and kind == "Secret":
                         shown = f"{namespace}/{obj_name}" if namespace else obj_name
-                        warnings.append(f'{path}.object: inline Secret "{shown}" is readable by anyone who can '
-                                        "read this ClusterObjectSet; put it in an object-data Secret and use a "
+                        warnings.append(f'{_path(i, j)}.object: inline Secret "{shown}" is readable by anyone who '
+                                        "can read this ClusterObjectSet; put it in an object-data Secret and use a "
                                         "ref instead")
             ref = entry.get("ref")
             if isinstance(ref, dict) and isinstance(ref.get("name"), str) and isinstance(ref.get("key"), str):
                 ref_namespace = ref.get("namespace")
                 namespace = ref_namespace if isinstance(ref_namespace, str) else ""
                 ident_ref = (namespace or system_namespace, ref["name"], ref["key"])
-                if ident_ref in seen_refs:
-                    errs.append(duplicate(path, {"name": ident_ref[1], "namespace": ident_ref[0],
-                                                 "key": ident_ref[2]},
-                                          f"the same ref is already at {seen_refs[ident_ref]}"))
-                else:
-                    seen_refs[ident_ref] = path
+                first = seen_refs.setdefault(ident_ref, (i, j))
+                if first != (i, j):
+                    errs.append(duplicate(_path(i, j), {"name": ident_ref[1], "namespace": ident_ref[0],
+                                                        "key": ident_ref[2]},
+                                          f"the same ref is already at {_path(*first)}"))
     probes = spec.get("progressionProbes")
     for i, probe in enumerate(probes if isinstance(probes, list) else []):
         selector = probe.get("selector") if isinstance(probe, dict) else None
@@ -175,7 +179,8 @@ def _crd_errors(obj: Obj, old: Obj | None, *, every_rule: bool) -> list[FieldErr
         errors.append(required("metadata.name", "name or generateName is required"))
     structural = structural_errors(obj)
     errors += sorted((e for e in structural if e.type is not ErrorType.DUPLICATE), key=api_server_order)
-    embedded = [e for path, manifest in _inline_manifests(obj) for e in identity_errors(manifest, path)]
+    embedded = [e for i, j, manifest in _inline_manifests(obj) if not identity_valid(manifest)
+                for e in identity_errors(manifest, f"spec.phases[{i}].objects[{j}].object")]
     errors += sorted(embedded, key=api_server_order)
     errors += sorted((e for e in structural if e.type is ErrorType.DUPLICATE), key=api_server_order)
     if not every_rule and any(e.type in _BLOCKING for e in errors):
