@@ -20,3 +20,20 @@ def test_a_worker_hands_the_gil_over_every_half_millisecond(tmp_path: Path) -> N
     finally:
         sys.setswitchinterval(before)
         gc.unfreeze()
+
+
+def test_a_worker_freezes_what_it_loaded_and_makes_young_collections_rare(tmp_path: Path) -> None:
+    """A ~1 MiB review is some 32,000 containers: at Python's 700 its parse alone set off dozens of young
+    collections, each scanning every review in flight (``webhook.server.YOUNG_COLLECTION_EVERY``)."""
+    pair = tls.write_self_signed(tmp_path, ["localhost"])
+    before, switch = gc.get_threshold(), sys.getswitchinterval()
+    app_server = server.WebhookServer(server.Options(cert_file=str(pair.cert_file), key_file=str(pair.key_file)))
+    try:
+        gc.unfreeze()
+        app_server.load()
+        assert gc.get_threshold() == (50_000, *before[1:])
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.set_threshold(*before)
+        sys.setswitchinterval(switch)
+        gc.unfreeze()
