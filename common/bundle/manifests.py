@@ -94,6 +94,7 @@ def _expand(paths: Sequence[str | Path], problems: list[str]) -> Iterator[tuple[
 
 
 _BYTE_ORDER_MARKS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+UTF16_BYTE_ORDER_MARKS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
 def text_of(data: bytes) -> str:

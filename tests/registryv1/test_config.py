@@ -404,6 +404,17 @@ def test_non_object_file_is_refused_as_olm_refuses_it(tmp_path: Path, text: str,
                                  f"{kind}, want object")
 
 
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-16-le-bom", "utf-16-be-bom"])
+def test_a_configuration_file_is_decoded_as_kubectl_decodes_a_file(tmp_path: Path, encoding: str) -> None:
+    """What Windows editors save as "Unicode" (UTF-16 with its byte order mark) reads as its UTF-8 twin."""
+    text = 'watchNamespace: "team-a"\ndeploymentConfig: {nodeSelector: {disk: ssd}}\n'
+    marks = {"utf-16-le-bom": b"\xff\xfe", "utf-16-be-bom": b"\xfe\xff"}
+    data = marks[encoding] + text.encode(encoding[:9]) if encoding in marks else text.encode(encoding)
+    path = tmp_path / "c.yaml"
+    path.write_bytes(data)
+    assert load_config_file(path) == {"watchNamespace": "team-a", "deploymentConfig": {"nodeSelector": {"disk": "ssd"}}}
+
+
 def test_unusable_files_name_the_file(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     with pytest.raises(BundleInputError, match=f"^{re.escape(str(path))}: no such file or directory$"):
@@ -419,8 +430,13 @@ def test_unusable_files_name_the_file(tmp_path: Path) -> None:
         load_config_file(tmp_path)
     assert str(caught.value) == f"{tmp_path}: is a directory, not a configuration file"
     path.write_bytes(b"a: \xff\n")
-    with pytest.raises(BundleInputError, match="not UTF-8"):
+    with pytest.raises(BundleInputError) as caught:
         load_config_file(path)
+    assert str(caught.value) == f"{path}: not UTF-8 text"
+    path.write_bytes(b"\xff\xfea\x00:\x00 \x00\x00\xd8")   # UTF-16's mark, then half a surrogate pair
+    with pytest.raises(BundleInputError) as caught:
+        load_config_file(path)
+    assert str(caught.value) == f"{path}: not UTF-16 text, though it starts with UTF-16's byte order mark"
     path.write_text("a: " + "x" * CONFIG_FILE_MAX_BYTES + "\n")
     with pytest.raises(BundleInputError) as caught:
         load_config_file(path)

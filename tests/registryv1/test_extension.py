@@ -100,6 +100,16 @@ def test_what_the_manifest_says_cannot_be_said_again_on_the_command_line(tmp_pat
                    "one or the other\n")
 
 
+def test_a_manifest_saved_as_utf16_reads_as_kubectl_apply_reads_it(tmp_path: Path) -> None:
+    """kubectl apply decodes UTF-16 with its byte order mark (what Windows editors save as "Unicode"): the
+    same manifest, so the same refusal of a field given twice (the file was read)."""
+    manifest = extension(tmp_path / "ce.yaml")
+    Path(manifest).write_bytes(Path(manifest).read_text().encode("utf-16"))
+    assert cosctl("publish", "--extension", manifest, "--owner", "x", cluster=MemCluster()) == (
+        2, "", f"cosctl publish: --owner and --extension {manifest}: the ClusterExtension says it (metadata.name); "
+               "give one or the other\n")
+
+
 CATALOG = {"sourceType": "Catalog", "catalog": {"packageName": "demo"}}
 
 

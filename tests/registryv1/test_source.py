@@ -270,6 +270,20 @@ def test_every_manifest_problem_is_named(tmp_path: Path) -> None:
     assert problems[2].startswith(f"{root}/manifests/c.json:0: invalid JSON: ")
 
 
+def test_a_utf16_manifest_is_refused_saying_so(tmp_path: Path) -> None:
+    """OLM v1's YAML reader splits a UTF-16 file at byte values and refuses it ("yaml: incomplete UTF-16
+    character", judged with its source.FromFS); the refusal says what the file is and what to do."""
+    root = bundles.write_bundle(tmp_path / "b", manifests={"csv.yaml": bundles.csv(), "cm.yaml": "x: 1\n"})
+    for encoding in ("utf-16", "utf-16-be"):
+        text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"
+        data = text.encode(encoding) if encoding == "utf-16" else b"\xfe\xff" + text.encode(encoding)
+        (root / "manifests" / "cm.yaml").write_bytes(data)
+        assert refusal(root) == (f"{root}/manifests/cm.yaml: not UTF-8 text: UTF-16 (it starts with UTF-16's byte "
+                                 "order mark), which OLM v1 cannot read in a bundle either; save it as UTF-8")
+    (root / "manifests" / "cm.yaml").write_bytes(b"a: \xff\n")
+    assert refusal(root) == f"{root}/manifests/cm.yaml: not UTF-8 text"
+
+
 @pytest.mark.parametrize(("document", "read"), [
     # a document with "items" is a list to the API machinery, whatever its kind; null items are none
     ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\nitems:\n- {apiVersion: v1, kind: Secret, metadata: "
