@@ -44,7 +44,8 @@ answered; at 700 every review set off dozens of young collections and a few full
 review then in flight. Measured in process on maximal CREATEs, parse and judge with 7 others in flight (a
 worker's threads all busy with them): 28 ms of collector time a review at 700, 10 ms at 10,000, 0.4 ms at
 50,000; with none in flight, 5 ms at 700 and none at 50,000. Reference counting frees what a review leaves;
-the few cycles (an exception with its traceback) wait a little longer for their collection."""
+the few cycles some requests leave (an exception with its traceback) wait longer for their collection: a worker
+held 75 MiB after 450 mixed reviews, against 72 MiB at 700."""
 
 
 @dataclass
