@@ -2,9 +2,9 @@
 
 ``structural_errors`` (a compiled validity check before jsonschema), ``cel_errors`` (shortcuts for the
 constant-shaped rules, CEL views built only where a program runs), ``metadata_valid`` and ``identity_valid``
-(validity checks before the field-by-field ones) must give byte-identical errors, in the same order, on any input: random
-ClusterObjectSets generated from the rule table itself, most of them broken somewhere, some far from the
-schema, and UPDATE pairs for the transition rules.
+(validity checks before the field-by-field ones) must give byte-identical errors, in the same order, on any
+input: random ClusterObjectSets generated from the rule table itself, most of them broken somewhere, some far
+from the schema, and UPDATE pairs for the transition rules.
 """
 
 from __future__ import annotations

@@ -32,3 +32,11 @@ def test_nothing_installed():
     assert installed_bundle([revision("demo-1", "1.0.0", succeeded=False)]) is None
     # plain manifests: a revision without OLM v1's bundle annotations installs no bundle
     assert installed_bundle([revision("demo-1", None, succeeded=True)]) is None
+
+
+def test_a_version_recorded_as_the_csv_spelled_it_reads_as_the_version_it_meant():
+    """An earlier cosctl recorded ``v1.2`` where OLM v1 records ``1.2.0``; what is no version stays as it is."""
+    for recorded, read in (("v1.2", "1.2.0"), ("01.2.3", "1.2.3"), (" v2", "2.0.0"), ("1.2.3-rc.1", "1.2.3-rc.1"),
+                           ("build-42", "build-42"), ("", ""), ("1.2-rc.1", "1.2-rc.1")):
+        installed = installed_bundle([revision("demo-1", recorded, succeeded=True)])
+        assert installed is not None and installed.bundle.version == read, recorded

@@ -693,6 +693,20 @@ def test_an_installed_version_olm_v1_cannot_read(tmp_path):
                   cluster=mc)[0] == 0
 
 
+def test_a_version_an_earlier_cosctl_recorded_as_the_csv_spelled_it_is_read(tmp_path):
+    """An earlier cosctl recorded a CSV's ``v1.0`` as written; OLM v1 records ``1.0.0``: the upgrade edge from
+    the installed bundle is found as if it had."""
+    mc = MemCluster()
+    catalog = str(demo_catalog(tmp_path / "catalog.json"))
+    assert cosctl("publish", str(demo_bundle(tmp_path / "v1")), "-n", "demo-system", "--bundle-version", "v1.0",
+                  cluster=mc)[0] == 0
+    succeed(mc, "demo-1")
+    code, out, err = cosctl("publish", str(demo_bundle(tmp_path / "v11", "1.1.0")), "--catalog", catalog, cluster=mc)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[1] == (f"catalog {catalog}: demo-operator.v1.1.0 is an upgrade it allows from "
+                                   "demo-operator.v1.0.0 (installed by ClusterObjectSet demo-1)")
+
+
 def test_resolve_names_the_bundle_olm_v1_would_pick_and_its_image(tmp_path):
     catalog = str(demo_catalog(tmp_path / "catalog.json", deprecations=[
         {"reference": {"schema": "olm.package"}, "message": "demo is deprecated: use demo2"}]))
