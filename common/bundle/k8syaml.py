@@ -266,9 +266,10 @@ class _Builder:
     """Turns one document's nodes into JSON values. With ``aliases`` (the document has anchors) every node is
     counted as go-yaml counts its decoding steps, so alias expansion stops where go-yaml stops it."""
 
-    def __init__(self, aliases: bool, duplicate: DuplicateKey | None) -> None:
+    def __init__(self, aliases: bool, duplicate: DuplicateKey | None, reader: str = "kubectl") -> None:
         self.aliases = aliases
         self.duplicate = duplicate
+        self.reader = reader  # who reads the document so, named in messages
         self.steps = 1  # go-yaml counts the document node
         self.alias_steps = 0
         self.alias_depth = 0
@@ -374,7 +375,7 @@ class _Builder:
                     origin = origins.setdefault(key, (type(go_key), go_key))
                     if origin != (type(go_key), go_key):
                         raise _ValueProblem(f"key {json.dumps(key)} is also another key of this mapping written "
-                                            "differently (kubectl keeps one of the two at random)", key_node,
+                                            f"differently ({self.reader} keeps one of the two at random)", key_node,
                                             kubectl_reads=True, in_json=True)
             except _ValueProblem as problem:
                 if not problem.in_json:
@@ -581,6 +582,7 @@ class Stream:
 
     documents: list[Document] = field(default_factory=list)
     warnings: list[tuple[int, str]] = field(default_factory=list)
+    reader: str = "kubectl"   # who reads the stream so, named in messages (the same go-yaml reading)
 
 
 def _separators(text: str) -> Iterator[tuple[int, int]]:
@@ -595,7 +597,7 @@ def _separators(text: str) -> Iterator[tuple[int, int]]:
         at = text.find("\n---", end)
 
 
-def _chunks(text: str) -> Iterator[tuple[int, int, str, YAMLReadError | None]]:
+def _chunks(text: str, reader: str = "kubectl") -> Iterator[tuple[int, int, str, YAMLReadError | None]]:
     """(document index, first line, text, separator problem) for each document, split at lines that start
     with ``---`` as kubectl's YAMLReader splits them (not as a YAML parser would). Indexes count as YAML
     does: each separator starts a document, and content before the first one is document 0."""
@@ -616,7 +618,7 @@ def _chunks(text: str) -> Iterator[tuple[int, int, str, YAMLReadError | None]]:
         rest = text[sep_start + 3:sep_end].strip()
         if rest and not rest.startswith("#"):
             yield index, line, "", YAMLReadError('a document separator line holds more than "---" and a '
-                                                 "comment (kubectl refuses it)", line + 1, 4)
+                                                 f"comment ({reader} refuses it)", line + 1, 4)
         start, line = sep_end + 1, line + 1
         line_counted_to = min(start, len(text))
     if start < len(text):
@@ -659,7 +661,7 @@ def _compose_chunk(chunk: str) -> tuple[Node | None, Any, bool, str]:
             chunk = chunk[:at] + "\\x27" + chunk[at + 2:]
 
 
-def _slash_escape(chunk: str, line_offset: int) -> YAMLReadError | None:
+def _slash_escape(chunk: str, line_offset: int, reader: str = "kubectl") -> YAMLReadError | None:
     """go-yaml refuses ``\\/`` in a double-quoted scalar (a YAML 1.2 escape libyaml accepts)."""
     scanner = _events(chunk)
     try:
@@ -672,7 +674,7 @@ def _slash_escape(chunk: str, line_offset: int) -> YAMLReadError | None:
                     if raw[at + 1:at + 2] == "/":
                         line = raw.count("\n", 0, at)
                         column = at - raw.rfind("\n", 0, at) if line else token.start_mark.column + at + 1
-                        return YAMLReadError('the escape "\\/" is not YAML 1.1: kubectl refuses it',
+                        return YAMLReadError(f'the escape "\\/" is not YAML 1.1: {reader} refuses it',
                                              token.start_mark.line + line + 1 + line_offset, column)
                     at = raw.find("\\", at + 2)
     except yaml.YAMLError:
@@ -696,23 +698,23 @@ def _read_yaml_document(chunk: str, line_offset: int, index: int, stream: Stream
     except yaml.YAMLError as exc:
         trailing = getattr(exc, "problem_mark", None) or node.end_mark
     if "\\/" in chunk:   # (in the first document: go-yaml never reads what follows it)
-        slash = _slash_escape(chunk if trailing is None else chunk[:trailing.index], line_offset)
+        slash = _slash_escape(chunk if trailing is None else chunk[:trailing.index], line_offset, stream.reader)
         if slash is not None:
             return Document(index, error=slash)
     if trailing is not None and not rest_unread:  # go-yaml reads a chunk's first document and never looks further
         after_marker = _DOCUMENT_END.search(chunk, node.end_mark.index, trailing.index) is not None
         return Document(index, error=YAMLReadError(
-            'content after a document end marker ("...") is dropped by kubectl: start another document with '
-            '"---" instead' if after_marker else
-            "content after the document's value is dropped by kubectl: remove it, or start another document "
+            f'content after a document end marker ("...") is dropped by {stream.reader}: start another document '
+            'with "---" instead' if after_marker else
+            f"content after the document's value is dropped by {stream.reader}: remove it, or start another document "
             'with "---"', trailing.line + 1 + line_offset, trailing.column + 1, kubectl_reads=True))
 
     def duplicate(key: str, key_node: Node) -> None:
         stream.warnings.append((index, f"key {json.dumps(key)} at line {key_node.start_mark.line + 1 + line_offset} "
                                        "repeats an earlier key of the same mapping: its last value is used, as "
-                                       "kubectl does"))
+                                       f"{stream.reader} does"))
 
-    builder = _Builder(aliases, duplicate)
+    builder = _Builder(aliases, duplicate, stream.reader)
     try:
         return Document(index, builder.value(node))
     except _ValueProblem as problem:
@@ -727,7 +729,7 @@ def _read_yaml_document(chunk: str, line_offset: int, index: int, stream: Stream
 
 
 def _read_yaml(text: str, stream: Stream, first_index: int = 0, *, first_only: bool = False) -> None:
-    for index, line_offset, chunk, problem in _chunks(text):
+    for index, line_offset, chunk, problem in _chunks(text, stream.reader):
         if first_only and index > 0:   # (chunks of document 0: comments before its "---", then its content)
             return
         if problem is not None:
@@ -840,15 +842,18 @@ def _skip_json_space(text: str, position: int) -> int:
     return _JSON_SPACE.match(text, position).end()  # type: ignore[union-attr]
 
 
-def read_stream(text: str, *, unmarshal: bool = False, into_go_value: bool = False) -> Stream:
+def read_stream(text: str, *, unmarshal: bool = False, into_go_value: bool = False,
+                reader: str = "kubectl") -> Stream:
     """Every document of ``text`` as kubectl reads it, empty ones included (``value`` None). A stream whose
     first non-space character is ``{`` is read as JSON, as kubectl sniffs it (whatever the file's name).
 
     ``unmarshal``: as sigs.k8s.io/yaml's ``Unmarshal`` reads a file instead (OLM reads a bundle's ``metadata/``
     so): YAML always, JSON included (``"\\/"`` is no YAML escape), the first document only, and nothing after its
     value (go-yaml never looks further). ``into_go_value``: a JSON stream's values decoded into Go maps as they are
-    read, as a File-Based Catalog's are (see :func:`_read_json`)."""
-    stream = Stream()
+    read, as a File-Based Catalog's are (see :func:`_read_json`). ``reader``: who reads the text so, named in
+    messages (``OLM v1`` for a bundle's files, ``operator-registry`` for a catalog's: the same go-yaml reading
+    through sigs.k8s.io/yaml)."""
+    stream = Stream(reader=reader)
     if unmarshal:
         _read_yaml(text, stream, first_only=True)
     elif text.lstrip()[:1] == "{":

@@ -220,8 +220,9 @@ def test_a_catalog_value_too_large_for_a_float_reads_as_yaml_as_declcfg_reads_it
                                      '{"schema": "olm.bundle", "package": "p", "name": "b", "y": "\\/"}\n')
     with pytest.raises(CatalogError) as refused:
         load_catalog(tmp_path)
-    assert str(refused.value) == (f"{tmp_path / 'c.json'}: content after the document's value is dropped by kubectl: "
-                                  'remove it, or start another document with "---" at line 2 column 1')
+    assert str(refused.value) == (f"{tmp_path / 'c.json'}: content after the document's value is dropped by "
+                                  'operator-registry: remove it, or start another document with "---" at line 2 '
+                                  "column 1")
 
 
 def test_keys_match_as_go_matches_them(tmp_path):

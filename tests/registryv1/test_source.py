@@ -270,6 +270,20 @@ def test_every_manifest_problem_is_named(tmp_path: Path) -> None:
     assert problems[2].startswith(f"{root}/manifests/c.json:0: invalid JSON: ")
 
 
+def test_what_olm_v1_drops_or_refuses_in_a_manifest_is_said_in_its_name(tmp_path: Path) -> None:
+    """The same go-yaml reading as kubectl's, but a bundle's author meets it through OLM v1: the messages say so."""
+    root = bundles.write_bundle(tmp_path / "b", manifests={"csv.yaml": bundles.csv(),
+                                                           "cm.yaml": "{a: 1}\nb: 2\n"})
+    assert refusal(root) == (f"{root}/manifests/cm.yaml:0: invalid YAML: content after the document's value is "
+                             'dropped by OLM v1: remove it, or start another document with "---" at line 2 column 1')
+    (root / "manifests" / "cm.yaml").write_text('a: "\\/"\n')
+    assert refusal(root) == (f"{root}/manifests/cm.yaml:0: invalid YAML: the escape \"\\/\" is not YAML 1.1: "
+                             "OLM v1 refuses it at line 1 column 5")
+    (root / "manifests" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n--- x\n")
+    assert refusal(root) == (f"{root}/manifests/cm.yaml:1: invalid YAML: a document separator line holds more "
+                             'than "---" and a comment (OLM v1 refuses it) at line 4 column 4')
+
+
 def test_a_utf16_manifest_is_refused_saying_so(tmp_path: Path) -> None:
     """OLM v1's YAML reader splits a UTF-16 file at byte values and refuses it ("yaml: incomplete UTF-16
     character", judged with its source.FromFS); the refusal says what the file is and what to do."""
@@ -412,7 +426,7 @@ def test_metadata_json_is_read_as_yaml_as_olm_reads_it(tmp_path: Path) -> None:
     assert load_bundle(root).csv["metadata"]["annotations"]["olm.properties"] == '[{"type":"olm.x","value":"1e400"}]'
     root = bundles.write_bundle(tmp_path / "b", properties='{"properties": [{"type": "olm.x", "value": "a\\/b"}]}')
     assert refusal(root) == (f"{root}/metadata/properties.yaml:0: invalid YAML: the escape \"\\/\" is not YAML 1.1: "
-                             "kubectl refuses it at line 1 column 46")
+                             "OLM v1 refuses it at line 1 column 46")
 
 
 def test_properties_file_is_read_to_its_first_document(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from .gotext import go_fold
 from .imageref import is_image_reference
 from .model import BundleInputError
 
+READER: Final = "operator-registry"   # who reads a catalog's files so (named in the messages of what it refuses)
 SCHEMA_PACKAGE: Final = "olm.package"
 SCHEMA_CHANNEL: Final = "olm.channel"
 SCHEMA_BUNDLE: Final = "olm.bundle"
@@ -311,7 +312,8 @@ def _text(path: Path, shown: str) -> str:
 
 
 def _documents(path: Path, shown: str) -> Iterator[tuple[str, Any]]:
-    stream = k8syaml.read_stream(_text(path, shown), into_go_value=True)   # declcfg decodes each into a Meta
+    # declcfg decodes each into a Meta
+    stream = k8syaml.read_stream(_text(path, shown), into_go_value=True, reader=READER)
     several = len(stream.documents) > 1
     for document in stream.documents:
         where = f"{shown}: document {document.index + 1}" if several else shown

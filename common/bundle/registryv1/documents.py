@@ -15,7 +15,7 @@ from common.bundle import k8syaml, manifests
 
 def read_documents(path: Path, name: str, problems: list[str], *, max_bytes: int | None = None,
                    warnings: list[str] | None = None, unmarshal: bool = False,
-                   unicode: bool = False) -> list[tuple[int, Any]]:
+                   unicode: bool = False, reader: str = "kubectl") -> list[tuple[int, Any]]:
     """(index, value) of each non-empty document of the YAML or JSON file ``path``, read as kubectl reads it
     (:mod:`common.bundle.k8syaml`); what keeps the file or a document from being read goes to ``problems`` as
     ``name:index: ...``. An empty file is no problem here: a bundle's manifest file or a configuration may be
@@ -26,7 +26,8 @@ def read_documents(path: Path, name: str, problems: list[str], *, max_bytes: int
     manifests: YAML always, the first document only (:func:`common.bundle.k8syaml.read_stream`).
     ``unicode``: decoded as ``kubectl apply -f`` decodes a file (:func:`common.bundle.manifests.text_of`: UTF-16
     with its byte order mark too), for the files a user names; a bundle's files are UTF-8, as OLM v1 reads them
-    (its YAML reader splits a UTF-16 file at byte values and refuses it: "yaml: incomplete UTF-16 character")."""
+    (its YAML reader splits a UTF-16 file at byte values and refuses it: "yaml: incomplete UTF-16 character").
+    ``reader``: who reads the file so, named in messages (``OLM v1`` for a bundle's files)."""
     try:
         with path.open("rb") as handle:
             data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
@@ -47,7 +48,7 @@ def read_documents(path: Path, name: str, problems: list[str], *, max_bytes: int
         problems.append(f"{name}: cannot read: {exc.strerror or exc}")
         return []
     found = []
-    stream = k8syaml.read_stream(text, unmarshal=unmarshal)
+    stream = k8syaml.read_stream(text, unmarshal=unmarshal, reader=reader)
     if warnings is not None:
         warnings.extend(f"{name}:{index}: {message}" for index, message in stream.warnings)
     for document in stream.documents:

@@ -48,6 +48,7 @@ from common.contract.objects import Obj
 PROPERTIES_FILE = "metadata/properties.yaml"
 MANIFESTS_DIR = "manifests"
 PROPERTIES_ANNOTATION = "olm.properties"
+READER = "OLM v1"   # who reads a bundle's files so (named where cosctl says what a reader drops or refuses)
 
 
 def is_bundle(path: str | Path) -> bool:
@@ -187,7 +188,7 @@ def _objects(files: list[Path], names: dict[str, str]) -> list[_Object]:
     objects = []
     for path in files:
         name = names[str(path)]
-        for index, document in read_documents(path, name, problems):
+        for index, document in read_documents(path, name, problems, reader=READER):
             where = f"{name}:{index}"
             if not isinstance(document, dict):
                 problems.append(f"{where}: not a mapping (a manifest must be an object)")
@@ -255,7 +256,7 @@ def _read_first(path: Path, name: str) -> Any:
     sigs.k8s.io/yaml's ``Unmarshal``: YAML as Kubernetes reads it, and nothing after the first document (go-yaml
     stops there, a broken second document included)."""
     problems: list[str] = []
-    found = read_documents(path, name, problems, unmarshal=True)
+    found = read_documents(path, name, problems, unmarshal=True, reader=READER)
     if problems:
         raise BundleInputError("\n".join(problems))
     return found[0][1] if found else None
