@@ -66,6 +66,7 @@ def _identity(manifest: Obj) -> tuple[str, str, str, str] | None:
 
 
 def _path(i: int, j: int) -> str:
+    """The field path of object ``j`` of phase ``i``, built only when something there is reported."""
     return f"spec.phases[{i}].objects[{j}]"
 
 
@@ -180,7 +181,7 @@ def _crd_errors(obj: Obj, old: Obj | None, *, every_rule: bool) -> list[FieldErr
     structural = structural_errors(obj)
     errors += sorted((e for e in structural if e.type is not ErrorType.DUPLICATE), key=api_server_order)
     embedded = [e for i, j, manifest in _inline_manifests(obj) if not identity_valid(manifest)
-                for e in identity_errors(manifest, f"spec.phases[{i}].objects[{j}].object")]
+                for e in identity_errors(manifest, f"{_path(i, j)}.object")]
     errors += sorted(embedded, key=api_server_order)
     errors += sorted((e for e in structural if e.type is ErrorType.DUPLICATE), key=api_server_order)
     if not every_rule and any(e.type in _BLOCKING for e in errors):
