@@ -266,7 +266,7 @@ class _Builder:
     """Turns one document's nodes into JSON values. With ``aliases`` (the document has anchors) every node is
     counted as go-yaml counts its decoding steps, so alias expansion stops where go-yaml stops it."""
 
-    def __init__(self, aliases: bool, duplicate: DuplicateKey | None, reader: str = "kubectl") -> None:
+    def __init__(self, aliases: bool, duplicate: DuplicateKey | None, reader: str) -> None:
         self.aliases = aliases
         self.duplicate = duplicate
         self.reader = reader  # who reads the document so, named in messages
@@ -575,6 +575,9 @@ class Document:
     is_json: bool = False  # read as JSON (its errors are JSON errors)
 
 
+KUBECTL = "kubectl"   # the reader named in messages unless a caller names another
+
+
 @dataclass(slots=True)
 class Stream:
     """Every document of a stream, and what kubectl accepts silently but a reader should hear about:
@@ -582,7 +585,7 @@ class Stream:
 
     documents: list[Document] = field(default_factory=list)
     warnings: list[tuple[int, str]] = field(default_factory=list)
-    reader: str = "kubectl"   # who reads the stream so, named in messages (the same go-yaml reading)
+    reader: str = KUBECTL   # who reads the stream so, named in messages (the same go-yaml reading)
 
 
 def _separators(text: str) -> Iterator[tuple[int, int]]:
@@ -597,7 +600,7 @@ def _separators(text: str) -> Iterator[tuple[int, int]]:
         at = text.find("\n---", end)
 
 
-def _chunks(text: str, reader: str = "kubectl") -> Iterator[tuple[int, int, str, YAMLReadError | None]]:
+def _chunks(text: str, reader: str) -> Iterator[tuple[int, int, str, YAMLReadError | None]]:
     """(document index, first line, text, separator problem) for each document, split at lines that start
     with ``---`` as kubectl's YAMLReader splits them (not as a YAML parser would). Indexes count as YAML
     does: each separator starts a document, and content before the first one is document 0."""
@@ -661,7 +664,7 @@ def _compose_chunk(chunk: str) -> tuple[Node | None, Any, bool, str]:
             chunk = chunk[:at] + "\\x27" + chunk[at + 2:]
 
 
-def _slash_escape(chunk: str, line_offset: int, reader: str = "kubectl") -> YAMLReadError | None:
+def _slash_escape(chunk: str, line_offset: int, reader: str) -> YAMLReadError | None:
     """go-yaml refuses ``\\/`` in a double-quoted scalar (a YAML 1.2 escape libyaml accepts)."""
     scanner = _events(chunk)
     try:
@@ -843,7 +846,7 @@ def _skip_json_space(text: str, position: int) -> int:
 
 
 def read_stream(text: str, *, unmarshal: bool = False, into_go_value: bool = False,
-                reader: str = "kubectl") -> Stream:
+                reader: str = KUBECTL) -> Stream:
     """Every document of ``text`` as kubectl reads it, empty ones included (``value`` None). A stream whose
     first non-space character is ``{`` is read as JSON, as kubectl sniffs it (whatever the file's name).
 

@@ -15,7 +15,7 @@ from common.bundle import k8syaml, manifests
 
 def read_documents(path: Path, name: str, problems: list[str], *, max_bytes: int | None = None,
                    warnings: list[str] | None = None, unmarshal: bool = False,
-                   unicode: bool = False, reader: str = "kubectl") -> list[tuple[int, Any]]:
+                   unicode: bool = False, reader: str = k8syaml.KUBECTL) -> list[tuple[int, Any]]:
     """(index, value) of each non-empty document of the YAML or JSON file ``path``, read as kubectl reads it
     (:mod:`common.bundle.k8syaml`); what keeps the file or a document from being read goes to ``problems`` as
     ``name:index: ...``. An empty file is no problem here: a bundle's manifest file or a configuration may be
