@@ -59,8 +59,11 @@ def installed_bundle(revisions: Sequence[Obj]) -> InstalledRevision | None:
         if (cos.get("spec") or {}).get("lifecycleState") == api.LIFECYCLE_ARCHIVED:
             continue
         annotations = (cos.get("metadata") or {}).get("annotations") or {}
+        # as OLM v1 would have recorded it: an earlier cosctl wrote a CSV's version as the CSV spells it (v1.2),
+        # where OLM v1 (from the catalog) and cosctl now write 1.2.0, the only spelling OLM v1's resolver reads;
+        # what is no version even so is kept, and refused where a version is needed
         bundle = Installed(str(annotations.get(api.ANNOTATION_BUNDLE_NAME) or ""),
-                           recorded_version(str(annotations.get(api.ANNOTATION_BUNDLE_VERSION) or "")))
+                           semver.printed_tolerant(str(annotations.get(api.ANNOTATION_BUNDLE_VERSION) or "")))
         if conditions.succeeded(cos):
             installed, rolling_out = (cos, bundle), []
         else:
@@ -68,22 +71,6 @@ def installed_bundle(revisions: Sequence[Obj]) -> InstalledRevision | None:
     if installed is None or not installed[1].name:
         return None
     return InstalledRevision(installed[1], str(installed[0]["metadata"]["name"]), tuple(rolling_out))
-
-
-def recorded_version(text: str) -> str:
-    """A revision's ``bundle-version`` annotation as OLM v1 would have recorded it. An earlier cosctl wrote a CSV's
-    ``spec.version`` as the CSV spells it (``v1.2``), where OLM v1 (from the catalog) and cosctl now write it as
-    Go prints the version (``1.2.0``), the only spelling OLM v1's resolver reads: such a loose spelling is read
-    as the version it meant. Anything else is kept as it is (and refused where a version is needed)."""
-    try:
-        semver.check_strict(text)
-        return text
-    except semver.SemverError:
-        pass
-    try:
-        return str(semver.parse_tolerant(text))
-    except semver.SemverError:
-        return text
 
 
 def rolling_out_hint(installed: InstalledRevision) -> str | None:

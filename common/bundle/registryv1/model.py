@@ -82,8 +82,4 @@ class RegistryV1:
         """``spec.version`` of the CSV (the bundle version) as Go prints OLM's ``OperatorVersion``, which reads it
         with blang/semver's ``ParseTolerant`` (``v1.2`` is ``1.2.0``, what opm records in a catalog and OLM v1 on a
         revision); the text as written when it is no version even so, ``""`` when absent."""
-        text = str((self.csv.get("spec") or {}).get("version") or "")
-        try:
-            return str(semver.parse_tolerant(text)) if text else ""
-        except semver.SemverError:
-            return text
+        return semver.printed_tolerant(str((self.csv.get("spec") or {}).get("version") or ""))

@@ -185,6 +185,16 @@ def parse_tolerant(text: str) -> Version:
     return parse(".".join(parts))
 
 
+def printed_tolerant(text: str) -> str:
+    """``text`` as OLM's ``OperatorVersion`` prints it: read with :func:`parse_tolerant` and printed as Go prints a
+    version (``v1.2`` is ``1.2.0``; a strict version prints as itself); ``text`` itself when it is no version even
+    so (``""`` included)."""
+    try:
+        return str(parse_tolerant(text))
+    except SemverError:
+        return text
+
+
 def check_release(text: str) -> None:
     """``OperatorRelease.UnmarshalJSON``: every dot-separated part a prerelease identifier (so ``""`` is
     refused: one empty part)."""
