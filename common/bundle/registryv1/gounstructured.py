@@ -267,10 +267,10 @@ def _integer(bits: int) -> _Codec:
     def codec(value: Any, nulls: bool) -> int:
         if value is None:
             return 0
+        if isinstance(value, float) and math.isfinite(value) and value == math.trunc(value):
+            value = int(value)
         if isinstance(value, int) and not isinstance(value, bool):
             return _wrap(value if _INT64_MIN <= value < -_INT64_MIN else _INT64_MIN, bits)
-        if isinstance(value, float) and math.isfinite(value) and value == math.trunc(value):
-            return _wrap(int(value) if _INT64_MIN <= value < -_INT64_MIN else _INT64_MIN, bits)
         raise _Fail(f"expected an integer, got {_jsontype(value)} {json.dumps(value)}")
     return codec
 
