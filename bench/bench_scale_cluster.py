@@ -128,15 +128,17 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def remove_all(admin: KubeCluster, names: list[str], ns: str) -> None:
-    """Without the reconciler: drop the finalizers, delete the COSs, delete their ConfigMaps in one call."""
+    """Without the reconciler: delete the COSs' ConfigMaps in one call, then drop the finalizers and delete the
+    COSs. In that order the garbage collector has no dependents left to read back when the owners go (the other
+    way round it read all 10,000 back, at 40 a second, under the floor measured next)."""
     def drop(name: str) -> None:
         with contextlib.suppress(NotFound):
             admin.merge_patch(api.API_VERSION, api.KIND, name, None, {"metadata": {"finalizers": None}})
             admin.delete(api.API_VERSION, api.KIND, name)
 
+    delete_configmaps(admin, ns, MANAGED_SELECTOR)
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(drop, names))
-    delete_configmaps(admin, ns, MANAGED_SELECTOR)
 
 
 class Settled:
