@@ -12,6 +12,12 @@ the 8-connection create floor of N x objects ConfigMaps (plain creates, same cli
 ``ratio_to_floor`` says how far the reconciler is from what the server can take, and ``cpu_ratio_to_floor_client``
 how its CPU compares with that floor client's (this process's CPU while it creates them).
 
+``--rounds R`` (default 1) measures each size R times, the settle and its floor in turn: times and CPU are then
+the medians of the rounds (their samples listed), ``paired_ratio_to_floor`` the median of each round's own ratio;
+memory, requests and reconciles are the last round's, and only the last round waits out the steady state. One
+sample of each is this machine's mood as much as the reconciler's: on a shared 2-core machine two rounds in a row
+gave 1.64x and 2.45x.
+
 Needs a disposable cluster (``--kubeconfig``, ``$COS_BENCH_KUBECONFIG`` or ``$COS_E2E_KUBECONFIG``); without one
 it prints ``{"skipped": "<why>"}`` and exits 0. Do not run it while another COS reconciler is active there.
 Prints one JSON document.
@@ -25,6 +31,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -228,26 +235,52 @@ def main() -> int:
     p.add_argument("--port", type=int, default=int(os.environ.get("COS_BENCH_METRICS_PORT", "19210")),
                    help="loopback port for the reconciler's /metrics (default: %(default)s)")
     p.add_argument("--steady-seconds", type=float, default=30.0)
+    p.add_argument("--rounds", type=int, default=1, help="settles and floors per size, taking turns; medians "
+                                                           "reported (default: %(default)s)")
     args = p.parse_args()
+    if args.rounds < 1:
+        p.error(f"--rounds must be at least 1, got {args.rounds}")
     path = kubeconfig_or_skip(args.kubeconfig)
     admin = KubeCluster.from_kubeconfig(path, pool_size=8 + WATCH_CONNECTIONS, retry_jitter=RETRY_JITTER)
     tune_collector()   # the floor client runs under the collector settings cos-reconciler runs under
     ensure_crd(admin)
     rows = []
     for count in args.counts:
-        row = one_size(admin, path, args.port, count, args.objects, args.phases, args.steady_seconds)
-        ns = make_namespace(admin, "cos-floor")
+        settles: list[float] = []
+        cpus: list[float] = []
+        floors: list[float] = []
         floor_cpu: list[float] = []
-        try:
-            row["floor_8_connections_seconds"] = round(floor(admin, ns, count * args.objects, 8, floor_cpu), 2)
-        finally:
-            delete_namespace(admin, ns)
+        for n in range(args.rounds):
+            last = n == args.rounds - 1
+            row = one_size(admin, path, args.port, count, args.objects, args.phases,
+                           args.steady_seconds if last else 0.0)
+            settles.append(row["settle_seconds"])
+            cpus.append(row["client_cpu_seconds"])
+            ns = make_namespace(admin, "cos-floor")
+            try:
+                floors.append(round(floor(admin, ns, count * args.objects, 8, floor_cpu), 2))
+            finally:
+                delete_namespace(admin, ns)
+            print(json.dumps({"cos": count, "round": n + 1, "settle_seconds": settles[-1],
+                              "floor_8_connections_seconds": floors[-1]}), file=sys.stderr)
+        objects = count * args.objects
+        cpu, fcpu = statistics.median(cpus), statistics.median(floor_cpu)
+        row["settle_seconds"] = round(statistics.median(settles), 2)
+        row["client_cpu_seconds"] = round(cpu, 2)
+        row["client_cpu_ms_per_object"] = round(cpu * 1000 / objects, 3)
+        row["floor_8_connections_seconds"] = round(statistics.median(floors), 2)
         row["ratio_to_floor"] = round(row["settle_seconds"] / row["floor_8_connections_seconds"], 2)
-        row["floor_client_cpu_seconds"] = round(floor_cpu[0], 2)
-        row["floor_client_cpu_ms_per_object"] = round(floor_cpu[0] * 1000 / (count * args.objects), 3)
-        row["cpu_ratio_to_floor_client"] = round(row["client_cpu_seconds"] / floor_cpu[0], 2)
+        row["floor_client_cpu_seconds"] = round(fcpu, 2)
+        row["floor_client_cpu_ms_per_object"] = round(fcpu * 1000 / objects, 3)
+        row["cpu_ratio_to_floor_client"] = round(cpu / fcpu, 2)
+        if args.rounds > 1:
+            row["rounds"] = args.rounds
+            row["samples"] = {"settle_seconds": settles, "floor_8_connections_seconds": floors,
+                              "client_cpu_seconds": [round(c, 2) for c in cpus],
+                              "floor_client_cpu_seconds": [round(c, 2) for c in floor_cpu]}
+            row["paired_ratio_to_floor"] = round(statistics.median(s / f for s, f in zip(settles, floors,
+                                                                                            strict=True)), 2)
         rows.append(row)
-        print(json.dumps(row), file=sys.stderr)
     out = {"bench": "scale_cluster", "objects_per_cos": args.objects, "phases_per_cos": args.phases,
            "sizes": rows}
     if len(rows) > 1:
