@@ -53,7 +53,6 @@ import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Final, NoReturn
 
 import yaml
@@ -69,7 +68,7 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from common.bundle.yamlscalars import INT64_MAX, INT64_MIN, SPECIAL_FLOATS, Uint64, go_kind, is_timestamp, resolver
-from common.contract.gotext import go_float32_g
+from common.contract.gotext import go_float32_g, go_json_number
 
 __all__ = ["Document", "SafeDumper", "Stream", "YAMLReadError", "load", "read_stream", "reads_back_as_string",
            "represent_str"]
@@ -177,22 +176,14 @@ def _binary(text: str, node: Node) -> str:
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def json_number(value: float) -> Any:
-    """What a float64 becomes after Go's JSON encoder writes it and the API machinery reads it back: an
-    integer when the text has no fraction or exponent (integral values below 1e21), else the float."""
-    if value.is_integer() and abs(value) < 1e21:
-        return int(Decimal(repr(value)))
-    return value
-
-
 def _json_value(value: Any, node: Node) -> Any:
     kind = type(value)
     if kind is float:
         if not math.isfinite(value):
             raise _ValueProblem("not a finite number (.nan or .inf): JSON cannot hold it", node, in_json=True)
-        return json_number(value)
+        return go_json_number(value)
     if kind is Uint64:
-        return RoundedUint64(json_number(float(value)), int(value))  # below 2**64 < 1e21: always integral
+        return RoundedUint64(int(go_json_number(float(value))), int(value))  # below 2**64 < 1e21: always integral
     return value
 
 
@@ -765,14 +756,14 @@ def _json_int(text: str) -> Any:
     number = float(text)
     if math.isinf(number):
         raise _NumberTooLarge
-    return json_number(number)
+    return go_json_number(number)
 
 
 def _json_float(text: str) -> Any:
     number = float(text)
     if math.isinf(number):
         raise _NumberTooLarge
-    return json_number(number)
+    return go_json_number(number)
 
 
 _DECODER = json.JSONDecoder(parse_float=_json_float, parse_int=_json_int, parse_constant=_refuse_constant)

@@ -17,7 +17,7 @@ import struct
 import unicodedata
 from typing import Final
 
-__all__ = ["go_float32_g", "go_json_float", "go_quote", "go_v_float"]
+__all__ = ["go_float32_g", "go_json_float", "go_json_number", "go_quote", "go_v_float"]
 
 # --- quoting -------------------------------------------------------------------------------------------------
 
@@ -101,6 +101,16 @@ def go_json_float(number: float) -> str:
     if 1e-6 <= abs(number) < 1e21:
         return sign + _fixed(digits, point)
     return sign + _exponent(digits, point).replace("e-0", "e-")
+
+
+def go_json_number(number: float) -> int | float:
+    """A finite float64 as a reader of Go's ``encoding/json`` output gets it back: an integral value below 1e21 is
+    written as an integer, with the float's shortest digits and zeros after them, so it reads back as *that*
+    integer, which is not the float's exact value from 2**54 on (2**60 is written ``1152921504606847000``); any
+    other value stays the float (its text has a fraction or an exponent)."""
+    if number.is_integer() and abs(number) < 1e21:
+        return int(go_json_float(number))
+    return number
 
 
 def go_v_float(number: float) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from common.contract.fielderrors import invalid
-from common.contract.gotext import go_float32_g, go_json_float, go_quote, go_v_float
+from common.contract.gotext import go_float32_g, go_json_float, go_json_number, go_quote, go_v_float
 
 
 def test_go_quote_is_strconv_quote() -> None:
@@ -35,6 +35,18 @@ def test_field_errors_quote_as_the_api_server_does() -> None:
                                               (123456789.125, "123456789.125"), (-2.5e-10, "-2.5e-10")])
 def test_go_json_float(number: float, text: str) -> None:
     assert go_json_float(number) == text
+
+
+@pytest.mark.parametrize(("number", "read_back"), [
+    (5.0, 5), (-0.0, 0), (2.0**53, 9007199254740992), (0.5, 0.5), (1e21, 1e21),
+    # from 2**54 on Go's shortest digits are fewer than the float's exact ones, and it pads them with zeros
+    (2.0**60, 1152921504606847000), (9223372036854775807.0, 9223372036854776000),
+    (-123456789012345678.0, -123456789012345680),
+])
+def test_go_json_number_is_what_reading_encoding_json_back_gives(number: float, read_back: int | float) -> None:
+    got = go_json_number(number)
+    assert got == read_back and type(got) is type(read_back)
+    assert float(got) == number  # the same float64: only the text differs from the exact value
 
 
 @pytest.mark.parametrize(("number", "text"), [(0.0, "0"), (1e6, "1e+06"), (123456.0, "123456"), (1e-4, "0.0001"),

@@ -181,6 +181,17 @@ def test_crd_schema_unions_and_raw_json() -> None:
     }
 
 
+def test_schema_numbers_from_2_to_the_54_print_as_olm_prints_them() -> None:
+    """maximum, minimum and multipleOf are float64s: OLM v1 prints such a whole number with the float's shortest
+    digits padded with zeros, not its exact value (judged with OLM v1's source.FromFS: 1152921504606847000 for
+    2**60); integers and values kept as raw JSON (default, enum, example) keep every digit."""
+    schema = {"maximum": 2**60, "minimum": -(2**63 - 1), "multipleOf": 123456789012345678, "default": 2**60,
+              "items": {"maximum": 2**60}, "enum": [2**60], "maxLength": 2**62 + 1}
+    assert roundtrip("apiext.JSONSchemaProps", schema) == {
+        "maximum": 1152921504606847000, "minimum": -9223372036854776000, "multipleOf": 123456789012345680,
+        "default": 2**60, "items": {"maximum": 1152921504606847000}, "enum": [2**60], "maxLength": 2**62 + 1}
+
+
 def test_the_blank_status_go_prints_for_a_crd_is_left_out() -> None:
     crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "a.b"},
            "spec": {"group": "b", "names": {"plural": "a", "kind": "A"}, "scope": "Namespaced", "versions": []},

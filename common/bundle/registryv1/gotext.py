@@ -30,11 +30,11 @@ from typing import Any, Final
 
 # Go's quoting and float printing are the contract's (the API server's field errors need them too); they are
 # re-exported here so this package reads all of Go's text from one module.
-from common.contract.gotext import go_float32_g, go_json_float, go_quote, go_v_float
+from common.contract.gotext import go_float32_g, go_json_float, go_json_number, go_quote, go_v_float
 
 __all__ = ["GoTimeError", "go_compact_json", "go_decoded_string", "go_float32_g", "go_fold", "go_json_float",
-           "go_list", "go_marshal_json", "go_marshal_typed", "go_quote", "go_quote_list", "go_time", "go_time_quote",
-           "go_v_float", "json_type_name"]
+           "go_json_number", "go_list", "go_marshal_json", "go_marshal_typed", "go_quote", "go_quote_list", "go_time",
+           "go_time_quote", "go_v_float", "json_type_name"]
 
 # --- quoting ---------------------------------------------------------------------------------------------
 

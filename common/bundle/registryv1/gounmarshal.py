@@ -37,7 +37,7 @@ from typing import Any, Final
 from common.contract.objects import Obj, copy_json
 from common.contract.quantity import MSG_FORMAT, QuantityError, canonical
 
-from .gotext import GoTimeError, go_fold, go_json_float, go_time, json_type_name
+from .gotext import GoTimeError, go_fold, go_json_float, go_json_number, go_time, json_type_name
 from .gotypes import STRUCTS, GoStruct, GoType, element_type, go_type_name, structs_within, zero_value
 
 # Structs that embed another (`json:",inline"`), whose fields the table flattens into them: Go's error path names
@@ -220,8 +220,7 @@ class _Decoder:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 self.mismatch(value, typ, struct, stack)
                 return into
-            number = float(value)
-            return int(number) if number.is_integer() and abs(number) < 1e21 else number
+            return go_json_number(float(value))
         expected = bool if code == "b" else str
         if not isinstance(value, expected):
             self.mismatch(value, typ, struct, stack)

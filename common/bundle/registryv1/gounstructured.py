@@ -36,7 +36,7 @@ from typing import Any, Final
 from common.contract.objects import copy_json
 from common.contract.quantity import QuantityError, canonical
 
-from .gotext import GoTimeError, go_quote, go_time
+from .gotext import GoTimeError, go_json_number, go_quote, go_time
 from .gotypes import (
     EMPTY_FALSE,
     EMPTY_FALSY,
@@ -294,15 +294,12 @@ def _json_integer(bits: int) -> _Codec:
 
 
 def _float(value: Any, nulls: bool) -> int | float:
-    """A float64: Go prints an integral one without a fraction, so it stays an ``int`` here when it is one."""
+    """A float64: Go prints an integral one without a fraction, so it is an ``int`` here, the one Go prints."""
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _Fail(f"expected a number, got {_jsontype(value)}")
-    number = float(value)
-    if number.is_integer() and abs(number) < 1e21:
-        return int(number)
-    return number
+    return go_json_number(float(value))
 
 
 def _quantity(value: Any, nulls: bool) -> str:
