@@ -109,7 +109,8 @@ def go_json_number(number: float) -> int | float:
     integer, which is not the float's exact value from 2**54 on (2**60 is written ``1152921504606847000``); any
     other value stays the float (its text has a fraction or an exponent)."""
     if number.is_integer() and abs(number) < 1e21:
-        return int(go_json_float(number))
+        # below 2**53 every integer is a float64 of its own, so the shortest digits are all of its digits
+        return int(number) if abs(number) < 2**53 else int(go_json_float(number))
     return number
 
 
