@@ -15,8 +15,8 @@ how its CPU compares with that floor client's (this process's CPU while it creat
 ``--rounds R`` (default 1) measures each size R times, the settle and its floor in turn: times and CPU are then
 the medians of the rounds (their samples listed), ``paired_ratio_to_floor`` the median of each round's own ratio;
 memory, requests and reconciles are the last round's, and only the last round waits out the steady state. One
-sample of each is this machine's mood as much as the reconciler's: on a shared 2-core machine two rounds in a row
-gave 1.64x and 2.45x.
+sample of each is this machine's mood as much as the reconciler's: on a shared 2-core machine single rounds of the
+same code gave 1.73x to 2.45x in one afternoon.
 
 Needs a disposable cluster (``--kubeconfig``, ``$COS_BENCH_KUBECONFIG`` or ``$COS_E2E_KUBECONFIG``); without one
 it prints ``{"skipped": "<why>"}`` and exits 0. Do not run it while another COS reconciler is active there.
