@@ -94,6 +94,9 @@ def test_schemas_under_a_union_are_read_as_util_json_reads_them() -> None:
     there must fit its type (OLM v1 refuses the bundle), where the converter would have converted it."""
     assert roundtrip("apiext.JSONSchemaProps", {"items": {"maxLength": 2**63 - 1, "minLength": 1.0}}) == {
         "items": {"maxLength": 2**63 - 1, "minLength": 1}}
+    # a float there is read back from the text Go writes for it (judged with OLM v1's source.FromFS on a JSON CRD)
+    assert roundtrip("apiext.JSONSchemaProps", {"items": {"maxLength": 4.611686018427388e18}}) == {
+        "items": {"maxLength": 4611686018427388000}}
     for union in ({"items": {"maxLength": 2**63}}, {"additionalProperties": {"properties": {"a": {"minItems": 1e19}}}},
                   {"dependencies": {"d": {"maxItems": -(2**63) - 1}}}, {"items": [{"maxProperties": 1e21}]}):
         with pytest.raises(GoTypeError, match="expected an integer"):

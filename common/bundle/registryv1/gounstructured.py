@@ -283,10 +283,9 @@ def _json_integer(bits: int) -> _Codec:
     def codec(value: Any, nulls: bool) -> int:
         if value is None:
             return 0
-        integral = isinstance(value, float) and math.isfinite(value) and value == math.trunc(value)
-        if not ((isinstance(value, int) and not isinstance(value, bool)) or (integral and abs(value) < 1e21)):
+        number = go_json_number(value) if isinstance(value, float) and math.isfinite(value) else value
+        if not isinstance(number, int) or isinstance(number, bool):
             raise _Fail(f"expected an integer, got {_jsontype(value)} {json.dumps(value)}")
-        number = int(value)
         if not low <= number <= high:
             raise _Fail(f"expected an integer that fits int{bits}, got {number}")
         return number
