@@ -295,3 +295,24 @@ def test_a_maximal_create_takes_every_fast_path_and_is_admitted_as_before() -> N
     decision = validate(Request("ClusterObjectSet", "CREATE", obj))
     assert decision.allowed
     assert [w[:40] for w in decision.warnings] == ["this ClusterObjectSet is 1.12 MiB serial"]
+
+
+def test_list_items_their_shortcuts_settle_are_not_visited() -> None:
+    """On a maximal COS the 1,000 inline objects are settled by the exactly-one shortcut: no path is built
+    and no judge called for them (only with ``shortcuts``: the reference walk still visits every one)."""
+    obj = samples.maximal_cos()
+    items = cel_rules.RULE_TREE["properties"]["spec"]["properties"]["phases"]["items"]["properties"]["objects"]
+    assert items["items"]["settled_by"] is not None
+    assert cel_rules.RULE_TREE["properties"]["spec"]["properties"]["phases"]["settled_by"] is None  # transition
+
+    def visited(shortcuts: bool) -> list[str]:
+        paths: list[str] = []
+        cel_rules.walk(cel_rules.RULE_TREE, obj, cel_rules.MISSING, "", [],
+                       lambda node, value, old, path, out: paths.append(path), shortcuts=shortcuts)
+        return paths
+
+    assert not [p for p in visited(True) if ".objects[" in p]
+    assert len([p for p in visited(False) if ".objects[" in p]) == 1000
+    both = {**obj["spec"]["phases"][0]["objects"][0], "ref": {"name": "s", "key": "k"}}
+    obj["spec"]["phases"][0]["objects"][0] = both  # the shortcut fails: CEL decides, and words it
+    assert [e.field for e in cel_rules.cel_errors(obj)] == ["spec.phases[0].objects[0]"]

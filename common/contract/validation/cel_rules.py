@@ -80,15 +80,28 @@ def _annotate(node: Obj) -> Obj:
     """Precompile the rule table for the walk: compiled rules (with their shortcuts) and which subtrees have
     any rule at all."""
     rules = [compile_rule(r["rule"], r["message"]) for r in node.get("x-kubernetes-validations", [])]
+    shortcuts = [None if rule.is_transition else _SHORTCUTS.get(rule.expression) for rule in rules]
     return {
         "type": node.get("type"),
         "schema": node,
         "rules": rules,
-        "shortcuts": [None if rule.is_transition else _SHORTCUTS.get(rule.expression) for rule in rules],
+        "shortcuts": shortcuts,
         "properties": {k: _annotate(v) for k, v in node.get("properties", {}).items() if _has_rules(v)},
         "items": _annotate(node["items"]) if "items" in node and _has_rules(node["items"]) else None,
         "map_keys": node.get("x-kubernetes-list-map-keys") if node.get("x-kubernetes-list-type") == "map" else None,
+        "settled_by": _settled_by(node, shortcuts),
     }
+
+
+def _settled_by(node: Obj, shortcuts: list[Callable[[Any], bool] | None]) -> tuple[Callable[[Any], bool], ...] | None:
+    """The shortcuts that settle a value of ``node`` entirely when they all hold: present when each of its rules
+    has one (none a transition rule, so the old value plays no part) and nothing below it has rules. An item
+    of such a list (every inline object of a COS) then costs the shortcuts' few lookups, not a visit."""
+    below = any(_has_rules(sub) for sub in node.get("properties", {}).values()) or (
+        "items" in node and _has_rules(node["items"]))
+    if not shortcuts or below or any(s is None for s in shortcuts):
+        return None
+    return tuple(s for s in shortcuts if s is not None)
 
 
 RULE_TREE = _annotate(table.COS_SCHEMA)   # the table's rules, compiled, only where some subtree has one
@@ -101,10 +114,13 @@ MISSING = object()
 Judge = Callable[[Obj, Any, Any, str, list[FieldError]], None]
 
 
-def walk(node: Obj, value: Any, old: Any, path: str, out: list[FieldError], judge: Judge) -> None:
+def walk(node: Obj, value: Any, old: Any, path: str, out: list[FieldError], judge: Judge, *,
+         shortcuts: bool = False) -> None:
     """Visit every part of ``value`` that the rule tree has rules for and whose type is right (a wrong type is
     reported by the structure pass; rules cannot judge it), with its old value where Kubernetes correlates one
-    (through maps and list-maps), and let ``judge`` judge its rules."""
+    (through maps and list-maps), and let ``judge`` judge its rules. With ``shortcuts`` (a judge that trusts
+    them), a list item its node's shortcuts settle (``settled_by``) is not visited at all: no path is built for
+    it and no judge called."""
     check = _TYPE_CHECKS.get(node["type"] or "")
     if check is not None and not check(value):
         return
@@ -113,14 +129,18 @@ def walk(node: Obj, value: Any, old: Any, path: str, out: list[FieldError], judg
         for name, sub in node["properties"].items():
             if name in value:
                 child_old = old[name] if isinstance(old, dict) and name in old else MISSING
-                walk(sub, value[name], child_old, f"{path}.{name}" if path else name, out, judge)
+                walk(sub, value[name], child_old, f"{path}.{name}" if path else name, out, judge,
+                     shortcuts=shortcuts)
     if node["items"] is not None and isinstance(value, list):
         old_items = _correlate(node["map_keys"], old)
+        settled = node["items"]["settled_by"] if shortcuts else None
         for i, item in enumerate(value):
+            if settled is not None and all(holds(item) for holds in settled):
+                continue
             item_old = MISSING
             if old_items is not None and isinstance(item, dict):
                 item_old = old_items.get(_key_of(node["map_keys"], item), MISSING)
-            walk(node["items"], item, item_old, f"{path}[{i}]", out, judge)
+            walk(node["items"], item, item_old, f"{path}[{i}]", out, judge, shortcuts=shortcuts)
 
 
 def violation(node: Obj, value: Any, path: str, message: str) -> FieldError:
@@ -254,5 +274,5 @@ def cel_views(new: Any, old: Any = MISSING, node: Obj = table.COS_SCHEMA, path: 
 def cel_errors(obj: Any, old: Any = MISSING) -> list[FieldError]:
     """Every rule of the table that does not hold; transition rules only where ``old`` has the field."""
     out: list[FieldError] = []
-    walk(RULE_TREE, obj, MISSING if old is None else old, "", out, _judge_lazily)
+    walk(RULE_TREE, obj, MISSING if old is None else old, "", out, _judge_lazily, shortcuts=True)
     return out

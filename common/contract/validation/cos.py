@@ -100,8 +100,9 @@ def _spec_extras(spec: Obj, old_spec: Any, system_namespace: str) -> tuple[list[
                 ident = _identity(manifest)
                 if ident is not None:
                     group, kind, namespace, obj_name = ident
-                    first = seen_objects.setdefault(ident, (i, j))
-                    if first != (i, j):
+                    here = (i, j)
+                    first = seen_objects.setdefault(ident, here)
+                    if first is not here:
                         errs.append(duplicate(_path(i, j), {"group": group, "kind": kind, "namespace": namespace,
                                                             "name": obj_name},
                                               f"the same object is already at {_path(*first)}"))
