@@ -112,6 +112,29 @@ class RoundedUint64(int):
         number.exact = exact
         return number
 
+    def __reduce__(self) -> tuple[Any, ...]:  # what copy.deepcopy and pickle rebuild it from
+        return type(self), (int(self), self.exact)
+
+
+class JSONFloat64(int):
+    """A whole number a JSON document wrote as a float (``4.611686018427388e+18``), of 2**53 or more and below 2**63
+    in magnitude, where the float64's value and the digits Go prints for it differ. The API machinery's JSON decoder
+    keeps it a float64 (a YAML file's number is read back from sigs.k8s.io/yaml's JSON text instead, so there it is
+    the printed integer). As an ``int`` it is what Go prints for it and what every JSON round trip gives
+    (4611686018427388000); ``float_value`` is the float64 itself, which Kubernetes' unstructured converter turns
+    into an integer field by conversion: OLM v1 reads a JSON CRD's ``maxLength: 4.611686018427388e+18`` as
+    4611686018427387904, a YAML CRD's as 4611686018427388000."""
+
+    float_value: float
+
+    def __new__(cls, printed: int, float_value: float) -> JSONFloat64:
+        number = super().__new__(cls, printed)
+        number.float_value = float_value
+        return number
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (int(self), self.float_value)
+
 
 class _ValueProblem(Exception):
     """Raised while building a document; ``path`` grows as it unwinds so the message can name the field.
@@ -759,11 +782,20 @@ def _json_int(text: str) -> Any:
     return go_json_number(number)
 
 
+_FLOAT_EXACT_BELOW: Final = 2.0**53   # below it Go prints a whole float64's own value
+_INT64_BOUND: Final = 2.0**63         # from it on, an int64 conversion overflows whichever digits are printed
+
+
 def _json_float(text: str) -> Any:
+    """A number literal with a fraction or an exponent: a float64, as k8s.io/apimachinery's JSON reads it, here the
+    number Go prints for it (a :class:`JSONFloat64` where that differs from the float's own whole value)."""
     number = float(text)
     if math.isinf(number):
         raise _NumberTooLarge
-    return go_json_number(number)
+    printed = go_json_number(number)
+    if type(printed) is int and _FLOAT_EXACT_BELOW <= abs(number) < _INT64_BOUND and printed != int(number):
+        return JSONFloat64(printed, number)
+    return printed
 
 
 _DECODER = json.JSONDecoder(parse_float=_json_float, parse_int=_json_int, parse_constant=_refuse_constant)
@@ -896,3 +928,13 @@ def represent_str(dumper: Any, data: str) -> Any:
 
 
 SafeDumper.add_representer(str, represent_str)
+
+
+def represent_go_number(dumper: Any, data: int) -> Any:
+    """A :class:`RoundedUint64` or :class:`JSONFloat64`: the number Go prints for it, as an integer (``cosctl render``
+    of a bundle holding one used to stop with an internal error)."""
+    return dumper.represent_int(int(data))
+
+
+SafeDumper.add_representer(RoundedUint64, represent_go_number)
+SafeDumper.add_representer(JSONFloat64, represent_go_number)

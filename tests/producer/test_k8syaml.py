@@ -9,11 +9,14 @@ to both. Where we refuse what kubectl accepts, the DIVERGENCES table says so and
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -554,3 +557,29 @@ def test_generated_scalars_read_as_kubectl_reads_them(scalars: list[str]) -> Non
     wrong = [(text, ours(text), theirs(reads[name])) for name, text in files.items()
              if not same(ours(text), theirs(reads[name]))]
     assert wrong == []
+
+
+def test_a_json_documents_float_keeps_the_float64_where_go_prints_other_digits() -> None:
+    """From 2**53 to 2**63 a whole float64's value and the digits Go prints for it can differ: a JSON document's
+    number keeps its float64 beside the printed integer (the unstructured converter turns that float into an integer
+    field), a YAML document's is the printed integer alone (sigs.k8s.io/yaml's JSON text of it is read back)."""
+    doc = k8syaml.load('{"a": 4.611686018427388e+18, "b": -9.223372036854775e18, "c": 1.5e17, "d": 9.3e18, '
+                       '"e": 4611686018427387904}')
+    assert doc == {"a": 4611686018427388000, "b": -9223372036854775000, "c": 150000000000000000,
+                   "d": 9300000000000000000, "e": 4611686018427387904}
+    assert [type(doc[k]) for k in "abcde"] == [k8syaml.JSONFloat64, k8syaml.JSONFloat64, int, int, int]
+    assert (doc["a"].float_value, doc["b"].float_value) == (4.611686018427388e18, -9.223372036854775e18)
+    yaml_doc = k8syaml.load("a: 4.611686018427388e+18")
+    assert yaml_doc == {"a": 4611686018427388000} and type(yaml_doc["a"]) is int
+
+
+def test_numbers_go_prints_otherwise_survive_copies_and_are_written_as_integers() -> None:
+    doc = {"float": k8syaml.load('{"a": 4.611686018427388e+18}')["a"],
+           "uint64": k8syaml.load("a: 18446744073709551615")["a"]}
+    for copied in (copy.deepcopy(doc), pickle.loads(pickle.dumps(doc))):
+        assert copied == doc
+        assert (copied["float"].float_value, copied["uint64"].exact) == (4.611686018427388e18, 18446744073709551615)
+    written = yaml.dump(doc, Dumper=k8syaml.SafeDumper)
+    assert written == "float: 4611686018427388000\nuint64: 18446744073709552000\n"
+    assert k8syaml.load(written) == doc
+    assert json.loads(json.dumps(doc)) == doc

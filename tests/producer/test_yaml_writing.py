@@ -94,3 +94,23 @@ def test_diff_shows_quoted_strings_as_kubectl_would_read_them() -> None:
     new = [Phase("configuration", [config_map("w", {"flag": "y"})])]
     (change,) = diff(old, new).changes
     assert "-  flag: 'n'\n" in change.diff and "+  flag: 'y'\n" in change.diff
+
+
+def test_render_prints_numbers_beyond_what_yaml_or_json_keeps_exactly_as_olm_v1_does(tmp_path: Path) -> None:
+    """A whole number above int64 in a YAML manifest, a float of 2**53 or more in a JSON one: printed with the digits
+    OLM v1 prints for the float64 it holds (a YAML manifest's uint64 used to stop ``cosctl render`` with an internal
+    error, RepresenterError), and read back by kubectl as the same number."""
+    bundle = demo_bundle(tmp_path / "b")
+    (bundle / "manifests" / "big.yaml").write_text(
+        "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: big\n"
+        "spec:\n  groups:\n  - name: g\n    interval: 18446744073709551615\n")
+    (bundle / "manifests" / "float.json").write_text(
+        '{"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": {"name": "float"}, '
+        '"spec": {"groups": [{"name": "g", "interval": 4.611686018427388e+18}]}}')
+    code, out, err = cosctl("render", str(bundle), "-n", "ns")
+    assert (code, err) == (0, "")
+    assert "    interval: 18446744073709552000\n" in out
+    assert "    interval: 4611686018427388000\n" in out
+    rules = {d["metadata"]["name"]: d for d in read_back(out) if d["kind"] == "PrometheusRule"}
+    assert [rules[n]["spec"]["groups"][0]["interval"] for n in ("big", "float")] == [18446744073709552000,
+                                                                                     4611686018427388000]

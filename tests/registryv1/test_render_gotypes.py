@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from common.bundle import k8syaml
 from common.bundle.registryv1.gotypes import in_go_order, struct_types
 from common.bundle.registryv1.gounstructured import GoTypeError, roundtrip
 from common.bundle.registryv1.typed import decode_crd
@@ -193,6 +194,19 @@ def test_schema_numbers_from_2_to_the_54_print_as_olm_prints_them() -> None:
     assert roundtrip("apiext.JSONSchemaProps", schema) == {
         "maximum": 1152921504606847000, "minimum": -9223372036854776000, "multipleOf": 123456789012345680,
         "default": 2**60, "items": {"maximum": 1152921504606847000}, "enum": [2**60], "maxLength": 2**62 + 1}
+
+
+def test_a_json_crds_float_fills_an_integer_field_with_the_float64s_value_as_olm_v1_does() -> None:
+    """OLM v1 decodes a JSON manifest's ``4.611686018427388e+18`` into a float64 and the unstructured converter makes
+    an int64 field of it by conversion: 4611686018427387904 (judged with OLM v1's source.FromFS), where a YAML
+    manifest's same number is read back from JSON text as 4611686018427388000. Float fields print Go's digits."""
+    text = ('{"maxLength": 4.611686018427388e+18, "minLength": -9.223372036854775e18, "maxItems": 1e19, '
+            '"maximum": 4.611686018427388e+18}')
+    assert roundtrip("apiext.JSONSchemaProps", k8syaml.load(text)) == {
+        "maxLength": 4611686018427387904, "minLength": -9223372036854774784, "maxItems": -(2**63),
+        "maximum": 4611686018427388000}
+    assert roundtrip("apiext.JSONSchemaProps", k8syaml.load("maxLength: 4.611686018427388e+18")) == {
+        "maxLength": 4611686018427388000}
 
 
 def test_the_blank_status_go_prints_for_a_crd_is_left_out() -> None:

@@ -33,6 +33,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Final
 
+from common.bundle.k8syaml import JSONFloat64
 from common.contract.objects import copy_json
 from common.contract.quantity import QuantityError, canonical
 
@@ -267,6 +268,8 @@ def _integer(bits: int) -> _Codec:
     def codec(value: Any, nulls: bool) -> int:
         if value is None:
             return 0
+        if isinstance(value, JSONFloat64):
+            value = value.float_value  # the float64 a JSON document's decoder gave, not the digits Go prints for it
         if isinstance(value, float) and math.isfinite(value) and value == math.trunc(value):
             value = int(value)
         if isinstance(value, int) and not isinstance(value, bool):
