@@ -316,3 +316,18 @@ def test_list_items_their_shortcuts_settle_are_not_visited() -> None:
     both = {**obj["spec"]["phases"][0]["objects"][0], "ref": {"name": "s", "key": "k"}}
     obj["spec"]["phases"][0]["objects"][0] = both  # the shortcut fails: CEL decides, and words it
     assert [e.field for e in cel_rules.cel_errors(obj)] == ["spec.phases[0].objects[0]"]
+
+
+def test_a_label_too_long_to_be_valid_is_refused_without_entering_the_caches() -> None:
+    """A key or value longer than any valid one is invalid whatever it holds: refused at once, and never kept by
+    the validity caches (whose entries would otherwise hold strings as large as a request)."""
+    long_value, long_key = "v" * 64, "example.com/" + "k" * 306
+    before = (metadata._label_valid.cache_info().currsize, metadata._annotation_key_valid.cache_info().currsize)
+    assert not metadata.metadata_valid({"labels": {"app": long_value}})
+    assert not metadata.metadata_valid({"labels": {long_key: "v"}})
+    assert not metadata.metadata_valid({"annotations": {long_key: "v"}})
+    after = (metadata._label_valid.cache_info().currsize, metadata._annotation_key_valid.cache_info().currsize)
+    assert after == before
+    assert metadata.metadata_valid({"labels": {"example.com/" + "k" * 63: "v" * 63}})  # the longest valid ones
+    assert [e.detail for e in metadata.metadata_field_errors({"labels": {"app": long_value}}, "m")] == [
+        "must be no more than 63 bytes"]

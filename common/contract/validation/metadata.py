@@ -64,6 +64,12 @@ def identity_errors(manifest: Obj, path: str) -> list[FieldError]:
     return errs
 
 
+# The longest valid label key (a DNS subdomain prefix, "/", a name) and value: a longer one is invalid whatever it
+# holds, and is not looked up in (nor kept by) the caches below.
+_LABEL_KEY_MAX = names.DNS1123_SUBDOMAIN_MAX + 1 + names.QUALIFIED_NAME_MAX
+_LABEL_VALUE_MAX = names.LABEL_VALUE_MAX
+
+
 @lru_cache(maxsize=8192)
 def _label_valid(key: str, value: str) -> bool:
     """A label's key and value both valid: one cached call per label where ``metadata_valid`` made two."""
@@ -96,14 +102,15 @@ def metadata_valid(meta: Any) -> bool:
         if type(labels) is not dict:
             return False
         for key, value in labels.items():
-            if type(value) is not str or not _label_valid(key, value):
+            if (type(value) is not str or len(value) > _LABEL_VALUE_MAX or len(key) > _LABEL_KEY_MAX
+                    or not _label_valid(key, value)):
                 return False
     if "annotations" in meta:
         annotations = meta["annotations"]
         if type(annotations) is not dict:
             return False
         for key, value in annotations.items():
-            if type(value) is not str or not _annotation_key_valid(key):
+            if type(value) is not str or len(key) > _LABEL_KEY_MAX or not _annotation_key_valid(key):
                 return False
     if _FORBIDDEN.isdisjoint(meta):
         return True
