@@ -37,6 +37,14 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # few microseconds per hand-off on the large one.
 GIL_SWITCH_INTERVAL = 0.0005
 
+# How long an idle keep-alive connection stays open. The API server drops its idle connections to a webhook after
+# 90 s (client-go's transport keeps Go's http.Transport default IdleConnTimeout) and does not retry a webhook POST
+# whose write fails: a server that closes an idle connection first races the API server's next call on it, which
+# then fails with "write: broken pipe" and, under failurePolicy Fail, refuses the user's write with a 500
+# InternalError. Seen once in ~1,500 reviews under bench_admission_load_cluster.py with gunicorn's 30 s. Longer
+# than 90 s, the API server always closes first. An idle connection costs a socket in the worker's poller, no thread.
+KEEPALIVE_SECONDS = 120
+
 YOUNG_COLLECTION_EVERY = 50_000
 """Net container allocations between two young collections in a worker (Python's default: 700;
 ``common.runtime.collector``). A ~1 MiB review parses into some 32,000 dicts and lists, alive until it is
@@ -121,7 +129,7 @@ class WebhookServer(BaseApplication):
             "child_exit": child_exit,
             "timeout": 30,
             "graceful_timeout": 20,
-            "keepalive": 30,
+            "keepalive": KEEPALIVE_SECONDS,
             "accesslog": None,
             "errorlog": "-",
             "loglevel": opts.log_level,

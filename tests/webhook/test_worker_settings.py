@@ -37,3 +37,13 @@ def test_a_worker_freezes_what_it_loaded_and_makes_young_collections_rare(tmp_pa
         gc.set_threshold(*before)
         sys.setswitchinterval(switch)
         gc.unfreeze()
+
+
+def test_idle_keep_alive_connections_outlive_the_api_servers_own(tmp_path: Path) -> None:
+    """The API server drops an idle webhook connection after 90 s and does not retry a POST whose write fails: a
+    webhook closing idle connections sooner races its calls ("write: broken pipe", the user's write refused with a
+    500), so the API server must be the one to close them."""
+    pair = tls.write_self_signed(tmp_path, ["localhost"])
+    app_server = server.WebhookServer(server.Options(cert_file=str(pair.cert_file), key_file=str(pair.key_file)))
+    assert app_server.cfg.keepalive == server.KEEPALIVE_SECONDS == 120
+    assert app_server.cfg.keepalive > 90
