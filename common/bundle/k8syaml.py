@@ -782,10 +782,6 @@ def _json_int(text: str) -> Any:
     return go_json_number(number)
 
 
-_FLOAT_EXACT_BELOW: Final = 2.0**53   # below it Go prints a whole float64's own value
-_INT64_BOUND: Final = 2.0**63         # from it on, an int64 conversion overflows whichever digits are printed
-
-
 def _json_float(text: str) -> Any:
     """A number literal with a fraction or an exponent: a float64, as k8s.io/apimachinery's JSON reads it, here the
     number Go prints for it (a :class:`JSONFloat64` where that differs from the float's own whole value)."""
@@ -793,7 +789,8 @@ def _json_float(text: str) -> Any:
     if math.isinf(number):
         raise _NumberTooLarge
     printed = go_json_number(number)
-    if type(printed) is int and _FLOAT_EXACT_BELOW <= abs(number) < _INT64_BOUND and printed != int(number):
+    # beyond int64 an integer field's conversion overflows whichever digits are printed: no need to keep the float
+    if type(printed) is int and printed != (exact := int(number)) and INT64_MIN <= exact <= INT64_MAX:
         return JSONFloat64(printed, number)
     return printed
 

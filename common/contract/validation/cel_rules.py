@@ -81,27 +81,22 @@ def _annotate(node: Obj) -> Obj:
     any rule at all."""
     rules = [compile_rule(r["rule"], r["message"]) for r in node.get("x-kubernetes-validations", [])]
     shortcuts = [None if rule.is_transition else _SHORTCUTS.get(rule.expression) for rule in rules]
+    properties = {k: _annotate(v) for k, v in node.get("properties", {}).items() if _has_rules(v)}
+    items = _annotate(node["items"]) if "items" in node and _has_rules(node["items"]) else None
+    # settled_by: the shortcuts that settle a value of this node entirely when they all hold, present when each of
+    # its rules has one (none a transition rule, so the old value plays no part) and nothing below it has rules. An
+    # item of such a list (every inline object of a COS) then costs the shortcuts' few lookups, not a visit.
+    settled = bool(shortcuts) and not properties and items is None and None not in shortcuts
     return {
         "type": node.get("type"),
         "schema": node,
         "rules": rules,
         "shortcuts": shortcuts,
-        "properties": {k: _annotate(v) for k, v in node.get("properties", {}).items() if _has_rules(v)},
-        "items": _annotate(node["items"]) if "items" in node and _has_rules(node["items"]) else None,
+        "properties": properties,
+        "items": items,
         "map_keys": node.get("x-kubernetes-list-map-keys") if node.get("x-kubernetes-list-type") == "map" else None,
-        "settled_by": _settled_by(node, shortcuts),
+        "settled_by": tuple(shortcuts) if settled else None,
     }
-
-
-def _settled_by(node: Obj, shortcuts: list[Callable[[Any], bool] | None]) -> tuple[Callable[[Any], bool], ...] | None:
-    """The shortcuts that settle a value of ``node`` entirely when they all hold: present when each of its rules
-    has one (none a transition rule, so the old value plays no part) and nothing below it has rules. An item
-    of such a list (every inline object of a COS) then costs the shortcuts' few lookups, not a visit."""
-    below = any(_has_rules(sub) for sub in node.get("properties", {}).values()) or (
-        "items" in node and _has_rules(node["items"]))
-    if not shortcuts or below or any(s is None for s in shortcuts):
-        return None
-    return tuple(s for s in shortcuts if s is not None)
 
 
 RULE_TREE = _annotate(table.COS_SCHEMA)   # the table's rules, compiled, only where some subtree has one
