@@ -385,17 +385,9 @@ class _Run:
             # so without it this revision owns nothing. An Archived COS is never rolled out again.
             self.set(Situation("archived"))
             return self.write_status()
-        try:
-            progress = self.tear_down()
-        except ServiceAccountMissing as exc:
-            return self.fail(str(exc), exc)
-        except refs.RefError as exc:
-            return self.fail(str(exc), exc)
-        except ObjectError as exc:
-            return self.object_failed(exc)
-        if not progress.done:
-            self.waiting(progress)
-            return self.write_status()
+        unfinished = self.torn_down()
+        if unfinished is not None:
+            return unfinished
         self.set(Situation("archived"))
         self.write_status()
         if self.result.error is not None:
@@ -445,25 +437,31 @@ class _Run:
             self.set(Situation("tearing_down", message=message))
         self.result.requeue_after = TEARDOWN_REQUEUE
 
+    def torn_down(self) -> Result | None:
+        """One teardown step of an Archived or deleted COS: ``None`` once every object it owns is gone, else the
+        result to return (a failure, or the wait, both written to status). Failures are said on the COS: nobody but
+        the reconciler's log could tell otherwise why an archived revision keeps its objects or a deleted one hangs
+        in Terminating (a 403 for the ServiceAccount it is torn down with, a Secret that cannot be read)."""
+        try:
+            progress = self.tear_down()
+        except (ServiceAccountMissing, refs.RefError) as exc:
+            return self.fail(str(exc), exc)
+        except ObjectError as exc:
+            return self.object_failed(exc)
+        if not progress.done:
+            self.waiting(progress)
+            return self.write_status()
+        return None
+
     def deleted(self) -> Result:
         self.memory.failing.pop(self.uid, None)   # it will not roll out again
         finalizers = list(self.cos["metadata"].get("finalizers") or [])
         if FINALIZER_TEARDOWN not in finalizers:
             return self.result
         if ORPHAN_FINALIZER not in finalizers:
-            try:
-                progress = self.tear_down()
-            # Said on the COS, as for an Archived one: nobody but the reconciler's log could tell why it hangs in
-            # Terminating otherwise (a 403 for the ServiceAccount it is torn down with, a Secret that cannot be read).
-            except ServiceAccountMissing as exc:
-                return self.fail(str(exc), exc)
-            except refs.RefError as exc:
-                return self.fail(str(exc), exc)
-            except ObjectError as exc:
-                return self.object_failed(exc)
-            if not progress.done:
-                self.waiting(progress)
-                return self.write_status()
+            unfinished = self.torn_down()
+            if unfinished is not None:
+                return unfinished
         try:
             self.patch_finalizers([f for f in finalizers if f != FINALIZER_TEARDOWN])
         except NotFound:
