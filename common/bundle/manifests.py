@@ -136,6 +136,23 @@ def _nothing_found(path: str, files: list[str]) -> str:
             "comments")
 
 
+def stream_values(name: str, stream: k8syaml.Stream, problems: list[str],
+                  warnings: list[str] | None = None) -> list[tuple[int, Any]]:
+    """The documents of ``stream`` (read from file ``name``) that hold a value, with their index in it. One that
+    cannot be decoded is a problem, ``<file>:<index>: invalid YAML: <why>`` (or JSON); an empty one is skipped;
+    ``warnings``, when given, hears ``<file>:<index>: <what>`` for what the reader noticed."""
+    if warnings is not None:
+        warnings.extend(f"{name}:{index}: {message}" for index, message in stream.warnings)
+    found = []
+    for document in stream.documents:
+        if document.error is not None:
+            what = "invalid JSON" if document.is_json else "invalid YAML"
+            problems.append(f"{name}:{document.index}: {what}: {document.error}")
+        elif document.value is not None:
+            found.append((document.index, document.value))
+    return found
+
+
 def _is_list_kind(doc: Obj) -> bool:
     kind = doc.get("kind")
     return isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list)
@@ -209,21 +226,11 @@ def documents(paths: Sequence[str | Path], *, stdin: Any = None,
             if read is None:
                 continue
             name, text = read
-            stream = k8syaml.read_stream(text)
-            if warnings is not None:
-                warnings.extend(f"{name}:{index}: {message}" for index, message in stream.warnings)
-            for document in stream.documents:
-                if document.error is not None:
-                    what = "invalid JSON" if document.is_json else "invalid YAML"
-                    problems.append(f"{name}:{document.index}: {what}: {document.error}")
-                    continue
-                doc = document.value
-                if doc is None:
-                    continue
+            for index, doc in stream_values(name, k8syaml.read_stream(text), problems, warnings):
                 if isinstance(doc, dict) and _is_list_kind(doc):
-                    found.extend((Source(name, document.index, i), item) for i, item in enumerate(doc["items"]))
+                    found.extend((Source(name, index, i), item) for i, item in enumerate(doc["items"]))
                 else:
-                    found.append((Source(name, document.index), doc))
+                    found.append((Source(name, index), doc))
         if (len(problems), len(found)) == seen:
             problems.append(_nothing_found(path, files))
     return found, problems

@@ -47,17 +47,8 @@ def read_documents(path: Path, name: str, problems: list[str], *, max_bytes: int
     except OSError as exc:
         problems.append(f"{name}: cannot read: {exc.strerror or exc}")
         return []
-    found = []
-    stream = k8syaml.read_stream(text, unmarshal=unmarshal, reader=reader)
-    if warnings is not None:
-        warnings.extend(f"{name}:{index}: {message}" for index, message in stream.warnings)
-    for document in stream.documents:
-        if document.error is not None:
-            what = "invalid JSON" if document.is_json else "invalid YAML"
-            problems.append(f"{name}:{document.index}: {what}: {document.error}")
-        elif document.value is not None:
-            found.append((document.index, document.value))
-    return found
+    return manifests.stream_values(name, k8syaml.read_stream(text, unmarshal=unmarshal, reader=reader), problems,
+                                   warnings)
 
 
 def read_file_documents(name: str, what: str, *, max_bytes: int, warnings: list[str] | None = None,
