@@ -7,8 +7,9 @@ message they would get from any other Kubernetes object.
 
 from __future__ import annotations
 
+import functools
 import re
-from functools import lru_cache
+from collections.abc import Callable
 from typing import Any
 
 from common.contract.fielderrors import FieldError, forbidden, invalid, required
@@ -43,6 +44,21 @@ DNS1035_LABEL_MAX = 63
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
+def _cached_up_to(longest: int) -> Callable[[Callable[[str], tuple[str, ...]]], Callable[[str], tuple[str, ...]]]:
+    """An lru_cache for the values of at most ``longest`` characters. A longer one is invalid whatever it holds and
+    is checked without the cache, which would otherwise keep strings as large as a request (4,096 of them each)."""
+    def wrap(check: Callable[[str], tuple[str, ...]]) -> Callable[[str], tuple[str, ...]]:
+        cached = functools.lru_cache(maxsize=4096)(check)
+
+        @functools.wraps(check)
+        def bounded(value: str) -> tuple[str, ...]:
+            return cached(value) if len(value) <= longest else check(value)
+        bounded.cache_info = cached.cache_info  # type: ignore[attr-defined]
+        bounded.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        return bounded
+    return wrap
+
+
 def regex_error(msg: str, fmt: str, *examples: str) -> str:
     """validation.RegexError: the message, the examples and the regex, as apimachinery words it."""
     if not examples:
@@ -73,7 +89,7 @@ def _bounded_format(value: str, max_length: int, pattern: re.Pattern[str], messa
     return tuple(errs)
 
 
-@lru_cache(maxsize=4096)
+@_cached_up_to(DNS1123_SUBDOMAIN_MAX)
 def is_dns1123_subdomain(value: str) -> tuple[str, ...]:
     return _bounded_format(value, DNS1123_SUBDOMAIN_MAX, _DNS1123_SUBDOMAIN_RE, _DNS1123_SUBDOMAIN_ERR,
                            DNS1123_SUBDOMAIN_FMT, "example.com")
@@ -85,20 +101,20 @@ _DNS1123_LABEL_RE = re.compile(f"^{DNS1123_LABEL_FMT}$")
 DNS1123_LABEL_MAX = 63
 
 
-@lru_cache(maxsize=4096)
+@_cached_up_to(DNS1123_LABEL_MAX)
 def is_dns1123_label(value: str) -> tuple[str, ...]:
     """Namespace names are RFC 1123 labels."""
     return _bounded_format(value, DNS1123_LABEL_MAX, _DNS1123_LABEL_RE, _DNS1123_LABEL_ERR, DNS1123_LABEL_FMT,
                            "my-name", "123-abc")
 
 
-@lru_cache(maxsize=4096)
+@_cached_up_to(DNS1035_LABEL_MAX)
 def is_dns1035_label(value: str) -> tuple[str, ...]:
     return _bounded_format(value, DNS1035_LABEL_MAX, _DNS1035_LABEL_RE, _DNS1035_LABEL_ERR, DNS1035_LABEL_FMT,
                            "my-name", "abc-123")
 
 
-@lru_cache(maxsize=4096)
+@_cached_up_to(DNS1123_SUBDOMAIN_MAX + 1 + QUALIFIED_NAME_MAX)
 def is_qualified_name(value: str) -> tuple[str, ...]:
     """``content.IsLabelKey`` (what ``validation.IsQualifiedName`` is since apimachinery 0.36): lengths in bytes, as
     Go's ``len`` counts them, and a key of several ``/`` named a label key."""
@@ -136,7 +152,7 @@ def _content_dns1123_subdomain(value: str) -> tuple[str, ...]:
     return tuple(errs)
 
 
-@lru_cache(maxsize=4096)
+@_cached_up_to(LABEL_VALUE_MAX)
 def is_valid_label_value(value: str) -> tuple[str, ...]:
     """``content.IsLabelValue``: its length in bytes."""
     errs = []

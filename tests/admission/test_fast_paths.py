@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.contract import samples
+from common.contract import names, samples
 from common.contract import schema as table
 from common.contract.admission import Request, validate
 from common.contract.cel import compile_rule
@@ -331,3 +331,19 @@ def test_a_label_too_long_to_be_valid_is_refused_without_entering_the_caches() -
     assert metadata.metadata_valid({"labels": {"example.com/" + "k" * 63: "v" * 63}})  # the longest valid ones
     assert [e.detail for e in metadata.metadata_field_errors({"labels": {"app": long_value}}, "m")] == [
         "must be no more than 63 bytes"]
+
+
+def test_names_checks_keep_no_value_too_long_to_be_valid() -> None:
+    """The name checks' caches take only values short enough to be valid: a longer one gets the same words,
+    computed without the cache (which would otherwise hold up to 4,096 strings as large as a request)."""
+    checks = [(names.is_dns1123_subdomain, 253, "must be no more than 253 characters"),
+              (names.is_dns1123_label, 63, "must be no more than 63 characters"),
+              (names.is_dns1035_label, 63, "must be no more than 63 characters"),
+              (names.is_qualified_name, 317, "name part must be no more than 63 bytes"),
+              (names.is_valid_label_value, 63, "must be no more than 63 bytes")]
+    for check, longest, words in checks:
+        check.cache_clear()  # type: ignore[attr-defined]
+        assert words in check("a" * (longest + 1) + "x" * 100_000)
+        assert check.cache_info().currsize == 0  # type: ignore[attr-defined]
+        check("b" * longest)   # the longest that could be valid is cached (valid or not)
+        assert check.cache_info().currsize == 1  # type: ignore[attr-defined]
