@@ -318,9 +318,10 @@ def test_list_items_their_shortcuts_settle_are_not_visited() -> None:
     assert [e.field for e in cel_rules.cel_errors(obj)] == ["spec.phases[0].objects[0]"]
 
 
-def test_a_label_too_long_to_be_valid_is_refused_without_entering_the_caches() -> None:
-    """A key or value longer than any valid one is invalid whatever it holds: refused at once, and never kept by
-    the validity caches (whose entries would otherwise hold strings as large as a request)."""
+def test_metadata_too_long_to_be_valid_is_refused_without_entering_the_caches() -> None:
+    """A label key or value, a kind or a namespace longer than any valid one is invalid whatever it holds: refused
+    at once, and never kept by the validity caches (whose entries would otherwise hold strings as large as a
+    request)."""
     long_value, long_key = "v" * 64, "example.com/" + "k" * 306
     before = (metadata._label_valid.cache_info().currsize, metadata._annotation_key_valid.cache_info().currsize)
     assert not metadata.metadata_valid({"labels": {"app": long_value}})
@@ -331,6 +332,12 @@ def test_a_label_too_long_to_be_valid_is_refused_without_entering_the_caches() -
     assert metadata.metadata_valid({"labels": {"example.com/" + "k" * 63: "v" * 63}})  # the longest valid ones
     assert [e.detail for e in metadata.metadata_field_errors({"labels": {"app": long_value}}, "m")] == [
         "must be no more than 63 bytes"]
+    caches = (metadata._kind_valid.cache_info().currsize, metadata._namespace_valid.cache_info().currsize)
+    assert not metadata.identity_valid({"apiVersion": "v1", "kind": "K" * 64})
+    assert not metadata.metadata_valid({"namespace": "n" * 64})
+    assert (metadata._kind_valid.cache_info().currsize, metadata._namespace_valid.cache_info().currsize) == caches
+    assert metadata.identity_valid({"apiVersion": "v1", "kind": "K" * 63})   # the longest valid ones
+    assert metadata.metadata_valid({"namespace": "n" * 63})
 
 
 def test_names_checks_keep_no_value_too_long_to_be_valid() -> None:

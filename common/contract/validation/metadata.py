@@ -30,12 +30,19 @@ def _parse_group_version(api_version: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)
+def _kind_valid(kind: str) -> bool:
+    """A kind valid as the API server checks it (an RFC 1035 label once lowercased), lowercased inside the cache.
+    Callers pass only kinds short enough to be valid, so the cache keeps no long string."""
+    return not names.is_dns1035_label(kind.lower())
+
+
 def identity_valid(manifest: Obj) -> bool:
     """True only when ``identity_errors`` finds nothing: the common case decided with one cached kind check and
     no path or error built (this runs once per inline manifest, 1,000 times for a maximal COS)."""
     api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
     return (type(api_version) is str and api_version != "" and api_version.count("/") <= 1
-            and type(kind) is str and kind != "" and not names.is_dns1035_label(kind.lower()))
+            and type(kind) is str and kind != "" and len(kind) <= names.DNS1035_LABEL_MAX and _kind_valid(kind))
 
 
 def identity_errors(manifest: Obj, path: str) -> list[FieldError]:
@@ -76,6 +83,12 @@ def _label_valid(key: str, value: str) -> bool:
     return not names.is_qualified_name(key) and not names.is_valid_label_value(value)
 
 
+@lru_cache(maxsize=1024)
+def _namespace_valid(namespace: str) -> bool:
+    """A namespace valid (an RFC 1123 label); callers pass only names short enough to be valid."""
+    return not names.is_dns1123_label(namespace)
+
+
 @lru_cache(maxsize=4096)
 def _annotation_key_valid(key: str) -> bool:
     """An annotation key valid (the API server checks it lowercased), lowercased inside the cache."""
@@ -95,7 +108,8 @@ def metadata_valid(meta: Any) -> bool:
             return False  # what names.is_valid_path_segment_name refuses, without building its words
     if "namespace" in meta:
         namespace = meta["namespace"]
-        if type(namespace) is not str or (namespace and names.is_dns1123_label(namespace)):
+        if type(namespace) is not str or (namespace and (len(namespace) > names.DNS1123_LABEL_MAX
+                                                         or not _namespace_valid(namespace))):
             return False
     if "labels" in meta:
         labels = meta["labels"]
