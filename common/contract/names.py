@@ -41,6 +41,10 @@ _DNS1035_LABEL_ERR = ("a lowercase RFC 1035 label must consist of lower case alp
 _DNS1035_LABEL_RE = re.compile(f"^{DNS1035_LABEL_FMT}$")
 DNS1035_LABEL_MAX = 63
 
+# The longest valid label (or annotation) key: a DNS subdomain prefix, "/", a qualified name. Longer is invalid
+# whatever it holds.
+LABEL_KEY_MAX = DNS1123_SUBDOMAIN_MAX + 1 + QUALIFIED_NAME_MAX
+
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
@@ -114,7 +118,7 @@ def is_dns1035_label(value: str) -> tuple[str, ...]:
                            "my-name", "abc-123")
 
 
-@_cached_up_to(DNS1123_SUBDOMAIN_MAX + 1 + QUALIFIED_NAME_MAX)
+@_cached_up_to(LABEL_KEY_MAX)
 def is_qualified_name(value: str) -> tuple[str, ...]:
     """``content.IsLabelKey`` (what ``validation.IsQualifiedName`` is since apimachinery 0.36): lengths in bytes, as
     Go's ``len`` counts them, and a key of several ``/`` named a label key."""

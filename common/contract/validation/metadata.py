@@ -71,27 +71,25 @@ def identity_errors(manifest: Obj, path: str) -> list[FieldError]:
     return errs
 
 
-# The longest valid label key (a DNS subdomain prefix, "/", a name) and value: a longer one is invalid whatever it
-# holds, and is not looked up in (nor kept by) the caches below.
-_LABEL_KEY_MAX = names.DNS1123_SUBDOMAIN_MAX + 1 + names.QUALIFIED_NAME_MAX
-_LABEL_VALUE_MAX = names.LABEL_VALUE_MAX
-
-
 @lru_cache(maxsize=8192)
 def _label_valid(key: str, value: str) -> bool:
-    """A label's key and value both valid: one cached call per label where ``metadata_valid`` made two."""
+    """A label's key and value both valid: one cached call per label where ``metadata_valid`` made two. Callers
+    pass only keys and values short enough to be valid."""
     return not names.is_qualified_name(key) and not names.is_valid_label_value(value)
 
 
 @lru_cache(maxsize=1024)
 def _namespace_valid(namespace: str) -> bool:
-    """A namespace valid (an RFC 1123 label); callers pass only names short enough to be valid."""
+    """A namespace valid (an RFC 1123 label): one C-level cache lookup on the per-manifest path, where
+    ``names.is_dns1123_label`` adds its length guard's Python call. Callers pass only names short enough to be
+    valid (the caches in this module keep no string longer than a valid one)."""
     return not names.is_dns1123_label(namespace)
 
 
 @lru_cache(maxsize=4096)
 def _annotation_key_valid(key: str) -> bool:
-    """An annotation key valid (the API server checks it lowercased), lowercased inside the cache."""
+    """An annotation key valid (the API server checks it lowercased), lowercased inside the cache. Callers pass
+    only keys short enough to be valid."""
     return not names.is_qualified_name(key.lower())
 
 
@@ -116,7 +114,7 @@ def metadata_valid(meta: Any) -> bool:
         if type(labels) is not dict:
             return False
         for key, value in labels.items():
-            if (type(value) is not str or len(value) > _LABEL_VALUE_MAX or len(key) > _LABEL_KEY_MAX
+            if (type(value) is not str or len(value) > names.LABEL_VALUE_MAX or len(key) > names.LABEL_KEY_MAX
                     or not _label_valid(key, value)):
                 return False
     if "annotations" in meta:
@@ -124,7 +122,7 @@ def metadata_valid(meta: Any) -> bool:
         if type(annotations) is not dict:
             return False
         for key, value in annotations.items():
-            if type(value) is not str or len(key) > _LABEL_KEY_MAX or not _annotation_key_valid(key):
+            if type(value) is not str or len(key) > names.LABEL_KEY_MAX or not _annotation_key_valid(key):
                 return False
     if _FORBIDDEN.isdisjoint(meta):
         return True
